@@ -1,0 +1,46 @@
+import 'reflect-metadata';
+
+// Kernel
+export { createKernel, provide, type AdapterBinding, type Kernel, type KernelOptions, type MigrationStatus } from './kernel/kernel.js';
+export { defineModule, type JobContext, type JobDefinition, type ModuleContext, type RpcContext, type RpcMethodDefinition, type TrellisModule } from './kernel/module.js';
+export { Hooks, type TrellisHooks } from './kernel/hooks.js';
+export * from './kernel/tokens.js';
+export { createLogger, redactedPaths } from './kernel/logger.js';
+
+// Configuration
+export { kernelConfigSchema, logLevels, validateConfig, buildConfigSchema, type KernelConfig, type TrellisConfig, type TrellisConfigInput } from './kernel/config/config.js';
+export { ConfigError, describeSchema, parseConfig, s, ObjectNode, type ConfigIssue, type InferConfig, type SchemaNode, type Shape } from './kernel/config/schema.js';
+
+// Errors
+export { TrellisError, errors, httpStatusByKind, isTrellisError, rpcCodeByKind, toTrellisError, type ErrorKind, type TrellisErrorOptions, type ValidationIssue } from './kernel/errors.js';
+
+// HTTP
+export { defineRoute, type ClassType, type ErrorFormat, type RequestContext, type RouteDefinition, type RouteResponseSpec } from './kernel/http/route.js';
+export { Reply } from './kernel/http/reply.js';
+export { HttpDispatcher, parseQuery } from './kernel/http/dispatcher.js';
+export { isStreamBody, type HttpMethod, type KernelRequest, type KernelResponse, type ResponseBody } from './kernel/http/types.js';
+export { Router, type RouteMatch } from './kernel/http/router.js';
+export { buildOpenApi, dtoSchema, type OpenApiInfo } from './kernel/http/openapi.js';
+export { Doc, Nested, Schema, type PropertyDoc } from './kernel/http/docs-metadata.js';
+export { validateInput } from './kernel/validation.js';
+
+// WebSocket
+export { defineChannel, type ChannelContext, type ChannelDefinition, type ChannelSession, type ChannelUpgradeRequest, type SocketLike } from './kernel/ws/channel.js';
+export { WsDispatcher, type UpgradeDecision, type UpgradeInput } from './kernel/ws/ws-dispatcher.js';
+
+// Auth
+export { Authenticator, credentialVerifierServiceIdentifier, extractBearer, type CredentialMeta, type CredentialVerifier } from './kernel/auth/authenticator.js';
+export { allCredentialKinds, hasPermission, type CredentialKind, type Permission, type Principal, type PrincipalUser } from './kernel/auth/principal.js';
+export { generateOpaqueToken, randomSecret, safeEqual, sha256Hex, uuidv7 } from './kernel/crypto.js';
+
+// Ports
+export { clockServiceIdentifier, ManualClock, SystemClock, type Clock } from './ports/clock.js';
+export { idsServiceIdentifier, UuidV7Ids, type Ids } from './ports/ids.js';
+export { InProcessPubSub, pubSubServiceIdentifier, type PubSub, type PubSubListener } from './ports/pubsub.js';
+export { Argon2idPasswordHasher, passwordHasherServiceIdentifier, type Argon2Options, type PasswordHasher } from './ports/password-hasher.js';
+export type { DatabaseAdapter, Dialect, EntityDefinition, MigrationEntry } from './ports/database.js';
+
+// Modules
+export { coreModules } from './modules/index.js';
+export * from './modules/identity/index.js';
+export { systemModule } from './modules/system/system.module.js';

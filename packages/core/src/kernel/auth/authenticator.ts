@@ -1,0 +1,122 @@
+import type { ServiceIdentifier } from 'inversify';
+import { TrellisError } from '../errors.js';
+import type { CredentialKind, Principal } from './principal.js';
+
+export interface CredentialMeta {
+  ip: string;
+  userAgent: string;
+}
+
+/**
+ * Verifies one kind of credential. Modules contribute verifiers (identity: JWT, API key, agent
+ * token; oauth: access tokens); the combined authenticator picks the one whose `accepts` matches
+ * the token's shape.
+ */
+export interface CredentialVerifier {
+  readonly kind: CredentialKind;
+  accepts(token: string): boolean;
+  /** Resolves the principal or throws a 401 TrellisError. `expiresAt` bounds how long it may be cached. */
+  verify(token: string, meta: CredentialMeta): Promise<{ principal: Principal; expiresAtMs?: number }>;
+}
+
+export const credentialVerifierServiceIdentifier: ServiceIdentifier<CredentialVerifier> = Symbol.for('@trellis/core/CredentialVerifier');
+
+interface CacheEntry {
+  principal: Principal;
+  expiresAtMs: number;
+}
+
+/**
+ * The combined authenticator: one entry point for every credential kind, with a small in-process
+ * cache of verified credentials so a hot path does not verify and load the user on every request.
+ * Anything that changes a user or revokes a credential through Trellis calls `invalidate*`.
+ */
+export class Authenticator {
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly byUser = new Map<string, Set<string>>();
+
+  constructor(
+    private readonly verifiers: readonly CredentialVerifier[],
+    private readonly cacheTtlMs: number,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  async authenticate(token: string, meta: CredentialMeta): Promise<Principal> {
+    const now = Date.now();
+    const cached = this.cache.get(token);
+    if (cached) {
+      if (cached.expiresAtMs > now) return cached.principal;
+      this.forget(token, cached.principal.userId);
+    }
+    const verifier = this.verifiers.find((v) => v.accepts(token));
+    if (!verifier) {
+      throw new TrellisError('unauthenticated', 'invalid_token', 'The bearer token is not a credential this server issues.', {
+        headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+      });
+    }
+    const { principal, expiresAtMs } = await verifier.verify(token, meta);
+    if (this.cacheTtlMs > 0) this.remember(token, principal, Math.min(now + this.cacheTtlMs, expiresAtMs ?? Infinity));
+    return principal;
+  }
+
+  /** Drops every cached credential of a user (after an update, a disable or a revocation). */
+  invalidateUser(userId: string): void {
+    const tokens = this.byUser.get(userId);
+    if (!tokens) return;
+    for (const token of tokens) this.cache.delete(token);
+    this.byUser.delete(userId);
+  }
+
+  /** Drops one cached credential. */
+  invalidateToken(token: string): void {
+    const entry = this.cache.get(token);
+    if (entry) this.forget(token, entry.principal.userId);
+  }
+
+  /** Drops cached credentials matching a predicate (for example all tokens of one OAuth client). */
+  invalidateWhere(predicate: (principal: Principal) => boolean): void {
+    for (const [token, entry] of this.cache) if (predicate(entry.principal)) this.forget(token, entry.principal.userId);
+  }
+
+  clear(): void {
+    this.cache.clear();
+    this.byUser.clear();
+  }
+
+  private remember(token: string, principal: Principal, expiresAtMs: number): void {
+    if (this.cache.size >= this.maxEntries) {
+      // Map iteration order is insertion order: drop the oldest entry.
+      const oldest = this.cache.keys().next().value as string;
+      this.forget(oldest, this.cache.get(oldest)!.principal.userId);
+    }
+    this.cache.set(token, { principal, expiresAtMs });
+    let tokens = this.byUser.get(principal.userId);
+    if (!tokens) this.byUser.set(principal.userId, (tokens = new Set()));
+    tokens.add(token);
+  }
+
+  private forget(token: string, userId: string): void {
+    this.cache.delete(token);
+    const tokens = this.byUser.get(userId);
+    if (tokens) {
+      tokens.delete(token);
+      if (tokens.size === 0) this.byUser.delete(userId);
+    }
+  }
+}
+
+/** The bearer token of a request: `Authorization: Bearer <token>`, or an API key in `X-API-Key`. */
+export function extractBearer(headers: Record<string, string>): string | null {
+  const authorization = headers['authorization'];
+  if (authorization !== undefined) {
+    const match = /^Bearer[ ]+([^\s]+)\s*$/i.exec(authorization);
+    if (!match) {
+      throw new TrellisError('unauthenticated', 'invalid_authorization_header', 'The Authorization header must be "Bearer <token>".', {
+        headers: { 'www-authenticate': 'Bearer error="invalid_request"' },
+      });
+    }
+    return match[1]!;
+  }
+  const apiKey = headers['x-api-key'];
+  return apiKey ? apiKey.trim() : null;
+}

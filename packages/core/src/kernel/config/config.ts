@@ -1,0 +1,77 @@
+import { ObjectNode, parseConfig, s, type InferConfig, type Shape } from './schema.js';
+
+export const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** The kernel's own configuration. Modules add their sections (`billing`, `oauth`, ...) on top. */
+export const kernelConfigSchema = s.object({
+  publicUrl: s
+    .string()
+    .orUndefined()
+    .describe('External base URL of the API (scheme, host, optional path prefix). Defaults to the listening address.'),
+  frontendUrl: s
+    .string()
+    .orUndefined()
+    .describe('Base URL of the web front end (used for OAuth consent redirects). When unset, the host serves its own minimal pages.'),
+  server: s.object({
+    host: s.string().default('127.0.0.1').describe('Interface to listen on.'),
+    port: s.int().range(0, 65535).default(8080).describe('TCP port; 0 picks a free one.'),
+    transport: s.string().oneOf(['uws', 'node'] as const).default('uws').describe('HTTP/WebSocket transport.'),
+    basePath: s
+      .string()
+      .default('')
+      .matches(/^(\/[A-Za-z0-9._~-]+)*$/, 'empty or a path such as /api without a trailing slash')
+      .describe('Path prefix under which every route is served.'),
+    maxBodyBytes: s.int().range(1024).default(1_048_576).describe('Largest accepted request body; larger bodies get 413.'),
+    shutdownTimeoutMs: s.int().range(0).default(10_000).describe('How long a graceful stop waits for in-flight requests.'),
+    trustProxy: s.boolean().default(false).describe('Take the client address from X-Forwarded-For.'),
+    corsOrigins: s
+      .array(s.string())
+      .default([])
+      .describe('Origins allowed by the default CORS policy ("*" for any). Routes may declare their own policy.'),
+  }),
+  database: s.object({
+    url: s
+      .string()
+      .default('sqlite:./trellis.db')
+      .describe('`sqlite:<path>`, `sqlite::memory:` or `postgres://user:pass@host:port/db`.'),
+    migrateOnStart: s.boolean().default(true).describe('Apply pending migrations when the host starts.'),
+    debug: s.boolean().default(false).describe('Log every SQL statement.'),
+  }),
+  auth: s.object({
+    jwtSecret: s
+      .string()
+      .min(32)
+      .orUndefined()
+      .describe('HS256 secret for user JWTs (at least 32 characters). When unset a random one is generated at start: development only.'),
+    jwtIssuer: s.string().default('trellis').describe('`iss` claim of issued JWTs.'),
+    jwtTtlSeconds: s.int().range(60).default(86_400).describe('Lifetime of user JWTs.'),
+    passwordMinLength: s.int().range(8, 128).default(8).describe('Minimum password length.'),
+    allowRegistration: s.boolean().default(true).describe('Whether POST /auth/register is open.'),
+    principalCacheTtlMs: s
+      .int()
+      .range(0, 60_000)
+      .default(5_000)
+      .describe('How long a verified credential and its user stay cached in process (0 disables). Changes made through Trellis invalidate at once.'),
+  }),
+  log: s.object({
+    level: s.string().oneOf(logLevels).default('info').describe('pino log level.'),
+  }),
+});
+
+export type KernelConfig = InferConfig<typeof kernelConfigSchema>;
+
+/** The full, validated and frozen configuration: kernel options plus each module's section. */
+export type TrellisConfig = KernelConfig & Record<string, unknown>;
+
+/** Input shape: every field optional, as a user writes it. */
+export type TrellisConfigInput = DeepPartial<KernelConfig> & Record<string, unknown>;
+
+type DeepPartial<T> = T extends readonly unknown[] ? T : T extends object ? { [K in keyof T]?: DeepPartial<T[K]> } : T;
+
+export function buildConfigSchema(moduleSections: Record<string, ObjectNode<Shape>>): ObjectNode<Shape> {
+  return kernelConfigSchema.extend(moduleSections) as unknown as ObjectNode<Shape>;
+}
+
+export function validateConfig(input: unknown, moduleSections: Record<string, ObjectNode<Shape>> = {}): TrellisConfig {
+  return parseConfig(buildConfigSchema(moduleSections), input) as TrellisConfig;
+}

@@ -1,0 +1,141 @@
+/**
+ * One error vocabulary for all of Trellis. Domain code throws `TrellisError`s with a kind (what
+ * went wrong, in transport-neutral terms) and a stable snake_case code (which case it is). Only the
+ * edge translates kinds, through the tables below, into HTTP statuses and JSON-RPC codes.
+ */
+export type ErrorKind =
+  | 'bad_request'
+  | 'unauthenticated'
+  | 'payment_required'
+  | 'forbidden'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'gone'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'validation'
+  | 'locked'
+  | 'rate_limited'
+  | 'internal'
+  | 'not_implemented'
+  | 'unavailable';
+
+export const httpStatusByKind: Readonly<Record<ErrorKind, number>> = Object.freeze({
+  bad_request: 400,
+  unauthenticated: 401,
+  payment_required: 402,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  gone: 410,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  validation: 422,
+  locked: 423,
+  rate_limited: 429,
+  internal: 500,
+  not_implemented: 501,
+  unavailable: 503,
+});
+
+/** JSON-RPC 2.0 error codes. -32001 and -32002 are the spec's server-defined codes. */
+export const rpcCodeByKind: Readonly<Record<ErrorKind, number>> = Object.freeze({
+  bad_request: -32602,
+  validation: -32602,
+  unauthenticated: -32001,
+  forbidden: -32002,
+  payment_required: -32603,
+  not_found: -32602,
+  method_not_allowed: -32601,
+  conflict: -32603,
+  gone: -32603,
+  payload_too_large: -32600,
+  unsupported_media_type: -32600,
+  locked: -32603,
+  rate_limited: -32603,
+  internal: -32603,
+  not_implemented: -32601,
+  unavailable: -32603,
+});
+
+export interface ValidationIssue {
+  /** Dotted path of the offending field (`teams.0.name`), or `''` for the whole body. */
+  field: string;
+  /** Name of the failed constraint (`isEmail`, `whitelistValidation`, `required`, ...). */
+  constraint: string;
+  message: string;
+}
+
+export interface TrellisErrorOptions {
+  cause?: unknown;
+  /** Field-level problems, serialised as `details`. */
+  details?: ValidationIssue[];
+  /** Extra top-level fields of the error body (`current_version`, `balance`, ...). */
+  extra?: Record<string, unknown>;
+  /** Extra response headers (`Retry-After`, `WWW-Authenticate`, ...). */
+  headers?: Record<string, string>;
+  /** Overrides the status the kind maps to, for areas whose table says otherwise. */
+  status?: number;
+}
+
+export class TrellisError extends Error {
+  override readonly name = 'TrellisError';
+  readonly details?: ValidationIssue[];
+  readonly extra?: Record<string, unknown>;
+  readonly headers?: Record<string, string>;
+  readonly statusOverride?: number;
+
+  constructor(
+    readonly kind: ErrorKind,
+    readonly code: string,
+    message: string,
+    options: TrellisErrorOptions = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.details = options.details;
+    this.extra = options.extra;
+    this.headers = options.headers;
+    this.statusOverride = options.status;
+  }
+
+  get status(): number {
+    return this.statusOverride ?? httpStatusByKind[this.kind];
+  }
+
+  get rpcCode(): number {
+    return rpcCodeByKind[this.kind];
+  }
+
+  /** Is this error safe to show as is? Internal errors never expose their message. */
+  get exposed(): boolean {
+    return this.status < 500;
+  }
+}
+
+export const isTrellisError = (value: unknown): value is TrellisError => value instanceof TrellisError;
+
+/** Shorthands for the errors every module throws. */
+export const errors = {
+  badRequest: (code: string, message: string, options?: TrellisErrorOptions) =>
+    new TrellisError('bad_request', code, message, options),
+  unauthenticated: (code: string, message: string, options?: TrellisErrorOptions) =>
+    new TrellisError('unauthenticated', code, message, options),
+  forbidden: (code: string, message: string, options?: TrellisErrorOptions) =>
+    new TrellisError('forbidden', code, message, options),
+  notFound: (code: string, message: string, options?: TrellisErrorOptions) =>
+    new TrellisError('not_found', code, message, options),
+  conflict: (code: string, message: string, options?: TrellisErrorOptions) =>
+    new TrellisError('conflict', code, message, options),
+  validation: (code: string, message: string, options?: TrellisErrorOptions) =>
+    new TrellisError('validation', code, message, options),
+  internal: (message = 'An internal error occurred.', cause?: unknown) =>
+    new TrellisError('internal', 'internal_error', message, { cause }),
+};
+
+/** Wraps anything thrown into a TrellisError; unknown errors become an unexposed `internal_error`. */
+export function toTrellisError(error: unknown): TrellisError {
+  if (error instanceof TrellisError) return error;
+  return new TrellisError('internal', 'internal_error', 'An internal error occurred.', { cause: error });
+}

@@ -1,0 +1,376 @@
+import type { EntityManager } from '@mikro-orm/core';
+import type { ServiceIdentifier } from 'inversify';
+import type { Logger } from 'pino';
+import { extractBearer, type Authenticator } from '../auth/authenticator.js';
+import { hasPermission, type Permission, type Principal } from '../auth/principal.js';
+import type { KernelConfig } from '../config/config.js';
+import { TrellisError, toTrellisError } from '../errors.js';
+import { validateInput } from '../validation.js';
+import { Reply } from './reply.js';
+import type { ErrorFormat, RequestContext, RouteDefinition } from './route.js';
+import { Router } from './router.js';
+import { isStreamBody, type KernelRequest, type KernelResponse } from './types.js';
+
+export interface DispatcherDeps {
+  config: KernelConfig;
+  log: Logger;
+  routes: readonly RouteDefinition[];
+  authenticator(): Authenticator;
+  fork(): EntityManager;
+  get<T>(id: ServiceIdentifier<T>): T;
+  isReady(): boolean;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const EMPTY = new Uint8Array(0);
+const decoder = new TextDecoder('utf-8', { fatal: true });
+const allowHeaders = 'authorization, content-type, x-api-key, x-request-id';
+const requestIdPattern = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * The one router every request goes through, whatever the transport: request id, CORS,
+ * authentication and guards, parsing and validation, the handler, and the error shape.
+ */
+export class HttpDispatcher {
+  readonly maxBodyBytes: number;
+  readonly basePath: string;
+  private readonly router = new Router<RouteDefinition>();
+  private readonly corsOrigins: Set<string>;
+  private readonly corsAny: boolean;
+  private readonly idPrefix = Math.random().toString(36).slice(2, 10);
+  private sequence = 0;
+  private inFlight = 0;
+  private idleWaiters: Array<() => void> = [];
+  private readonly streams = new Set<AbortController>();
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.maxBodyBytes = deps.config.server.maxBodyBytes;
+    this.basePath = deps.config.server.basePath;
+    this.corsOrigins = new Set(deps.config.server.corsOrigins);
+    this.corsAny = this.corsOrigins.has('*');
+    for (const route of deps.routes) this.router.add(route.method, route.path, route);
+  }
+
+  get activeRequests(): number {
+    return this.inFlight;
+  }
+
+  /** The body limit of the route a request would reach, so a transport can refuse early. */
+  bodyLimitFor(method: string, path: string): number {
+    const found = this.router.find(method, this.stripBase(path) ?? path);
+    return found && 'value' in found ? (found.value.maxBodyBytes ?? this.maxBodyBytes) : this.maxBodyBytes;
+  }
+
+  async handle(request: KernelRequest): Promise<KernelResponse> {
+    this.inFlight++;
+    let streaming = false;
+    try {
+      const response = await this.dispatch(request);
+      if (isStreamBody(response.body)) {
+        streaming = true;
+        response.body = this.track(response.body, request.signal);
+      }
+      return response;
+    } finally {
+      if (!streaming) this.release();
+    }
+  }
+
+  /** The 413 a transport sends when a body exceeds the limit, in the route's error shape. */
+  payloadTooLarge(request: KernelRequest): KernelResponse {
+    const error = new TrellisError('payload_too_large', 'payload_too_large', `The request body exceeds the limit of ${this.bodyLimitFor(request.method, request.path)} bytes.`);
+    return this.errorResponse(request, error, this.requestId(request), this.routeOf(request));
+  }
+
+  /** Resolves when no request or stream is in flight; aborts open streams after `timeoutMs`. */
+  async drain(timeoutMs: number): Promise<boolean> {
+    if (this.inFlight === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<boolean>((resolve) => this.idleWaiters.push(() => resolve(true)));
+    const timeout = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => {
+        for (const stream of this.streams) stream.abort();
+        resolve(false);
+      }, timeoutMs);
+    });
+    const drained = await Promise.race([idle, timeout]);
+    clearTimeout(timer);
+    return drained;
+  }
+
+  private release(): void {
+    this.inFlight--;
+    if (this.inFlight === 0) {
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const wake of waiters) wake();
+    }
+  }
+
+  /**
+   * Wraps a response stream so the request counts as in flight until the stream ends, is stopped
+   * by the transport (`return()`, even before the first read), the client disconnects, or a
+   * drain times out.
+   */
+  private track(body: AsyncIterable<string | Uint8Array>, signal?: AbortSignal): AsyncIterable<string | Uint8Array> {
+    const controller = new AbortController();
+    this.streams.add(controller);
+    const inner = body[Symbol.asyncIterator]();
+    let finished = false;
+    const finish = async () => {
+      if (finished) return;
+      finished = true;
+      this.streams.delete(controller);
+      signal?.removeEventListener('abort', onAbort);
+      this.release();
+      await inner.return?.();
+    };
+    const onAbort = () => void finish();
+    controller.signal.addEventListener('abort', onAbort, { once: true });
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const iterator: AsyncIterator<string | Uint8Array> = {
+      next: async () => {
+        if (finished) return { done: true, value: undefined };
+        try {
+          const step = await inner.next();
+          if (step.done) await finish();
+          return finished && !step.done ? { done: true, value: undefined } : step;
+        } catch (error) {
+          await finish();
+          throw error;
+        }
+      },
+      return: async () => {
+        await finish();
+        return { done: true, value: undefined };
+      },
+    };
+    return { [Symbol.asyncIterator]: () => iterator };
+  }
+
+  private requestId(request: KernelRequest): string {
+    const incoming = request.headers['x-request-id'];
+    if (incoming && requestIdPattern.test(incoming)) return incoming;
+    return `${this.idPrefix}-${(++this.sequence).toString(36)}`;
+  }
+
+  private stripBase(path: string): string | null {
+    if (!this.basePath) return path;
+    if (path === this.basePath) return '/';
+    return path.startsWith(`${this.basePath}/`) ? path.slice(this.basePath.length) : null;
+  }
+
+  private routeOf(request: KernelRequest): RouteDefinition | undefined {
+    const path = this.stripBase(request.path);
+    if (path === null) return undefined;
+    const found = this.router.find(request.method, path);
+    return found && 'value' in found ? found.value : undefined;
+  }
+
+  private async dispatch(request: KernelRequest): Promise<KernelResponse> {
+    const requestId = this.requestId(request);
+    const path = this.stripBase(request.path);
+    let route: RouteDefinition | undefined;
+    try {
+      if (path === null) throw new TrellisError('not_found', 'route_not_found', `No route matches ${request.method} ${request.path}.`);
+      if (request.method === 'OPTIONS') return this.preflight(request, path, requestId);
+      const found = this.router.find(request.method === 'HEAD' ? 'GET' : request.method, path);
+      if (!found) throw new TrellisError('not_found', 'route_not_found', `No route matches ${request.method} ${path}.`);
+      if ('allowed' in found) {
+        throw new TrellisError('method_not_allowed', 'method_not_allowed', `${request.method} is not allowed on ${path}.`, {
+          headers: { allow: found.allowed.join(', ') },
+        });
+      }
+      route = found.value;
+      if (!this.deps.isReady()) throw new TrellisError('unavailable', 'not_ready', 'The server is starting or stopping.', { headers: { 'retry-after': '1' } });
+      const response = await this.run(route, found.params, request, requestId);
+      this.applyCors(route, request, response.headers);
+      return response;
+    } catch (error) {
+      return this.errorResponse(request, error, requestId, route);
+    }
+  }
+
+  private async run(route: RouteDefinition, rawParams: Record<string, string>, request: KernelRequest, requestId: string): Promise<KernelResponse> {
+    const ip = this.clientIp(request);
+    const userAgent = request.headers['user-agent'] ?? '';
+    const principal = await this.authenticate(route, request, ip, userAgent);
+    const failure = route.validationError;
+    const params = route.params ? await validateInput(route.params, rawParams, 'params', failure) : rawParams;
+    const query = route.query ? await validateInput(route.query, parseQuery(request.query), 'query', failure) : parseQuery(request.query);
+    const body = route.body ? await validateInput(route.body, this.parseBody(route, request), 'body', failure) : undefined;
+
+    let em: EntityManager | undefined;
+    let log: Logger | undefined;
+    const deps = this.deps;
+    const ctx: RequestContext = {
+      requestId,
+      method: request.method,
+      path: request.path,
+      params,
+      query,
+      body,
+      headers: request.headers,
+      principal,
+      requirePrincipal() {
+        if (!principal) throw new TrellisError('unauthenticated', 'missing_credentials', 'This operation needs a bearer token.');
+        return principal;
+      },
+      get em() {
+        return (em ??= deps.fork());
+      },
+      get log() {
+        return (log ??= deps.log.child({ reqId: requestId }));
+      },
+      ip,
+      userAgent,
+      signal: request.signal ?? new AbortController().signal,
+      get: (id) => deps.get(id),
+    };
+    const result = await route.handler(ctx);
+    const headers: Record<string, string> = { 'x-request-id': requestId };
+    if (result instanceof Reply) {
+      Object.assign(headers, result.headers);
+      if (result.kind === 'json') {
+        headers['content-type'] = JSON_TYPE;
+        return { status: result.status, headers, body: JSON.stringify(result.body) };
+      }
+      return { status: result.status, headers, body: (result.body as KernelResponse['body']) ?? null };
+    }
+    const status = route.response?.status ?? 200;
+    if (result === undefined || status === 204) return { status: 204, headers, body: null };
+    headers['content-type'] = JSON_TYPE;
+    return { status, headers, body: JSON.stringify(result) };
+  }
+
+  private async authenticate(route: RouteDefinition, request: KernelRequest, ip: string, userAgent: string): Promise<Principal | null> {
+    if (route.auth === 'none') return null;
+    const token = extractBearer(request.headers);
+    if (!token) {
+      if (route.auth === 'optional') return null;
+      throw new TrellisError('unauthenticated', 'missing_credentials', 'This operation needs a bearer token.', {
+        headers: { 'www-authenticate': 'Bearer' },
+      });
+    }
+    const principal = await this.deps.authenticator().authenticate(token, { ip, userAgent });
+    if (route.auth !== 'optional' && !route.auth.includes(principal.kind)) {
+      throw new TrellisError('forbidden', 'credential_not_allowed', `This operation does not accept ${describeKind(principal.kind)} credentials (accepted: ${route.auth.map(describeKind).join(', ')}).`);
+    }
+    const required: readonly Permission[] = route.permission === undefined ? [] : typeof route.permission === 'string' ? [route.permission] : route.permission;
+    for (const permission of required) {
+      if (!hasPermission(principal, permission)) {
+        throw new TrellisError('forbidden', 'permission_denied', `This operation needs the ${permission} permission.`);
+      }
+    }
+    return principal;
+  }
+
+  private parseBody(route: RouteDefinition, request: KernelRequest): unknown {
+    const raw = request.body ?? EMPTY;
+    if (raw.length === 0) return {};
+    const limit = route.maxBodyBytes ?? this.maxBodyBytes;
+    if (raw.length > limit) throw new TrellisError('payload_too_large', 'payload_too_large', `The request body exceeds the limit of ${limit} bytes.`);
+    const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const accepted = route.bodyTypes ?? ['json'];
+    let text: string;
+    try {
+      text = decoder.decode(raw);
+    } catch {
+      throw new TrellisError('bad_request', 'invalid_encoding', 'The request body is not valid UTF-8.');
+    }
+    if (accepted.includes('json') && (type === 'application/json' || type.endsWith('+json'))) {
+      try {
+        return JSON.parse(text);
+      } catch (error) {
+        throw new TrellisError('bad_request', 'invalid_json', `The request body is not valid JSON: ${(error as Error).message}`);
+      }
+    }
+    if (accepted.includes('form') && type === 'application/x-www-form-urlencoded') {
+      return parseQuery(text);
+    }
+    const expected = accepted.map((t) => (t === 'json' ? 'application/json' : 'application/x-www-form-urlencoded')).join(' or ');
+    throw new TrellisError('unsupported_media_type', 'unsupported_media_type', `Send the body as ${expected}${type ? `, not ${type}` : ' with a Content-Type header'}.`);
+  }
+
+  private clientIp(request: KernelRequest): string {
+    if (this.deps.config.server.trustProxy) {
+      const forwarded = request.headers['x-forwarded-for'];
+      if (forwarded) return forwarded.split(',')[0]!.trim();
+    }
+    return request.remoteAddress;
+  }
+
+  private allowedOrigin(route: RouteDefinition | undefined, origin: string | undefined): string | null {
+    if (!origin) return null;
+    if (route?.cors === 'any') return '*';
+    if (this.corsAny || this.corsOrigins.has(origin)) return origin;
+    return null;
+  }
+
+  private applyCors(route: RouteDefinition | undefined, request: KernelRequest, headers: Record<string, string>): void {
+    const origin = request.headers['origin'];
+    const allowed = this.allowedOrigin(route, origin);
+    if (route?.cors === 'any') headers['access-control-allow-origin'] = '*';
+    else if (allowed) {
+      headers['access-control-allow-origin'] = allowed;
+      headers['vary'] = 'Origin';
+    }
+    if (allowed || route?.cors === 'any') headers['access-control-expose-headers'] = 'x-request-id, www-authenticate, retry-after';
+  }
+
+  private preflight(request: KernelRequest, path: string, requestId: string): KernelResponse {
+    const wanted = (request.headers['access-control-request-method'] ?? '').toUpperCase();
+    const found = wanted ? this.router.find(wanted, path) : null;
+    if (!found) throw new TrellisError('not_found', 'route_not_found', `No route matches ${wanted || 'OPTIONS'} ${path}.`);
+    const route = 'value' in found ? found.value : undefined;
+    const headers: Record<string, string> = { 'x-request-id': requestId };
+    const allowed = this.allowedOrigin(route, request.headers['origin']);
+    if (route && allowed) {
+      headers['access-control-allow-origin'] = allowed;
+      if (allowed !== '*') headers['vary'] = 'Origin';
+      headers['access-control-allow-methods'] = route.method;
+      headers['access-control-allow-headers'] = allowHeaders;
+      headers['access-control-max-age'] = '600';
+    }
+    return { status: 204, headers, body: null };
+  }
+
+  errorResponse(request: KernelRequest, thrown: unknown, requestId: string, route?: RouteDefinition): KernelResponse {
+    const error = toTrellisError(thrown);
+    const status = error.status;
+    if (status >= 500) {
+      this.deps.log.error({ err: error.cause ?? error, reqId: requestId, method: request.method, path: request.path }, 'request failed');
+    }
+    const message = error.exposed ? error.message : `An internal error occurred (request ${requestId}).`;
+    const format: ErrorFormat = route?.errorFormat ?? 'default';
+    const extra = error.exposed ? error.extra : undefined;
+    let body: Record<string, unknown>;
+    if (format === 'oauth') body = { error: error.exposed ? error.code : 'server_error', error_description: message, ...extra };
+    else if (format === 'billing') body = { success: false, error: error.code, message, ...extra };
+    else body = { error: error.code, message, ...(error.details ? { details: error.details } : {}), ...extra };
+    const headers: Record<string, string> = { 'content-type': JSON_TYPE, 'x-request-id': requestId, ...error.headers };
+    if (format === 'oauth') {
+      headers['cache-control'] = 'no-store';
+      headers['pragma'] = 'no-cache';
+    }
+    this.applyCors(route, request, headers);
+    return { status, headers, body: JSON.stringify(body) };
+  }
+}
+
+function describeKind(kind: string): string {
+  return kind.replace('_', ' ');
+}
+
+/** Query string to object; a repeated key becomes an array. */
+export function parseQuery(query: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  if (!query) return out;
+  for (const [key, value] of new URLSearchParams(query)) {
+    const existing = out[key];
+    if (existing === undefined) out[key] = value;
+    else if (Array.isArray(existing)) existing.push(value);
+    else out[key] = [existing, value];
+  }
+  return out;
+}

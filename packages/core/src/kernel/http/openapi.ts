@@ -1,0 +1,304 @@
+import { getMetadataStorage, type ValidationMetadata } from 'class-validator';
+import { classDoc, propertyDocs } from './docs-metadata.js';
+import type { ClassType, RouteDefinition } from './route.js';
+
+type JsonSchema = Record<string, any>;
+
+export interface OpenApiInfo {
+  title: string;
+  version: string;
+  description?: string;
+  serverUrl?: string;
+}
+
+const errorSchemas: Record<string, JsonSchema> = {
+  Error: {
+    type: 'object',
+    required: ['error', 'message'],
+    properties: {
+      error: { type: 'string', description: 'Stable snake_case code; see the error catalogue.' },
+      message: { type: 'string' },
+      details: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['field', 'constraint', 'message'],
+          properties: { field: { type: 'string' }, constraint: { type: 'string' }, message: { type: 'string' } },
+        },
+      },
+    },
+  },
+  OAuthError: {
+    type: 'object',
+    required: ['error'],
+    properties: { error: { type: 'string' }, error_description: { type: 'string' } },
+  },
+  BillingError: {
+    type: 'object',
+    required: ['success', 'error', 'message'],
+    properties: { success: { const: false }, error: { type: 'string' }, message: { type: 'string' } },
+  },
+};
+
+const statusText: Record<number, string> = {
+  400: 'Bad request',
+  401: 'Missing, invalid or expired credentials',
+  402: 'Payment required',
+  403: 'Credential kind not accepted or permission missing',
+  404: 'Not found',
+  409: 'Conflict',
+  413: 'Request body too large',
+  415: 'Unsupported content type',
+  422: 'Validation failed',
+  423: 'Locked',
+  429: 'Too many requests',
+};
+
+/** Builds the OpenAPI 3.1 document from the route table and the DTOs' validation metadata. */
+export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiInfo): JsonSchema {
+  const schemas: Record<string, JsonSchema> = { ...errorSchemas };
+  const names = new Map<Function, string>();
+  const ref = (dto: ClassType): JsonSchema => ({ $ref: `#/components/schemas/${register(dto)}` });
+
+  function register(dto: ClassType): string {
+    const known = names.get(dto);
+    if (known) return known;
+    const base = classDoc(dto).name ?? dto.name;
+    let name = base;
+    for (let i = 2; name in schemas; i++) name = `${base}${i}`;
+    names.set(dto, name);
+    schemas[name] = {}; // placeholder against cycles
+    schemas[name] = dtoSchema(dto, ref);
+    return name;
+  }
+
+  const paths: Record<string, Record<string, JsonSchema>> = {};
+  const operationIds = new Set<string>();
+  for (const route of routes) {
+    if (route.hidden) continue;
+    const oasPath = route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    const method = route.method.toLowerCase();
+    const parameters: JsonSchema[] = [];
+    const pathNames = [...route.path.matchAll(/:([A-Za-z0-9_]+)/g)].map((m) => m[1]!);
+    const paramSchema = route.params ? dtoSchema(route.params, ref) : undefined;
+    for (const name of pathNames) {
+      parameters.push({ name, in: 'path', required: true, schema: paramSchema?.properties?.[name] ?? { type: 'string' } });
+    }
+    if (route.query) {
+      const q = dtoSchema(route.query, ref);
+      for (const [name, schema] of Object.entries<JsonSchema>(q.properties ?? {})) {
+        const { description, ...rest } = schema;
+        parameters.push({ name, in: 'query', required: (q.required ?? []).includes(name), schema: rest, ...(description ? { description } : {}) });
+      }
+    }
+    const operation: JsonSchema = {
+      operationId: uniqueId(route.operationId ?? defaultOperationId(route), operationIds),
+      ...(route.summary ? { summary: route.summary } : {}),
+      ...(route.description ? { description: route.description } : {}),
+      tags: route.tags ?? [],
+      ...(parameters.length ? { parameters } : {}),
+    };
+    if (route.body) {
+      const content: JsonSchema = {};
+      for (const type of route.bodyTypes ?? ['json']) {
+        content[type === 'json' ? 'application/json' : 'application/x-www-form-urlencoded'] = { schema: ref(route.body) };
+      }
+      operation.requestBody = { required: true, content };
+    }
+    if (route.auth !== 'none') {
+      const kinds = route.auth === 'optional' ? ['jwt', 'api_key', 'agent_token', 'oauth'] : route.auth;
+      operation.security = [{ bearer: [] }, ...(kinds.includes('api_key') ? [{ apiKey: [] }] : [])];
+      if (route.auth === 'optional') operation.security.push({});
+    }
+    const success = route.response ?? {};
+    const status = String(success.status ?? 200);
+    const responses: JsonSchema = {};
+    if (status === '204') responses[status] = { description: success.description ?? 'No content' };
+    else {
+      const schema = success.schema ? (typeof success.schema === 'function' ? ref(success.schema as ClassType) : success.schema) : { type: 'object' };
+      responses[status] = {
+        description: success.description ?? 'Success',
+        content: { [success.contentType ?? 'application/json']: { schema } },
+      };
+    }
+    const errorRef = { $ref: `#/components/schemas/${route.errorFormat === 'oauth' ? 'OAuthError' : route.errorFormat === 'billing' ? 'BillingError' : 'Error'}` };
+    const errorStatuses = new Map<number, string>(Object.entries(route.errors ?? {}).map(([k, v]) => [Number(k), v]));
+    if (route.auth !== 'none' && route.auth !== 'optional') {
+      if (!errorStatuses.has(401)) errorStatuses.set(401, statusText[401]!);
+      if (!errorStatuses.has(403)) errorStatuses.set(403, statusText[403]!);
+    }
+    if (route.body || route.query || route.params) {
+      const v = route.validationError?.status ?? 422;
+      if (!errorStatuses.has(v)) errorStatuses.set(v, statusText[v] ?? 'Validation failed');
+    }
+    if (route.body) {
+      for (const s of [400, 413, 415]) if (!errorStatuses.has(s)) errorStatuses.set(s, statusText[s]!);
+    }
+    for (const [code, description] of [...errorStatuses].sort((a, b) => a[0] - b[0])) {
+      responses[String(code)] = { description, content: { 'application/json': { schema: errorRef } } };
+    }
+    operation.responses = responses;
+    (paths[oasPath] ??= {})[method] = operation;
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: { title: info.title, version: info.version, ...(info.description ? { description: info.description } : {}) },
+    servers: [{ url: info.serverUrl ?? '/' }],
+    paths,
+    components: {
+      schemas,
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'A user JWT, API key (trk_), agent token (tra_) or OAuth access token (toa_).' },
+        apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
+      },
+    },
+  };
+}
+
+function defaultOperationId(route: RouteDefinition): string {
+  const words = route.path
+    .split('/')
+    .filter(Boolean)
+    .map((part) => (part.startsWith(':') ? `by-${part.slice(1)}` : part))
+    .join('-');
+  return `${route.method.toLowerCase()}-${words || 'root'}`.replace(/[^A-Za-z0-9]+(.)/g, (_, c: string) => c.toUpperCase());
+}
+
+function uniqueId(id: string, seen: Set<string>): string {
+  let candidate = id;
+  for (let i = 2; seen.has(candidate); i++) candidate = `${id}${i}`;
+  seen.add(candidate);
+  return candidate;
+}
+
+/** JSON Schema of a DTO class from its class-validator decorators and `@Doc` hints. */
+export function dtoSchema(dto: ClassType, ref: (dto: ClassType) => JsonSchema = (d) => dtoSchema(d, ref)): JsonSchema {
+  const storage = getMetadataStorage();
+  const metadata = storage.getTargetValidationMetadatas(dto, '', true, false);
+  const byProperty = new Map<string, ValidationMetadata[]>();
+  for (const m of metadata) {
+    const list = byProperty.get(m.propertyName) ?? [];
+    list.push(m);
+    byProperty.set(m.propertyName, list);
+  }
+  const docs = propertyDocs(dto);
+  for (const name of docs.keys()) if (!byProperty.has(name)) byProperty.set(name, []);
+  const properties: Record<string, JsonSchema> = {};
+  const required: string[] = [];
+  for (const [name, list] of byProperty) {
+    let schema: JsonSchema = {};
+    let items: JsonSchema | undefined;
+    let optional = false;
+    for (const m of list) {
+      if (m.type === 'conditionalValidation' && m.name === 'isOptional') optional = true;
+      if (m.type === 'conditionalValidation' && m.name !== 'isOptional') optional = true;
+      const constraint = m.type === 'customValidation' ? storage.getTargetValidatorConstraints(m.constraintCls)[0]?.name : m.type;
+      if (!constraint) continue;
+      const target = m.each ? (items ??= {}) : schema;
+      applyConstraint(target, constraint, m.constraints ?? []);
+      if (m.each && !schema.type) schema.type = 'array';
+    }
+    const doc = docs.get(name);
+    if (doc?.nested) {
+      const nested = ref(doc.nested());
+      if (schema.type === 'array') items = { ...items, ...nested };
+      else schema = { ...nested, ...(schema.description ? { description: schema.description } : {}) };
+    }
+    if (items) schema.items = items;
+    if (doc?.schema) Object.assign(schema, doc.schema);
+    if (doc?.description) schema.description = doc.description;
+    if (doc?.example !== undefined) schema.examples = [doc.example];
+    properties[name] = schema;
+    if (!optional) required.push(name);
+  }
+  const meta = classDoc(dto);
+  return {
+    type: 'object',
+    ...(meta.description ? { description: meta.description } : {}),
+    properties,
+    ...(required.length ? { required } : {}),
+    additionalProperties: false,
+  };
+}
+
+function applyConstraint(schema: JsonSchema, name: string, c: any[]): void {
+  switch (name) {
+    case 'isString':
+      schema.type = 'string';
+      break;
+    case 'isInt':
+      schema.type = 'integer';
+      break;
+    case 'isNumber':
+    case 'isNumberString':
+      schema.type = name === 'isNumber' ? 'number' : 'string';
+      break;
+    case 'isBoolean':
+      schema.type = 'boolean';
+      break;
+    case 'isEmail':
+      schema.type = 'string';
+      schema.format = 'email';
+      break;
+    case 'isUrl':
+    case 'isURL':
+      schema.type = 'string';
+      schema.format = 'uri';
+      break;
+    case 'isUuid':
+    case 'isUUID':
+      schema.type = 'string';
+      schema.format = 'uuid';
+      break;
+    case 'isDateString':
+    case 'isIso8601':
+    case 'isISO8601':
+      schema.type = 'string';
+      schema.format = 'date-time';
+      break;
+    case 'isIn':
+      schema.enum = c[0];
+      break;
+    case 'isEnum':
+      schema.enum = Object.values(c[0] ?? {});
+      break;
+    case 'minLength':
+      schema.minLength = c[0];
+      break;
+    case 'maxLength':
+      schema.maxLength = c[0];
+      break;
+    case 'isLength':
+      schema.minLength = c[0];
+      if (c[1] !== undefined) schema.maxLength = c[1];
+      break;
+    case 'min':
+      schema.minimum = c[0];
+      break;
+    case 'max':
+      schema.maximum = c[0];
+      break;
+    case 'matches':
+      schema.type = 'string';
+      schema.pattern = c[0] instanceof RegExp ? c[0].source : String(c[0]);
+      break;
+    case 'isArray':
+      schema.type = 'array';
+      break;
+    case 'arrayMinSize':
+      schema.minItems = c[0];
+      break;
+    case 'arrayMaxSize':
+      schema.maxItems = c[0];
+      break;
+    case 'isObject':
+      schema.type = 'object';
+      break;
+    case 'isNotEmpty':
+      if (schema.type === 'string' || !schema.type) schema.minLength = Math.max(schema.minLength ?? 0, 1);
+      break;
+    default:
+      break;
+  }
+}

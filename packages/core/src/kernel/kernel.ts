@@ -1,0 +1,312 @@
+import { MikroORM, type EntityManager, type IMigrator } from '@mikro-orm/core';
+import { Container, ContainerModule, type ServiceIdentifier } from 'inversify';
+import type { Logger } from 'pino';
+import { clockServiceIdentifier, SystemClock } from '../ports/clock.js';
+import type { DatabaseAdapter, EntityDefinition } from '../ports/database.js';
+import { idsServiceIdentifier, UuidV7Ids } from '../ports/ids.js';
+import { Argon2idPasswordHasher, passwordHasherServiceIdentifier } from '../ports/password-hasher.js';
+import { InProcessPubSub, pubSubServiceIdentifier } from '../ports/pubsub.js';
+import { Authenticator, credentialVerifierServiceIdentifier } from './auth/authenticator.js';
+import { validateConfig, type TrellisConfig, type TrellisConfigInput } from './config/config.js';
+import type { ObjectNode, Shape } from './config/schema.js';
+import { randomSecret } from './crypto.js';
+import { Hooks } from './hooks.js';
+import { HttpDispatcher } from './http/dispatcher.js';
+import { buildOpenApi } from './http/openapi.js';
+import type { RouteDefinition } from './http/route.js';
+import { createLogger } from './logger.js';
+import type { JobDefinition, ModuleContext, RpcMethodDefinition, TrellisModule } from './module.js';
+import {
+  authenticatorServiceIdentifier,
+  configServiceIdentifier,
+  entityManagerServiceIdentifier,
+  hooksServiceIdentifier,
+  kernelServiceIdentifier,
+  loggerServiceIdentifier,
+  ormServiceIdentifier,
+} from './tokens.js';
+import type { ChannelDefinition } from './ws/channel.js';
+import { WsDispatcher } from './ws/ws-dispatcher.js';
+
+/** Binds an adapter instance to a port token, replacing the embedded default. */
+export interface AdapterBinding<T = unknown> {
+  id: ServiceIdentifier<T>;
+  value: T;
+}
+
+export const provide = <T>(id: ServiceIdentifier<T>, value: T): AdapterBinding<T> => ({ id, value });
+
+export interface KernelOptions {
+  /** Raw configuration; validated (unknown keys rejected) and frozen. */
+  config?: TrellisConfigInput;
+  database: DatabaseAdapter;
+  adapters?: readonly AdapterBinding[];
+  /** The areas to load. Defaults to every built-in module. */
+  modules: readonly TrellisModule[];
+  logger?: Logger;
+  /** Package version reported in the OpenAPI document. */
+  version?: string;
+}
+
+export interface MigrationStatus {
+  executed: string[];
+  pending: string[];
+}
+
+export interface Kernel {
+  readonly config: TrellisConfig;
+  readonly log: Logger;
+  readonly hooks: Hooks;
+  readonly container: Container;
+  readonly database: DatabaseAdapter;
+  readonly modules: readonly TrellisModule[];
+  readonly routes: readonly RouteDefinition[];
+  readonly channels: readonly ChannelDefinition[];
+  readonly rpcMethods: readonly RpcMethodDefinition[];
+  /** Transport-free HTTP handling. */
+  readonly http: HttpDispatcher;
+  /** Transport-free WebSocket routing. */
+  readonly ws: WsDispatcher;
+  readonly ready: boolean;
+  /** Connects the database, applies pending migrations (unless disabled) and starts modules and jobs. */
+  start(options?: { migrate?: boolean; jobs?: boolean }): Promise<void>;
+  /** Refuses new work, drains in-flight requests, closes sockets, stops jobs and the database. */
+  stop(): Promise<void>;
+  readonly migrate: {
+    up(): Promise<string[]>;
+    down(options?: { steps?: number }): Promise<string[]>;
+    status(): Promise<MigrationStatus>;
+  };
+  get<T>(id: ServiceIdentifier<T>): T;
+  /** A new unit of work. */
+  fork(): EntityManager;
+  openapi(): Record<string, unknown>;
+}
+
+export function createKernel(options: KernelOptions): Kernel {
+  const modules = orderModules(options.modules);
+  const sections: Record<string, ObjectNode<Shape>> = {};
+  for (const module of modules) if (module.config) sections[module.name] = module.config;
+
+  const input = structuredClone(options.config ?? {}) as TrellisConfigInput;
+  const generatedSecret = !input.auth?.jwtSecret;
+  if (generatedSecret) input.auth = { ...input.auth, jwtSecret: randomSecret() };
+  const config = validateConfig(input, sections);
+
+  const log = options.logger ?? createLogger(config.log.level);
+  if (generatedSecret) {
+    log.warn(
+      '⚠ auth.jwtSecret is not set: a random secret was generated for this process. Issued JWTs stop working at restart and differ between processes. Set auth.jwtSecret (or TRELLIS_JWT_SECRET) in production.',
+    );
+  }
+
+  const hooks = new Hooks();
+  const container = new Container({ defaultScope: 'Singleton' });
+  let orm: MikroORM | undefined;
+  let ready = false;
+  let stopping: Promise<void> | undefined;
+  const timers: NodeJS.Timeout[] = [];
+  const jobsAbort = new AbortController();
+  const runningJobs = new Set<Promise<void>>();
+
+  const moduleContext = (module: TrellisModule): ModuleContext => ({
+    config,
+    section: (config as Record<string, unknown>)[module.name] ?? {},
+    log: log.child({ module: module.name }),
+    hooks,
+  });
+
+  container.bind(configServiceIdentifier).toConstantValue(config);
+  container.bind(loggerServiceIdentifier).toConstantValue(log);
+  container.bind(hooksServiceIdentifier).toConstantValue(hooks);
+  container.bind(clockServiceIdentifier).toConstantValue(new SystemClock());
+  container.bind(idsServiceIdentifier).toConstantValue(new UuidV7Ids());
+  container.bind(pubSubServiceIdentifier).toConstantValue(new InProcessPubSub());
+  container.bind(passwordHasherServiceIdentifier).toConstantValue(new Argon2idPasswordHasher());
+  container.bind(ormServiceIdentifier).toDynamicValue(() => requireOrm());
+  container.bind(entityManagerServiceIdentifier).toDynamicValue(() => requireOrm().em);
+  container
+    .bind(authenticatorServiceIdentifier)
+    .toDynamicValue((ctx) => new Authenticator(ctx.getAll(credentialVerifierServiceIdentifier, { optional: true }) ?? [], config.auth.principalCacheTtlMs));
+
+  for (const module of modules) {
+    if (module.container) container.load(module.container(moduleContext(module)));
+  }
+  for (const binding of options.adapters ?? []) {
+    if (container.isBound(binding.id)) container.unbind(binding.id);
+    container.bind(binding.id).toConstantValue(binding.value);
+  }
+
+  const routes = modules.flatMap((module) =>
+    typeof module.routes === 'function' ? module.routes(moduleContext(module)) : (module.routes ?? []),
+  );
+  const channels = modules.flatMap((module) => module.channels ?? []);
+  const rpcMethods = modules.flatMap((module) => module.rpcMethods ?? []);
+  const jobs = modules.flatMap((module) => module.jobs ?? []);
+  const entities: EntityDefinition[] = [...new Set(modules.flatMap((module) => module.entities ?? []))];
+
+  const get = <T>(id: ServiceIdentifier<T>): T => container.get(id);
+
+  function requireOrm(): MikroORM {
+    if (!orm) throw new Error('The database is not connected: call kernel.start() (or kernel.migrate.*) first.');
+    return orm;
+  }
+
+  async function connect(): Promise<MikroORM> {
+    if (orm) return orm;
+    const adapterOptions = options.database.ormOptions();
+    orm = await MikroORM.init({
+      ...adapterOptions,
+      entities,
+      discovery: { warnWhenNoEntities: false },
+      allowGlobalContext: false,
+      forceUtcTimezone: true,
+      debug: config.database.debug,
+      logger: (message: string) => log.debug({ orm: true }, message),
+    });
+    await options.database.afterConnect?.(orm);
+    return orm;
+  }
+
+  function migrator(): IMigrator {
+    return requireOrm().getMigrator();
+  }
+
+  let openapiCache: Record<string, unknown> | undefined;
+  const kernel: Kernel = {
+    config,
+    log,
+    hooks,
+    container,
+    database: options.database,
+    modules,
+    routes,
+    channels,
+    rpcMethods,
+    http: undefined as unknown as HttpDispatcher,
+    ws: undefined as unknown as WsDispatcher,
+    get ready() {
+      return ready;
+    },
+    get,
+    fork: () => requireOrm().em.fork(),
+    openapi() {
+      return (openapiCache ??= buildOpenApi(routes, {
+        title: 'Trellis API',
+        version: options.version ?? '0.0.0',
+        description: 'Generated from the route table. Error codes are listed in the error catalogue (docs/errors.md).',
+        serverUrl: config.server.basePath || '/',
+      }));
+    },
+    async start(startOptions = {}) {
+      if (ready) return;
+      await connect();
+      if (startOptions.migrate ?? config.database.migrateOnStart) {
+        const applied = await kernel.migrate.up();
+        if (applied.length) log.info({ migrations: applied }, 'applied pending migrations');
+      } else {
+        const { pending } = await kernel.migrate.status();
+        if (pending.length) log.warn({ pending }, 'database has pending migrations: run `trellis migrate up`');
+      }
+      for (const module of modules) {
+        await module.onStart?.({ ...moduleContext(module), get });
+      }
+      if (startOptions.jobs ?? true) for (const job of jobs) schedule(job);
+      ready = true;
+      await hooks.emit('kernel.started', {});
+    },
+    stop() {
+      stopping ??= (async () => {
+        const wasReady = ready;
+        ready = false;
+        if (wasReady) await hooks.emit('kernel.stopping', {});
+        const drained = await kernel.http.drain(config.server.shutdownTimeoutMs);
+        if (!drained) log.warn('shutdown timeout reached with requests still in flight; their streams were stopped');
+        kernel.ws.closeAll();
+        for (const timer of timers) clearInterval(timer);
+        jobsAbort.abort();
+        await Promise.allSettled(runningJobs);
+        for (const module of [...modules].reverse()) await module.onStop?.();
+        await container.get(pubSubServiceIdentifier).close();
+        if (orm) await orm.close(true);
+        orm = undefined;
+      })();
+      return stopping;
+    },
+    migrate: {
+      async up() {
+        await connect();
+        const done = await migrator().up();
+        return done.map((m) => m.name);
+      },
+      async down({ steps = 1 } = {}) {
+        await connect();
+        const done = await migrator().down({ step: steps } as never);
+        return done.map((m) => m.name);
+      },
+      async status() {
+        await connect();
+        const executed = (await migrator().getExecutedMigrations()).map((m) => m.name);
+        const pending = (await migrator().getPendingMigrations()).map((m) => m.name);
+        return { executed, pending };
+      },
+    },
+  };
+
+  function schedule(job: JobDefinition): void {
+    const interval = typeof job.intervalMs === 'function' ? job.intervalMs(config) : job.intervalMs;
+    let running = false;
+    const timer = setInterval(() => {
+      if (running || jobsAbort.signal.aborted) return;
+      running = true;
+      const run = job
+        .run({ em: kernel.fork(), log: log.child({ job: job.name }), now: new Date(), signal: jobsAbort.signal, get })
+        .catch((error: unknown) => log.error({ err: error, job: job.name }, 'job failed'))
+        .finally(() => {
+          running = false;
+          runningJobs.delete(run);
+        });
+      runningJobs.add(run);
+    }, interval);
+    timer.unref();
+    timers.push(timer);
+  }
+
+  (kernel as { http: HttpDispatcher }).http = new HttpDispatcher({
+    config,
+    log,
+    routes,
+    authenticator: () => container.get(authenticatorServiceIdentifier),
+    fork: () => kernel.fork(),
+    get,
+    isReady: () => ready,
+  });
+  (kernel as { ws: WsDispatcher }).ws = new WsDispatcher(channels, config.server.basePath, log, get, () => ready);
+  container.bind(kernelServiceIdentifier).toConstantValue(kernel);
+  return kernel;
+}
+
+/** Orders modules so each comes after the ones it depends on; refuses unknown or circular dependencies. */
+function orderModules(modules: readonly TrellisModule[]): TrellisModule[] {
+  const byName = new Map(modules.map((m) => [m.name, m]));
+  if (byName.size !== modules.length) throw new Error('Two modules share a name.');
+  const out: TrellisModule[] = [];
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (module: TrellisModule, chain: string[]) => {
+    const seen = state.get(module.name);
+    if (seen === 'done') return;
+    if (seen === 'visiting') throw new Error(`Circular module dependency: ${[...chain, module.name].join(' -> ')}`);
+    state.set(module.name, 'visiting');
+    for (const dep of module.dependsOn ?? []) {
+      const target = byName.get(dep);
+      if (!target) throw new Error(`Module "${module.name}" needs module "${dep}", which is not loaded.`);
+      visit(target, [...chain, module.name]);
+    }
+    state.set(module.name, 'done');
+    out.push(module);
+  };
+  for (const module of modules) visit(module, []);
+  return out;
+}
+
+export { ContainerModule };

@@ -1,0 +1,71 @@
+import type { EntityManager } from '@mikro-orm/core';
+import type { ContainerModule, ServiceIdentifier } from 'inversify';
+import type { Logger } from 'pino';
+import type { EntityDefinition } from '../ports/database.js';
+import type { TrellisConfig } from './config/config.js';
+import type { ObjectNode, Shape } from './config/schema.js';
+import type { RouteDefinition } from './http/route.js';
+import type { ChannelDefinition } from './ws/channel.js';
+import type { Hooks } from './hooks.js';
+
+export interface ModuleContext {
+  /** The whole validated configuration. */
+  config: TrellisConfig;
+  /** This module's own validated section (`config[module.name]`), or `{}`. */
+  section: any;
+  log: Logger;
+  hooks: Hooks;
+}
+
+export interface JobContext {
+  em: EntityManager;
+  log: Logger;
+  now: Date;
+  signal: AbortSignal;
+  get<T>(id: ServiceIdentifier<T>): T;
+}
+
+export interface JobDefinition {
+  name: string;
+  /** Milliseconds between runs (a run never overlaps the previous one in this process). */
+  intervalMs: number | ((config: TrellisConfig) => number);
+  run(ctx: JobContext): Promise<void>;
+}
+
+export interface RpcContext {
+  log: Logger;
+  get<T>(id: ServiceIdentifier<T>): T;
+}
+
+/** A JSON-RPC method offered on one or more WebSocket channels. */
+export interface RpcMethodDefinition {
+  channels: readonly string[];
+  method: string;
+  handler(params: unknown, ctx: RpcContext & { session: unknown }): unknown;
+}
+
+/**
+ * One area of Trellis (identity, billing, oauth, documents, ...): everything it contributes,
+ * declared in one place. Adding an area is adding a folder that exports one of these.
+ */
+export interface TrellisModule {
+  name: string;
+  /** Names of modules that must be loaded too. */
+  dependsOn?: readonly string[];
+  /** Schema of this module's configuration section, found at `config[name]`. */
+  config?: ObjectNode<Shape>;
+  entities?: readonly EntityDefinition[];
+  /** Container bindings. Called once with the validated configuration. */
+  container?(ctx: ModuleContext): ContainerModule;
+  routes?: readonly RouteDefinition[] | ((ctx: ModuleContext) => readonly RouteDefinition[]);
+  rpcMethods?: readonly RpcMethodDefinition[];
+  channels?: readonly ChannelDefinition[];
+  jobs?: readonly JobDefinition[];
+  /** Runs after the database is ready, before the kernel accepts requests. */
+  onStart?(ctx: ModuleContext & { get<T>(id: ServiceIdentifier<T>): T }): Promise<void> | void;
+  onStop?(): Promise<void> | void;
+}
+
+export function defineModule(module: TrellisModule): TrellisModule {
+  return module;
+}

@@ -1,0 +1,47 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { User } from './user.entity.js';
+
+export type TeamRole = 'owner' | 'admin' | 'member';
+export const teamRoles: readonly TeamRole[] = ['owner', 'admin', 'member'];
+
+export class Team {
+  id!: string;
+  name!: string;
+  /** The one-person team every user gets at registration. It cannot gain members or be deleted. */
+  personal!: boolean;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export class TeamMember {
+  id!: string;
+  team!: Team;
+  user!: User;
+  role!: TeamRole;
+  createdAt!: Date;
+}
+
+export const TeamSchema = new EntitySchema<Team>({
+  class: Team,
+  tableName: 'teams',
+  properties: {
+    id: { type: 'uuid', primary: true },
+    name: { type: 'string', length: 200 },
+    personal: { type: 'boolean', default: false },
+    createdAt: { type: 'datetime', onCreate: () => new Date() },
+    updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
+  },
+});
+
+export const TeamMemberSchema = new EntitySchema<TeamMember>({
+  class: TeamMember,
+  tableName: 'team_members',
+  uniques: [{ properties: ['team', 'user'] }],
+  properties: {
+    id: { type: 'uuid', primary: true },
+    team: { kind: 'm:1', entity: () => Team, deleteRule: 'cascade' },
+    user: { kind: 'm:1', entity: () => User, deleteRule: 'cascade', index: true },
+    role: { type: 'string', length: 16 },
+    createdAt: { type: 'datetime', onCreate: () => new Date() },
+  },
+});

@@ -1,0 +1,116 @@
+import { type EntityManager } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import { TrellisError } from '../../../kernel/errors.js';
+import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { Team, TeamMember, type TeamRole } from '../entities/team.entity.js';
+import { User } from '../entities/user.entity.js';
+import { normaliseEmail } from './user.service.js';
+
+const managers: readonly TeamRole[] = ['owner', 'admin'];
+
+@injectable()
+export class TeamService {
+  constructor(@inject(idsServiceIdentifier) private readonly ids: Ids) {}
+
+  /** The caller's memberships, personal team first, then by creation. */
+  async listForUser(em: EntityManager, userId: string): Promise<TeamMember[]> {
+    const memberships = await em.find(TeamMember, { user: userId }, { populate: ['team'] });
+    return memberships.sort((a, b) => Number(b.team.personal) - Number(a.team.personal) || a.team.createdAt.getTime() - b.team.createdAt.getTime() || a.team.id.localeCompare(b.team.id));
+  }
+
+  /** The caller's first team: the personal team when there is one. */
+  async firstTeam(em: EntityManager, userId: string): Promise<TeamMember | null> {
+    return (await this.listForUser(em, userId))[0] ?? null;
+  }
+
+  async membership(em: EntityManager, teamId: string, userId: string): Promise<TeamMember | null> {
+    return em.findOne(TeamMember, { team: teamId, user: userId }, { populate: ['team'] });
+  }
+
+  /** The membership, or 404 (an outsider cannot tell a team it is not in from a missing one). */
+  async requireMember(em: EntityManager, teamId: string, userId: string): Promise<TeamMember> {
+    const membership = await this.membership(em, teamId, userId);
+    if (!membership) throw new TrellisError('not_found', 'team_not_found', 'No such team, or you are not a member.');
+    return membership;
+  }
+
+  async requireManager(em: EntityManager, teamId: string, userId: string): Promise<TeamMember> {
+    const membership = await this.requireMember(em, teamId, userId);
+    if (!managers.includes(membership.role)) throw new TrellisError('forbidden', 'team_role_required', 'This needs the team role owner or admin.');
+    return membership;
+  }
+
+  async create(em: EntityManager, ownerId: string, name: string): Promise<TeamMember> {
+    return em.transactional(async (tx) => {
+      const team = tx.create(Team, { id: this.ids.next(), name: name.trim(), personal: false } as Team);
+      const owner = tx.getReference(User, ownerId);
+      return tx.create(TeamMember, { id: this.ids.next(), team, user: owner, role: 'owner' } as TeamMember);
+    });
+  }
+
+  async rename(em: EntityManager, teamId: string, actorId: string, name: string): Promise<TeamMember> {
+    const membership = await this.requireManager(em, teamId, actorId);
+    membership.team.name = name.trim();
+    await em.flush();
+    return membership;
+  }
+
+  async delete(em: EntityManager, teamId: string, actorId: string): Promise<void> {
+    const membership = await this.requireMember(em, teamId, actorId);
+    if (membership.role !== 'owner') throw new TrellisError('forbidden', 'team_role_required', 'Only the owner can delete a team.');
+    if (membership.team.personal) throw new TrellisError('conflict', 'personal_team', 'A personal team cannot be deleted.');
+    await em.transactional(async (tx) => {
+      await tx.nativeDelete(TeamMember, { team: teamId });
+      await tx.nativeDelete(Team, { id: teamId });
+    });
+  }
+
+  async members(em: EntityManager, teamId: string, actorId: string): Promise<TeamMember[]> {
+    await this.requireMember(em, teamId, actorId);
+    const list = await em.find(TeamMember, { team: teamId }, { populate: ['user'], orderBy: { createdAt: 'asc', id: 'asc' } });
+    return list;
+  }
+
+  async addMember(em: EntityManager, teamId: string, actorId: string, email: string, role: TeamRole): Promise<TeamMember> {
+    const actor = await this.requireManager(em, teamId, actorId);
+    if (actor.team.personal) throw new TrellisError('conflict', 'personal_team', 'A personal team has exactly one member; create a team to work with others.');
+    if (role === 'owner') throw new TrellisError('validation', 'invalid_role', 'A team has one owner; add the member as admin or member.');
+    const user = await em.findOne(User, { email: normaliseEmail(email) });
+    if (!user) throw new TrellisError('not_found', 'user_not_found', `No user has the email ${normaliseEmail(email)}.`);
+    if (await em.count(TeamMember, { team: teamId, user: user.id })) throw new TrellisError('conflict', 'already_member', 'That user is already a member of the team.');
+    const member = em.create(TeamMember, { id: this.ids.next(), team: actor.team, user, role } as TeamMember);
+    await em.flush();
+    return member;
+  }
+
+  async changeRole(em: EntityManager, teamId: string, actorId: string, userId: string, role: TeamRole): Promise<TeamMember> {
+    const actor = await this.requireManager(em, teamId, actorId);
+    const target = await em.findOne(TeamMember, { team: teamId, user: userId }, { populate: ['user'] });
+    if (!target) throw new TrellisError('not_found', 'member_not_found', 'That user is not a member of the team.');
+    if (target.role === 'owner' || role === 'owner') {
+      if (actor.role !== 'owner') throw new TrellisError('forbidden', 'team_role_required', 'Only the owner can transfer ownership.');
+      if (role === 'owner' && target.id !== actor.id) {
+        // Transfer: the previous owner becomes an admin, so the team keeps exactly one owner.
+        actor.role = 'admin';
+        target.role = 'owner';
+        await em.flush();
+        return target;
+      }
+      if (target.role === 'owner' && role !== 'owner') throw new TrellisError('conflict', 'last_owner', 'Transfer ownership to another member first.');
+    }
+    target.role = role;
+    await em.flush();
+    return target;
+  }
+
+  async removeMember(em: EntityManager, teamId: string, actorId: string, userId: string): Promise<void> {
+    const actor = await this.requireMember(em, teamId, actorId);
+    const leaving = userId === actorId;
+    if (!leaving && !managers.includes(actor.role)) throw new TrellisError('forbidden', 'team_role_required', 'This needs the team role owner or admin.');
+    const target = leaving ? actor : await em.findOne(TeamMember, { team: teamId, user: userId });
+    if (!target) throw new TrellisError('not_found', 'member_not_found', 'That user is not a member of the team.');
+    if (target.role === 'owner') throw new TrellisError('conflict', 'last_owner', 'The owner cannot leave; transfer ownership or delete the team.');
+    if (target.role === 'admin' && actor.role !== 'owner' && !leaving) throw new TrellisError('forbidden', 'team_role_required', 'Only the owner can remove an admin.');
+    await em.removeAndFlush(target);
+  }
+}

@@ -1,0 +1,2 @@
+export * from './databases.js';
+export * from './kernel.js';

@@ -1,0 +1,29 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
+
+// Tests run against the TypeScript sources of every package (no build needed), with the same
+// legacy-decorator semantics as the build (experimentalDecorators, no emitted metadata).
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^@trellis\/core\/testing$/, replacement: here('./packages/core/src/testing.ts') },
+      { find: /^@trellis\/core$/, replacement: here('./packages/core/src/index.ts') },
+      { find: /^@trellis\/db-sqlite$/, replacement: here('./packages/adapters/db-sqlite/src/index.ts') },
+      { find: /^@trellis\/db-postgres$/, replacement: here('./packages/adapters/db-postgres/src/index.ts') },
+      { find: /^@trellis\/host$/, replacement: here('./packages/host/src/index.ts') },
+      { find: /^@trellis\/cli$/, replacement: here('./packages/cli/src/index.ts') },
+      { find: /^@trellis\/test-support$/, replacement: here('./test/support/index.ts') },
+    ],
+  },
+  test: {
+    include: ['packages/**/*.spec.ts', 'examples/**/*.spec.ts', 'test/**/*.spec.ts'],
+    exclude: ['**/node_modules/**', '**/dist/**'],
+    environment: 'node',
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    pool: 'forks',
+    globalSetup: [here('./test/support/global-setup.ts')],
+  },
+});
