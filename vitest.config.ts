@@ -8,7 +8,6 @@ const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 export default defineConfig({
   resolve: {
     alias: [
-      { find: /^@trellis\/core\/testing$/, replacement: here('./packages/core/src/testing.ts') },
       { find: /^@trellis\/core$/, replacement: here('./packages/core/src/index.ts') },
       { find: /^@trellis\/db-sqlite$/, replacement: here('./packages/adapters/db-sqlite/src/index.ts') },
       { find: /^@trellis\/db-postgres$/, replacement: here('./packages/adapters/db-postgres/src/index.ts') },

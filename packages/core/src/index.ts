@@ -23,6 +23,8 @@ export { Router, type RouteMatch } from './kernel/http/router.js';
 export { buildOpenApi, dtoSchema, type OpenApiInfo } from './kernel/http/openapi.js';
 export { Doc, Nested, Schema, type PropertyDoc } from './kernel/http/docs-metadata.js';
 export { validateInput } from './kernel/validation.js';
+export { PageQuery, paging, pageOf, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type Page, type Paging } from './kernel/http/dto/paging.js';
+export { IdParams } from './kernel/http/dto/id-params.js';
 
 // WebSocket
 export { defineChannel, type ChannelContext, type ChannelDefinition, type ChannelSession, type ChannelUpgradeRequest, type SocketLike } from './kernel/ws/channel.js';
@@ -38,7 +40,7 @@ export { clockServiceIdentifier, ManualClock, SystemClock, type Clock } from './
 export { idsServiceIdentifier, UuidV7Ids, type Ids } from './ports/ids.js';
 export { InProcessPubSub, pubSubServiceIdentifier, type PubSub, type PubSubListener } from './ports/pubsub.js';
 export { Argon2idPasswordHasher, passwordHasherServiceIdentifier, type Argon2Options, type PasswordHasher } from './ports/password-hasher.js';
-export type { DatabaseAdapter, Dialect, EntityDefinition, MigrationEntry } from './ports/database.js';
+export { dialects, toMigrationEntries, type DatabaseAdapter, type Dialect, type EntityDefinition, type MigrationDefinition, type MigrationEntry } from './ports/database.js';
 
 // Modules
 export { coreModules } from './modules/index.js';

@@ -1,7 +1,6 @@
-import { Migrator } from '@mikro-orm/migrations';
+import { Migration, Migrator } from '@mikro-orm/migrations';
 import { PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
-import type { DatabaseAdapter, MigrationEntry } from '@trellis/core';
-import { postgresMigrations } from './migrations/index.js';
+import { toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
 
 export interface PostgresDatabaseOptions {
   /** `postgres://user:password@host:port/database`. */
@@ -10,16 +9,13 @@ export interface PostgresDatabaseOptions {
   pool?: { min?: number; max?: number };
   /** Schema to use instead of `public`. */
   schema?: string;
-  migrations?: readonly MigrationEntry[];
 }
 
 export function postgresDatabase(options: PostgresDatabaseOptions): DatabaseAdapter {
-  const migrations = [...postgresMigrations, ...(options.migrations ?? [])];
   return {
     dialect: 'postgresql',
-    description: redact(options.url),
-    migrations,
-    ormOptions(): Options {
+    description: redactUrl(options.url),
+    ormOptions(migrations): Options {
       return {
         driver: PostgreSqlDriver,
         clientUrl: options.url,
@@ -27,7 +23,7 @@ export function postgresDatabase(options: PostgresDatabaseOptions): DatabaseAdap
         extensions: [Migrator],
         pool: { min: options.pool?.min ?? 2, max: options.pool?.max ?? 10 },
         migrations: {
-          migrationsList: migrations.map((m) => ({ name: m.name, class: m.class as never })),
+          migrationsList: toMigrationEntries(migrations, 'postgresql', Migration) as never,
           transactional: true,
           allOrNothing: true,
           snapshot: false,
@@ -38,7 +34,8 @@ export function postgresDatabase(options: PostgresDatabaseOptions): DatabaseAdap
   };
 }
 
-function redact(url: string): string {
+/** The URL with its password replaced, for logs and `doctor`. */
+export function redactUrl(url: string): string {
   try {
     const parsed = new URL(url);
     if (parsed.password) parsed.password = '***';
@@ -47,5 +44,3 @@ function redact(url: string): string {
     return 'postgres://(unparseable url)';
   }
 }
-
-export { postgresMigrations };

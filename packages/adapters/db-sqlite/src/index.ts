@@ -1,36 +1,33 @@
-import { Migrator } from '@mikro-orm/migrations';
+import { Migration, Migrator } from '@mikro-orm/migrations';
 import { SqliteDriver, type Options } from '@mikro-orm/sqlite';
-import type { DatabaseAdapter, MigrationEntry } from '@trellis/core';
-import { sqliteMigrations } from './migrations/index.js';
+import { toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
 
 export interface SqliteDatabaseOptions {
   /** File path, or `:memory:` for a private in-memory database. Default `./trellis.db`. */
   path?: string;
-  /** Extra migrations appended after Trellis' own (for modules of your own). */
-  migrations?: readonly MigrationEntry[];
+  /** Milliseconds a writer waits for the lock before failing (default 5000). */
+  busyTimeoutMs?: number;
 }
 
 /**
  * The embedded default database: one SQLite file (or memory), WAL journal, foreign keys on, and a
- * busy timeout so concurrent writers wait instead of failing.
+ * busy timeout so concurrent writers wait instead of failing. One connection: SQLite serialises
+ * writers anyway, and a `:memory:` database exists per connection.
  */
 export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAdapter {
   const path = options.path ?? './trellis.db';
   const memory = path === ':memory:';
-  const migrations = [...sqliteMigrations, ...(options.migrations ?? [])];
   return {
     dialect: 'sqlite',
     description: `sqlite:${path}`,
-    migrations,
-    ormOptions(): Options {
+    ormOptions(migrations): Options {
       return {
         driver: SqliteDriver,
         dbName: path,
         extensions: [Migrator],
-        // One connection: SQLite serialises writers anyway, and `:memory:` is per connection.
         pool: { min: 1, max: 1 },
         migrations: {
-          migrationsList: migrations.map((m) => ({ name: m.name, class: m.class as never })),
+          migrationsList: toMigrationEntries(migrations, 'sqlite', Migration) as never,
           transactional: true,
           allOrNothing: true,
           snapshot: false,
@@ -41,7 +38,7 @@ export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAda
     async afterConnect(orm) {
       const connection = orm.em.getConnection();
       await connection.execute('PRAGMA foreign_keys = ON');
-      await connection.execute('PRAGMA busy_timeout = 5000');
+      await connection.execute(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
       if (!memory) {
         await connection.execute('PRAGMA journal_mode = WAL');
         await connection.execute('PRAGMA synchronous = NORMAL');
@@ -50,11 +47,9 @@ export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAda
   };
 }
 
-/** Parses `sqlite:<path>` / `sqlite::memory:` into adapter options. */
+/** Parses `sqlite:<path>` or `sqlite::memory:` into adapter options. */
 export function sqliteOptionsFromUrl(url: string): SqliteDatabaseOptions {
   if (!url.startsWith('sqlite:')) throw new Error(`Not a SQLite URL: ${url}`);
   const rest = url.slice('sqlite:'.length).replace(/^\/\//, '');
   return { path: rest === '' ? './trellis.db' : rest };
 }
-
-export { sqliteMigrations };

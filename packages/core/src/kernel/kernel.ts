@@ -2,7 +2,7 @@ import { MikroORM, type EntityManager, type IMigrator } from '@mikro-orm/core';
 import { Container, ContainerModule, type ServiceIdentifier } from 'inversify';
 import type { Logger } from 'pino';
 import { clockServiceIdentifier, SystemClock } from '../ports/clock.js';
-import type { DatabaseAdapter, EntityDefinition } from '../ports/database.js';
+import type { DatabaseAdapter, EntityDefinition, MigrationDefinition } from '../ports/database.js';
 import { idsServiceIdentifier, UuidV7Ids } from '../ports/ids.js';
 import { Argon2idPasswordHasher, passwordHasherServiceIdentifier } from '../ports/password-hasher.js';
 import { InProcessPubSub, pubSubServiceIdentifier } from '../ports/pubsub.js';
@@ -80,6 +80,8 @@ export interface Kernel {
   get<T>(id: ServiceIdentifier<T>): T;
   /** A new unit of work. */
   fork(): EntityManager;
+  /** Whether the database answers a trivial query. */
+  ping(): Promise<boolean>;
   openapi(): Record<string, unknown>;
 }
 
@@ -127,7 +129,7 @@ export function createKernel(options: KernelOptions): Kernel {
   container.bind(entityManagerServiceIdentifier).toDynamicValue(() => requireOrm().em);
   container
     .bind(authenticatorServiceIdentifier)
-    .toDynamicValue((ctx) => new Authenticator(ctx.getAll(credentialVerifierServiceIdentifier, { optional: true }) ?? [], config.auth.principalCacheTtlMs));
+    .toConstantValue(new Authenticator(() => container.getAll(credentialVerifierServiceIdentifier, { optional: true }) ?? [], config.auth.principalCacheTtlMs));
 
   for (const module of modules) {
     if (module.container) container.load(module.container(moduleContext(module)));
@@ -144,6 +146,12 @@ export function createKernel(options: KernelOptions): Kernel {
   const rpcMethods = modules.flatMap((module) => module.rpcMethods ?? []);
   const jobs = modules.flatMap((module) => module.jobs ?? []);
   const entities: EntityDefinition[] = [...new Set(modules.flatMap((module) => module.entities ?? []))];
+  const migrations: MigrationDefinition[] = modules.flatMap((module) => module.migrations ?? []);
+  const migrationNames = new Set<string>();
+  for (const migration of migrations) {
+    if (migrationNames.has(migration.name)) throw new Error(`Two migrations share the name ${migration.name}.`);
+    migrationNames.add(migration.name);
+  }
 
   const get = <T>(id: ServiceIdentifier<T>): T => container.get(id);
 
@@ -154,7 +162,7 @@ export function createKernel(options: KernelOptions): Kernel {
 
   async function connect(): Promise<MikroORM> {
     if (orm) return orm;
-    const adapterOptions = options.database.ormOptions();
+    const adapterOptions = options.database.ormOptions(migrations);
     orm = await MikroORM.init({
       ...adapterOptions,
       entities,
@@ -190,6 +198,15 @@ export function createKernel(options: KernelOptions): Kernel {
     },
     get,
     fork: () => requireOrm().em.fork(),
+    async ping() {
+      if (!orm) return false;
+      try {
+        await orm.em.getConnection().execute('select 1');
+        return true;
+      } catch {
+        return false;
+      }
+    },
     openapi() {
       return (openapiCache ??= buildOpenApi(routes, {
         title: 'Trellis API',

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { ContainerModule, ServiceIdentifier } from 'inversify';
 import type { Logger } from 'pino';
-import type { EntityDefinition } from '../ports/database.js';
+import type { EntityDefinition, MigrationDefinition } from '../ports/database.js';
 import type { TrellisConfig } from './config/config.js';
 import type { ObjectNode, Shape } from './config/schema.js';
 import type { RouteDefinition } from './http/route.js';
@@ -55,6 +55,8 @@ export interface TrellisModule {
   /** Schema of this module's configuration section, found at `config[name]`. */
   config?: ObjectNode<Shape>;
   entities?: readonly EntityDefinition[];
+  /** Schema changes for this module's entities, per dialect (see `MigrationDefinition`). */
+  migrations?: readonly MigrationDefinition[];
   /** Container bindings. Called once with the validated configuration. */
   container?(ctx: ModuleContext): ContainerModule;
   routes?: readonly RouteDefinition[] | ((ctx: ModuleContext) => readonly RouteDefinition[]);

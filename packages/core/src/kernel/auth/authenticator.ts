@@ -35,8 +35,14 @@ export class Authenticator {
   private readonly cache = new Map<string, CacheEntry>();
   private readonly byUser = new Map<string, Set<string>>();
 
+  private verifiers?: readonly CredentialVerifier[];
+
+  /**
+   * `loadVerifiers` runs on first use, so verifiers may depend on services that themselves use
+   * the authenticator (to invalidate its cache) without a construction cycle.
+   */
   constructor(
-    private readonly verifiers: readonly CredentialVerifier[],
+    private readonly loadVerifiers: () => readonly CredentialVerifier[],
     private readonly cacheTtlMs: number,
     private readonly maxEntries = 10_000,
   ) {}
@@ -48,7 +54,7 @@ export class Authenticator {
       if (cached.expiresAtMs > now) return cached.principal;
       this.forget(token, cached.principal.userId);
     }
-    const verifier = this.verifiers.find((v) => v.accepts(token));
+    const verifier = (this.verifiers ??= this.loadVerifiers()).find((v) => v.accepts(token));
     if (!verifier) {
       throw new TrellisError('unauthenticated', 'invalid_token', 'The bearer token is not a credential this server issues.', {
         headers: { 'www-authenticate': 'Bearer error="invalid_token"' },

@@ -13,6 +13,8 @@ export interface PrincipalUser {
   isSiteAdmin: boolean;
   isDeveloper: boolean;
   isAdministrator: boolean;
+  createdAt: string;
+  updatedAt: string;
 }
 
 export interface Principal {

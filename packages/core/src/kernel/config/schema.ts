@@ -22,7 +22,7 @@ export interface SchemaNode<T> extends Describable {
 
 type Infer<S> = S extends SchemaNode<infer T> ? T : never;
 
-abstract class BaseNode<T> implements SchemaNode<T> {
+export abstract class BaseNode<T> implements SchemaNode<T> {
   abstract readonly typeName: string;
   hasDefault = false;
   defaultValue?: () => T;
@@ -58,7 +58,7 @@ abstract class BaseNode<T> implements SchemaNode<T> {
   }
 }
 
-class StringNode<T extends string = string> extends BaseNode<T> {
+export class StringNode<T extends string = string> extends BaseNode<T> {
   typeName = 'string';
   private minLength = 0;
   private choices?: readonly T[];
@@ -104,7 +104,7 @@ class StringNode<T extends string = string> extends BaseNode<T> {
   }
 }
 
-class NumberNode extends BaseNode<number> {
+export class NumberNode extends BaseNode<number> {
   typeName = 'number';
   private integer = false;
   private minimum?: number;
@@ -141,7 +141,7 @@ class NumberNode extends BaseNode<number> {
   }
 }
 
-class BooleanNode extends BaseNode<boolean> {
+export class BooleanNode extends BaseNode<boolean> {
   typeName = 'boolean';
 
   check(value: unknown, path: string, issues: ConfigIssue[]): boolean | undefined {
@@ -153,7 +153,7 @@ class BooleanNode extends BaseNode<boolean> {
   }
 }
 
-class ArrayNode<T> extends BaseNode<T[]> {
+export class ArrayNode<T> extends BaseNode<T[]> {
   readonly typeName: string;
 
   constructor(readonly item: SchemaNode<T>) {
@@ -174,7 +174,7 @@ class ArrayNode<T> extends BaseNode<T[]> {
   }
 }
 
-class RecordNode<T> extends BaseNode<Record<string, T>> {
+export class RecordNode<T> extends BaseNode<Record<string, T>> {
   readonly typeName: string;
 
   constructor(readonly item: SchemaNode<T>) {

@@ -182,7 +182,7 @@ export class HttpDispatcher {
         });
       }
       route = found.value;
-      if (!this.deps.isReady()) throw new TrellisError('unavailable', 'not_ready', 'The server is starting or stopping.', { headers: { 'retry-after': '1' } });
+      if (!route.alwaysAvailable && !this.deps.isReady()) throw new TrellisError('unavailable', 'not_ready', 'The server is starting or stopping.', { headers: { 'retry-after': '1' } });
       const response = await this.run(route, found.params, request, requestId);
       this.applyCors(route, request, response.headers);
       return response;
@@ -196,7 +196,8 @@ export class HttpDispatcher {
     const userAgent = request.headers['user-agent'] ?? '';
     const principal = await this.authenticate(route, request, ip, userAgent);
     const failure = route.validationError;
-    const params = route.params ? await validateInput(route.params, rawParams, 'params', failure) : rawParams;
+    // A path that does not name a well-formed resource names no resource: 404, not 422.
+    const params = route.params ? await validateInput(route.params, rawParams, 'params', { status: 404, code: 'not_found' }) : rawParams;
     const query = route.query ? await validateInput(route.query, parseQuery(request.query), 'query', failure) : parseQuery(request.query);
     const body = route.body ? await validateInput(route.body, this.parseBody(route, request), 'body', failure) : undefined;
 

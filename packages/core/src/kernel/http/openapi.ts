@@ -1,8 +1,9 @@
-import { getMetadataStorage, type ValidationMetadata } from 'class-validator';
+import { getMetadataStorage } from 'class-validator';
 import { classDoc, propertyDocs } from './docs-metadata.js';
 import type { ClassType, RouteDefinition } from './route.js';
 
 type JsonSchema = Record<string, any>;
+type ValidationMetadata = ReturnType<ReturnType<typeof getMetadataStorage>['getTargetValidationMetadatas']>[number];
 
 export interface OpenApiInfo {
   title: string;

@@ -55,6 +55,10 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
   params?: ClassType<P>;
   query?: ClassType<Q>;
   body?: ClassType<B>;
+  /** Largest accepted body for this route (default `server.maxBodyBytes`). */
+  maxBodyBytes?: number;
+  /** Answer even while the kernel is starting or stopping (health probes). */
+  alwaysAvailable?: boolean;
   /** Accepted body encodings; default JSON only. */
   bodyTypes?: ReadonlyArray<'json' | 'form'>;
   response?: RouteResponseSpec;

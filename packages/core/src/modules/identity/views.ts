@@ -3,18 +3,7 @@ import type { AccessKey } from './entities/access-key.entity.js';
 import type { Team, TeamMember, TeamRole } from './entities/team.entity.js';
 import type { User } from './entities/user.entity.js';
 
-export interface UserView {
-  id: string;
-  email: string;
-  name: string;
-  avatarUrl: string | null;
-  status: string;
-  isSiteAdmin: boolean;
-  isDeveloper: boolean;
-  isAdministrator: boolean;
-  createdAt: string;
-  updatedAt: string;
-}
+export type UserView = PrincipalUser;
 
 export const toUserView = (user: User): UserView => ({
   id: user.id,
@@ -29,16 +18,8 @@ export const toUserView = (user: User): UserView => ({
   updatedAt: user.updatedAt.toISOString(),
 });
 
-export const toPrincipalUser = (user: User): PrincipalUser => ({
-  id: user.id,
-  email: user.email,
-  name: user.name,
-  avatarUrl: user.avatarUrl,
-  status: user.status,
-  isSiteAdmin: user.isSiteAdmin,
-  isDeveloper: user.isDeveloper,
-  isAdministrator: user.isAdministrator,
-});
+/** The snapshot a verified credential carries; the same fields as the user view. */
+export const toPrincipalUser = (user: User): PrincipalUser => toUserView(user) as PrincipalUser;
 
 export interface TeamView {
   id: string;

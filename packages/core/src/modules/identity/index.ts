@@ -1,0 +1,10 @@
+export { identityModule } from './identity.module.js';
+export { User, UserSchema, type UserStatus } from './entities/user.entity.js';
+export { Team, TeamMember, TeamSchema, TeamMemberSchema, teamRoles, type TeamRole } from './entities/team.entity.js';
+export { AccessKey, AccessKeySchema, type AccessKeyKind } from './entities/access-key.entity.js';
+export { UserService, normaliseEmail, type CreateUserInput, type UpdateUserInput } from './services/user.service.js';
+export { TeamService } from './services/team.service.js';
+export { JwtService, type JwtClaims } from './services/jwt.service.js';
+export { AccessKeyService, accessKeyPrefixes, type IssueAccessKeyInput } from './services/access-key.service.js';
+export { toUserView, toTeamView, toMemberView, toAccessKeyView, toPrincipalUser, type UserView, type TeamView, type MemberView, type AccessKeyView } from './views.js';
+export { userSchema } from './schemas.js';

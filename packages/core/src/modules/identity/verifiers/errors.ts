@@ -1,0 +1,9 @@
+import { TrellisError } from '../../../kernel/errors.js';
+
+const challenge = { 'www-authenticate': 'Bearer error="invalid_token"' };
+
+export const unknownOrDisabledUser = () =>
+  new TrellisError('unauthenticated', 'invalid_token', 'The token belongs to no active user.', { headers: challenge });
+
+export const unknownCredential = () =>
+  new TrellisError('unauthenticated', 'invalid_token', 'The token is unknown, expired or revoked.', { headers: challenge });

@@ -1,0 +1,42 @@
+import { inject, injectable } from 'inversify';
+import type { CredentialMeta, CredentialVerifier } from '../../../kernel/auth/authenticator.js';
+import type { Principal } from '../../../kernel/auth/principal.js';
+import { ormServiceIdentifier } from '../../../kernel/tokens.js';
+import type { MikroORM } from '@mikro-orm/core';
+import { JwtService } from '../services/jwt.service.js';
+import { User } from '../entities/user.entity.js';
+import { toPrincipalUser } from '../views.js';
+import { unknownOrDisabledUser } from './errors.js';
+
+const jwtShape = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/** User JWTs: three dot-separated base64url parts, HS256, issued by `POST /auth/login`. */
+@injectable()
+export class JwtVerifier implements CredentialVerifier {
+  readonly kind = 'jwt' as const;
+
+  constructor(
+    @inject(JwtService) private readonly jwt: JwtService,
+    @inject(ormServiceIdentifier) private readonly orm: MikroORM,
+  ) {}
+
+  accepts(token: string): boolean {
+    return jwtShape.test(token);
+  }
+
+  async verify(token: string, _meta: CredentialMeta): Promise<{ principal: Principal; expiresAtMs: number }> {
+    const claims = await this.jwt.verify(token);
+    const user = await this.orm.em.fork().findOne(User, { id: claims.sub });
+    if (!user || user.status !== 'active') throw unknownOrDisabledUser();
+    return {
+      principal: {
+        kind: 'jwt',
+        userId: user.id,
+        user: toPrincipalUser(user),
+        credentialId: claims.jti,
+        ...(claims.act ? { actorId: claims.act.sub } : {}),
+      },
+      expiresAtMs: claims.exp * 1000,
+    };
+  }
+}

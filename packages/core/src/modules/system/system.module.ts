@@ -1,0 +1,59 @@
+import { defineModule } from '../../kernel/module.js';
+import { defineRoute } from '../../kernel/http/route.js';
+import { Reply } from '../../kernel/http/reply.js';
+import { kernelServiceIdentifier } from '../../kernel/tokens.js';
+import { docsPage } from './docs-page.js';
+
+const tags = ['System'];
+
+/** Health probes, the OpenAPI document and the API reference page. */
+export const systemModule = defineModule({
+  name: 'system',
+  routes: [
+    defineRoute({
+      method: 'GET',
+      path: '/healthz',
+      summary: 'Liveness: the process answers',
+      tags,
+      auth: 'none',
+      alwaysAvailable: true,
+      response: { schema: { type: 'object', properties: { status: { const: 'ok' } } } },
+      handler: () => ({ status: 'ok' }),
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/readyz',
+      summary: 'Readiness: started, not stopping, and the database answers',
+      tags,
+      auth: 'none',
+      alwaysAvailable: true,
+      response: { schema: { type: 'object', properties: { status: { enum: ['ready', 'unavailable'] }, database: { type: 'boolean' } } } },
+      errors: { 503: 'Starting, stopping, or the database does not answer' },
+      async handler(ctx) {
+        const kernel = ctx.get(kernelServiceIdentifier);
+        const database = kernel.ready ? await kernel.ping() : false;
+        const ok = kernel.ready && database;
+        return Reply.json({ status: ok ? 'ready' : 'unavailable', database }, ok ? 200 : 503);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/openapi.json',
+      summary: 'This API as an OpenAPI 3.1 document',
+      tags,
+      auth: 'none',
+      cors: 'any',
+      response: { schema: { type: 'object', description: 'OpenAPI 3.1 document' } },
+      handler: (ctx) => ctx.get(kernelServiceIdentifier).openapi(),
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/docs',
+      summary: 'API reference page (works offline)',
+      tags,
+      auth: 'none',
+      hidden: true,
+      handler: () => Reply.raw(docsPage, 'text/html; charset=utf-8', 200, { 'cache-control': 'no-cache' }),
+    }),
+  ],
+});
