@@ -1,2 +1,3 @@
 export * from './databases.js';
+export * from './host.js';
 export * from './kernel.js';

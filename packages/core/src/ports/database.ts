@@ -1,4 +1,4 @@
-import type { AnyEntity, EntityClass, EntitySchema, IMigrator, MikroORM, Options } from '@mikro-orm/core';
+import type { AnyEntity, EntityClass, EntitySchema, MikroORM, Options } from '@mikro-orm/core';
 
 export type EntityDefinition = EntityClass<AnyEntity> | EntitySchema<any, any>;
 
@@ -64,4 +64,3 @@ export function toMigrationEntries(
     });
 }
 
-export type { IMigrator };

@@ -1,0 +1,93 @@
+import { coreModules, createKernel, type AdapterBinding, type DatabaseAdapter, type Kernel, type TrellisConfigInput, type TrellisModule } from '@trellis/core';
+import type { Logger } from 'pino';
+import { databaseFromUrl } from './database-from-url.js';
+import { createNodeTransport } from './node-transport.js';
+import type { Transport, TransportName } from './transport.js';
+import { loadUwsTransport } from './uws-loader.js';
+
+export interface HostOptions {
+  /** Raw configuration (validated by the kernel). */
+  config?: TrellisConfigInput;
+  /** Overrides `config.database.url`. */
+  database?: DatabaseAdapter;
+  adapters?: readonly AdapterBinding[];
+  /** Default: every built-in module. */
+  modules?: readonly TrellisModule[];
+  logger?: Logger;
+  version?: string;
+}
+
+export interface Host {
+  readonly kernel: Kernel;
+  /** The transport actually in use (`uws` falls back to `node` when the binary cannot load). */
+  readonly transport: TransportName;
+  /** `http://host:port` plus the base path, once started. */
+  readonly url: string;
+  readonly port: number;
+  /** Starts the kernel (migrations, jobs) and listens. */
+  start(): Promise<void>;
+  /** Graceful stop: refuse new connections, drain in-flight requests, close sockets, stop the kernel. */
+  stop(): Promise<void>;
+}
+
+/** Composes a kernel, its database and a transport from configuration: the reference host. */
+export function createHost(options: HostOptions = {}): Host {
+  const database = options.database ?? databaseFromUrl(options.config?.database?.url ?? 'sqlite:./trellis.db');
+  const kernel = createKernel({
+    config: options.config,
+    database,
+    adapters: options.adapters,
+    modules: options.modules ?? coreModules,
+    logger: options.logger,
+    version: options.version,
+  });
+  let transport: Transport | undefined;
+  let port = 0;
+  let stopping: Promise<void> | undefined;
+
+  const host: Host = {
+    kernel,
+    get transport() {
+      return transport?.name ?? kernel.config.server.transport;
+    },
+    get port() {
+      return port;
+    },
+    get url() {
+      const { host: bind, basePath } = kernel.config.server;
+      const shown = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
+      return `http://${shown}:${port}${basePath}`;
+    },
+    async start() {
+      await kernel.start();
+      transport = await pickTransport(kernel);
+      try {
+        port = await transport.listen(kernel.config.server.host, kernel.config.server.port);
+      } catch (error) {
+        await kernel.stop();
+        throw error;
+      }
+      kernel.log.info({ url: host.url, transport: transport.name, database: database.description }, 'trellis is listening');
+    },
+    stop() {
+      stopping ??= (async () => {
+        await transport?.stopAccepting();
+        await kernel.stop();
+        await transport?.close();
+      })();
+      return stopping;
+    },
+  };
+  return host;
+}
+
+async function pickTransport(kernel: Kernel): Promise<Transport> {
+  if (kernel.config.server.transport === 'node') return createNodeTransport(kernel);
+  const uws = await loadUwsTransport();
+  if (uws.ok) return uws.create(kernel);
+  kernel.log.warn(
+    { reason: uws.reason },
+    'uWebSockets.js could not be loaded on this platform; falling back to the node:http transport (set server.transport to "node" to silence this).',
+  );
+  return createNodeTransport(kernel);
+}
