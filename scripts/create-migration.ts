@@ -24,8 +24,19 @@ if (!moduleName || !coreModules.some((m) => m.name === moduleName)) {
 
 const baseUrl = process.env.TRELLIS_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
+// Only the target module and what it depends on: other modules' pending changes stay out of it.
+const byName = new Map(coreModules.map((m) => [m.name, m]));
+const closure = new Set<string>();
+const visit = (name: string) => {
+  if (closure.has(name)) return;
+  closure.add(name);
+  for (const dep of byName.get(name)?.dependsOn ?? []) visit(dep);
+};
+visit(moduleName);
+const modules = coreModules.filter((m) => closure.has(m.name));
+
 async function diff(adapter: DatabaseAdapter): Promise<{ up: string[]; down: string[] }> {
-  const kernel = createKernel({ database: adapter, modules: coreModules, logger: pino({ level: 'silent' }), config: { auth: { jwtSecret: 'x'.repeat(32) } } });
+  const kernel = createKernel({ database: adapter, modules, logger: pino({ level: 'silent' }), config: { auth: { jwtSecret: 'x'.repeat(32) } } });
   await kernel.migrate.up();
   const orm = kernel.get(ormServiceIdentifier) as MikroORM;
   const sql = await orm.getSchemaGenerator().getUpdateSchemaMigrationSQL({ wrap: false });
@@ -41,7 +52,7 @@ function statements(sql: string): string[] {
 }
 
 async function withPostgres<T>(run: (url: string) => Promise<T>): Promise<T> {
-  const name = `trellis_migration_${process.pid}`;
+  const name = `trellis_migration_${process.pid}_${Date.now()}`;
   const admin = new pg.Client({ connectionString: baseUrl });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS "${name}"`);
