@@ -1,7 +1,16 @@
-/** How the caller proved who they are. Told apart by the shape of the bearer token. */
-export type CredentialKind = 'jwt' | 'api_key' | 'agent_token' | 'oauth' | 'anonymous';
+/**
+ * How the caller proved who they are. Told apart by the shape of the bearer token. `device` is a
+ * hardware device's or application's own token (`tdv_`), issued by its developer.
+ */
+export type CredentialKind = 'jwt' | 'api_key' | 'agent_token' | 'oauth' | 'anonymous' | 'device';
 
-export const allCredentialKinds: readonly CredentialKind[] = ['jwt', 'api_key', 'agent_token', 'oauth', 'anonymous'];
+export const allCredentialKinds: readonly CredentialKind[] = ['jwt', 'api_key', 'agent_token', 'oauth', 'anonymous', 'device'];
+
+/** The hardware device or application a `device` credential was issued to. */
+export interface PrincipalDevice {
+  kind: 'hardware' | 'application';
+  id: string;
+}
 
 /** A snapshot of the user behind a credential, taken when the credential was verified. */
 export interface PrincipalUser {
@@ -29,6 +38,8 @@ export interface Principal {
   clientId?: string;
   /** When an administrator acts as this user (`become`): the administrator's user id (RFC 8693 `act`). */
   actorId?: string;
+  /** For `device` credentials: the device the token belongs to (`userId` is its owner). */
+  device?: PrincipalDevice;
 }
 
 /**

@@ -1,0 +1,64 @@
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { describe, expect, it } from 'vitest';
+import { sqliteDatabase } from '@trellis/db-sqlite';
+import { coreModules } from '../modules/index.js';
+import { createKernel } from './kernel.js';
+import { defineModule } from './module.js';
+
+function capturingLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const stream = new Writable({
+    write(chunk, _encoding, callback) {
+      lines.push(JSON.parse(String(chunk)));
+      callback();
+    },
+  });
+  return { logger: pino({ level: 'warn' }, stream), lines };
+}
+
+describe('createKernel', () => {
+  it('warns loudly when the JWT secret is a generated development default', () => {
+    const { logger, lines } = capturingLogger();
+    createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: coreModules, logger });
+    expect(lines.some((l) => l['level'] === 40 && String(l['msg']).includes('auth.jwtSecret is not set'))).toBe(true);
+    const quiet = capturingLogger();
+    createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: coreModules, logger: quiet.logger, config: { auth: { jwtSecret: 'k'.repeat(32) } } });
+    expect(quiet.lines).toEqual([]);
+  });
+
+  it('rejects invalid configuration before anything starts, naming the path', () => {
+    expect(() => createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: coreModules, config: { server: { port: -1 } } })).toThrow(/server\.port: must be >= 0/);
+  });
+
+  it('orders modules by dependency and refuses missing or circular ones', () => {
+    const a = defineModule({ name: 'a', dependsOn: ['b'] });
+    const b = defineModule({ name: 'b' });
+    const kernel = createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: [a, b], config: { auth: { jwtSecret: 'k'.repeat(32) } } });
+    expect(kernel.modules.map((m) => m.name)).toEqual(['b', 'a']);
+    expect(() => createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: [a], logger: pino({ level: 'silent' }) })).toThrow(/needs module "b"/);
+    const c = defineModule({ name: 'c', dependsOn: ['d'] });
+    const d = defineModule({ name: 'd', dependsOn: ['c'] });
+    expect(() => createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: [c, d], logger: pino({ level: 'silent' }) })).toThrow(/Circular module dependency/);
+  });
+
+  it('refuses two migrations with one name', () => {
+    const m = { name: '20260101000000_x', up: { sqlite: [], postgresql: [] }, down: { sqlite: [], postgresql: [] } };
+    expect(() =>
+      createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: [defineModule({ name: 'x', migrations: [m] }), defineModule({ name: 'y', migrations: [m] })], logger: pino({ level: 'silent' }) }),
+    ).toThrow(/share the name/);
+  });
+
+  it('runs jobs on their interval once started and stops them on stop', async () => {
+    let runs = 0;
+    const ticking = defineModule({ name: 'ticking', jobs: [{ name: 'tick', intervalMs: 5, run: async () => void runs++ }] });
+    const kernel = createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: [...coreModules, ticking], config: { auth: { jwtSecret: 'k'.repeat(32) } }, logger: pino({ level: 'silent' }) });
+    await kernel.start();
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await kernel.stop();
+    const seen = runs;
+    expect(seen).toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(runs).toBe(seen);
+  });
+});
