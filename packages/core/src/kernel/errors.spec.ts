@@ -26,3 +26,20 @@ describe('TrellisError', () => {
     expect(new TrellisError('conflict', 'c', 'm').exposed).toBe(true);
   });
 });
+
+describe('database errors', () => {
+  it('become 4xx answers that reveal no SQL', async () => {
+    const { UniqueConstraintViolationException, ForeignKeyConstraintViolationException, NotNullConstraintViolationException, DriverException } = await import('@mikro-orm/core');
+    const raw = (message: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(message), extra);
+    const unique = toTrellisError(new UniqueConstraintViolationException(raw('duplicate key value violates unique constraint "users_email_unique"')));
+    expect([unique.status, unique.code]).toEqual([409, 'already_exists']);
+    expect(unique.message).not.toContain('users_email_unique');
+    expect(toTrellisError(new ForeignKeyConstraintViolationException(raw('fk'))).status).toBe(409);
+    expect(toTrellisError(new NotNullConstraintViolationException(raw('null'))).status).toBe(422);
+    const tooLong = new DriverException(raw('value too long for type character varying(200)'));
+    tooLong.code = '22001';
+    expect([toTrellisError(tooLong).status, toTrellisError(tooLong).code]).toEqual([422, 'invalid_value']);
+    const other = new DriverException(raw('connection reset'));
+    expect(toTrellisError(other).status).toBe(500);
+  });
+});

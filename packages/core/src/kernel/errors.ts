@@ -1,3 +1,12 @@
+import {
+  DeadlockException,
+  DriverException,
+  ForeignKeyConstraintViolationException,
+  LockWaitTimeoutException,
+  NotNullConstraintViolationException,
+  UniqueConstraintViolationException,
+} from '@mikro-orm/core';
+
 /**
  * One error vocabulary for all of Trellis. Domain code throws `TrellisError`s with a kind (what
  * went wrong, in transport-neutral terms) and a stable snake_case code (which case it is). Only the
@@ -134,8 +143,38 @@ export const errors = {
     new TrellisError('internal', 'internal_error', message, { cause }),
 };
 
-/** Wraps anything thrown into a TrellisError; unknown errors become an unexposed `internal_error`. */
+/**
+ * Wraps anything thrown into a TrellisError; unknown errors become an unexposed `internal_error`.
+ * Database errors that only bad input can cause (a duplicate, a value the column cannot hold)
+ * become 4xx answers rather than 5xx, without revealing SQL: a safety net behind DTO validation.
+ */
 export function toTrellisError(error: unknown): TrellisError {
   if (error instanceof TrellisError) return error;
+  const database = fromDatabaseError(error);
+  if (database) return database;
   return new TrellisError('internal', 'internal_error', 'An internal error occurred.', { cause: error });
+}
+
+// PostgreSQL SQLSTATE class 22 is "data exception": a value the column type cannot hold.
+const DATA_EXCEPTION = /^22/;
+
+function fromDatabaseError(error: unknown): TrellisError | null {
+  if (!(error instanceof DriverException)) return null;
+  if (error instanceof UniqueConstraintViolationException) {
+    return new TrellisError('conflict', 'already_exists', 'A record with the same unique value already exists.', { cause: error });
+  }
+  if (error instanceof ForeignKeyConstraintViolationException) {
+    return new TrellisError('conflict', 'reference_conflict', 'The change refers to a record that does not exist, or one still in use.', { cause: error });
+  }
+  if (error instanceof NotNullConstraintViolationException) {
+    return new TrellisError('validation', 'invalid_value', 'A required value is missing.', { cause: error });
+  }
+  if (error instanceof DeadlockException || error instanceof LockWaitTimeoutException) {
+    return new TrellisError('unavailable', 'busy', 'The database is busy; retry the request.', { cause: error, headers: { 'retry-after': '1' } });
+  }
+  const sqlState = (error as { sqlState?: string; code?: string }).sqlState ?? (error as { code?: string }).code;
+  if (typeof sqlState === 'string' && DATA_EXCEPTION.test(sqlState)) {
+    return new TrellisError('validation', 'invalid_value', 'A value does not fit the field it is stored in.', { cause: error });
+  }
+  return null;
 }

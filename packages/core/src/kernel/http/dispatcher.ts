@@ -341,6 +341,9 @@ export class HttpDispatcher {
     const status = error.status;
     if (status >= 500) {
       this.deps.log.error({ err: error.cause ?? error, reqId: requestId, method: request.method, path: request.path }, 'request failed');
+    } else if (error.cause instanceof Error && !(error.cause instanceof TrellisError)) {
+      // A database refusal turned into a 4xx: the input slipped past validation, worth a look.
+      this.deps.log.warn({ err: error.cause, reqId: requestId, method: request.method, path: request.path, code: error.code }, 'request refused by the database');
     }
     const message = error.exposed ? error.message : `An internal error occurred (request ${requestId}).`;
     const format: ErrorFormat = route?.errorFormat ?? 'default';

@@ -1,0 +1,90 @@
+import type { EntityManager, FilterQuery } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import type { Paging } from '../../../kernel/http/dto/paging.js';
+import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
+import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { AuditEntry } from '../entities/audit-entry.entity.js';
+
+export interface AuditRecordInput {
+  actorId: string | null;
+  action: string;
+  targetType?: string;
+  targetId?: string;
+  data?: Record<string, unknown>;
+  /** Request facts, when the action came over HTTP. */
+  ip?: string;
+  userAgent?: string;
+}
+
+export interface AuditFilter {
+  actorId?: string;
+  action?: string;
+  targetType?: string;
+  targetId?: string;
+}
+
+/** Writes and reads the audit trail. */
+@injectable()
+export class AuditService {
+  constructor(
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+    @inject(clockServiceIdentifier) private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Adds an entry to the unit of work. It is written by the caller's next `flush` (so it commits
+   * with the change it records, inside the same transaction), or flushed here when `flush` is set.
+   */
+  async record(em: EntityManager, input: AuditRecordInput, options: { flush?: boolean } = {}): Promise<AuditEntry> {
+    const entry = em.create(AuditEntry, {
+      id: this.ids.next(),
+      actorId: input.actorId,
+      action: input.action,
+      targetType: input.targetType ?? null,
+      targetId: input.targetId ?? null,
+      data: input.data ?? null,
+      ip: input.ip?.slice(0, 64) ?? null,
+      userAgent: input.userAgent?.slice(0, 512) ?? null,
+      createdAt: this.clock.now(),
+    } as AuditEntry);
+    if (options.flush) await em.flush();
+    return entry;
+  }
+
+  /** Newest first. */
+  async list(em: EntityManager, filter: AuditFilter, page: Paging): Promise<{ items: AuditEntry[]; total: number }> {
+    const where: FilterQuery<AuditEntry> = {};
+    if (filter.actorId) where.actorId = filter.actorId;
+    if (filter.action) where.action = filter.action;
+    if (filter.targetType) where.targetType = filter.targetType;
+    if (filter.targetId) where.targetId = filter.targetId;
+    const [items, total] = await em.findAndCount(AuditEntry, where, {
+      orderBy: { createdAt: 'desc', id: 'desc' },
+      limit: page.size,
+      offset: page.offset,
+    });
+    return { items, total };
+  }
+}
+
+export interface AuditEntryView {
+  id: string;
+  actorId: string | null;
+  action: string;
+  targetType: string | null;
+  targetId: string | null;
+  data: Record<string, unknown> | null;
+  ip: string | null;
+  createdAt: string;
+}
+
+export const toAuditEntryView = (entry: AuditEntry): AuditEntryView => ({
+  id: entry.id,
+  actorId: entry.actorId,
+  action: entry.action,
+  targetType: entry.targetType,
+  targetId: entry.targetId,
+  data: entry.data,
+  ip: entry.ip,
+  createdAt: entry.createdAt.toISOString(),
+});

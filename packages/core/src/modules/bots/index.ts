@@ -1,0 +1,2 @@
+export { botsModule } from './bots.module.js';
+export { Bot, BotSchema, type BotConf } from './entities/bot.entity.js';

@@ -1,0 +1,44 @@
+import { EntitySchema } from '@mikro-orm/core';
+import { User } from '../../identity/entities/user.entity.js';
+import { Bot } from '../../bots/entities/bot.entity.js';
+
+/** A conversation's configuration: the spec names `title` and `description`; other keys are kept as given. */
+export interface ConversationConf {
+  title?: string;
+  description?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * A conversation (spec: name, botId, conf {title, description}, members). One entity serves the
+ * conversations area and the developer API (`/dev/conv`, which maps `title` and `description` to
+ * `conf.title` and `conf.description`, and `config` to `conf`).
+ */
+export class Conversation {
+  id!: string;
+  owner!: User;
+  name!: string;
+  /** The bot that answers in this conversation; deleting the bot deletes its conversations. */
+  bot!: Bot | null;
+  conf!: ConversationConf;
+  /** User ids; by default the creator only. */
+  members!: string[];
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export const ConversationSchema = new EntitySchema<Conversation>({
+  class: Conversation,
+  tableName: 'conversations',
+  indexes: [{ properties: ['owner', 'createdAt'] }],
+  properties: {
+    id: { type: 'uuid', primary: true },
+    owner: { kind: 'm:1', entity: () => User, deleteRule: 'cascade' },
+    name: { type: 'string', length: 200 },
+    bot: { kind: 'm:1', entity: () => Bot, nullable: true, deleteRule: 'cascade', index: true },
+    conf: { type: 'json' },
+    members: { type: 'json' },
+    createdAt: { type: 'datetime', onCreate: () => new Date() },
+    updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
+  },
+});
