@@ -12,6 +12,7 @@ export default defineConfig({
       { find: /^@trellis\/db-sqlite$/, replacement: here('./packages/adapters/db-sqlite/src/index.ts') },
       { find: /^@trellis\/db-postgres$/, replacement: here('./packages/adapters/db-postgres/src/index.ts') },
       { find: /^@trellis\/pubsub-redis$/, replacement: here('./packages/adapters/pubsub-redis/src/index.ts') },
+      { find: /^@trellis\/ratelimit-redis$/, replacement: here('./packages/adapters/ratelimit-redis/src/index.ts') },
       { find: /^@trellis\/payments-stripe$/, replacement: here('./packages/adapters/payments-stripe/src/index.ts') },
       { find: /^@trellis\/host$/, replacement: here('./packages/host/src/index.ts') },
       { find: /^@trellis\/cli$/, replacement: here('./packages/cli/src/index.ts') },

@@ -1,19 +1,129 @@
-import { createHost, type Host } from '@trellis/host';
-import type { Kernel } from '@trellis/core';
-import { pino } from 'pino';
-import { loadConfig, type KernelFlags } from './config-loader.js';
+import { ConfigError, coreModules, randomSecret, validateConfig, type Kernel, type ObjectNode, type Shape, type TrellisConfig, type TrellisConfigInput, type TrellisModule } from '@trellis/core';
+import { createHost, databaseFromUrl, type Host } from '@trellis/host';
+import type { Logger } from 'pino';
+import { createCliLogger } from './cli-logger.js';
+import { CliError, loadConfigWithSources, sourceOfPath, type KernelFlags, type LoadedConfig } from './config-loader.js';
+import { loadModules } from './modules-loader.js';
+import { cliVersion } from './package-info.js';
+
+/** A configuration that failed validation: every issue with its path and what set it. Exit code 2. */
+export class CliConfigError extends CliError {
+  constructor(
+    readonly issues: ReadonlyArray<{ path: string; message: string; source?: string }>,
+    origin?: string,
+  ) {
+    super(
+      `Invalid configuration${origin ? ` (${origin})` : ''}:\n${issues
+        .map((issue) => `  - ${issue.path}: ${issue.message}${issue.source ? ` [set by ${issue.source}]` : ''}`)
+        .join('\n')}`,
+      2,
+    );
+  }
+}
+
+export interface CliHostOptions {
+  /** A one-shot command (not `start`): quieter logs and no warning about a generated JWT secret. */
+  oneShot?: boolean;
+  /** Changes applied to the loaded configuration before validation (for command-only flags). */
+  override?: (config: TrellisConfigInput) => void;
+  /** Default: the modules file (`--modules`, TRELLIS_MODULES, ./trellis.modules.mjs) or the built-in modules. */
+  modules?: readonly TrellisModule[];
+}
+
+export interface CliHost {
+  host: Host;
+  /** The configuration as the user gave it, validated (`host.kernel.config` may add a throwaway JWT secret). */
+  config: TrellisConfig;
+  modules: readonly TrellisModule[];
+  /** The modules file read, if any. */
+  modulesFile?: string;
+  loaded: LoadedConfig;
+  log: Logger;
+}
 
 /**
- * Boots a kernel from the command's flags without listening (migrations are not applied unless
- * `migrate` is set), runs `work`, and stops it. For commands such as `user create` or
- * `billing confirm-order`.
+ * Loads the configuration from the command's flags, validates it up front (so every problem is
+ * reported with its path and source before anything connects), and composes a host.
  */
-export async function withKernel<T>(flags: KernelFlags, work: (kernel: Kernel) => Promise<T>, options: { migrate?: boolean } = {}): Promise<T> {
-  const host: Host = createHost({ config: await loadConfig(flags), logger: pino({ level: process.env['TRELLIS_LOG_LEVEL'] ?? 'warn' }) });
-  await host.kernel.start({ migrate: options.migrate, jobs: false });
+export async function createCliHost(flags: KernelFlags, options: CliHostOptions = {}): Promise<CliHost> {
+  const loaded = await loadConfigWithSources(flags);
+  const input = loaded.config;
+  options.override?.(input);
+  const found = options.modules ? { modules: options.modules, file: undefined } : await loadModules(flags.modules);
+  const modules = found.modules;
+  const config = validateCliConfig(loaded, modules);
+
+  // One-shot commands issue no JWTs: a throwaway secret keeps the kernel from warning about it.
+  if (options.oneShot && !config.auth.jwtSecret) input.auth = { ...input.auth, jwtSecret: randomSecret() };
+  // A one-shot command logs errors only (its result is on stdout), unless the user chose a level.
+  const level = options.oneShot && input.log?.level === undefined ? 'error' : config.log.level;
+  const log = createCliLogger(level);
+
+  let database;
   try {
+    database = databaseFromUrl(config.database.url);
+  } catch (error) {
+    throw new CliError(`database.url: ${(error as Error).message}`, 2);
+  }
+  const host = createHost({ config: input, database, modules, logger: log, version: cliVersion() });
+  return { host, config, loaded, log, modules, modulesFile: found.file };
+}
+
+/** Validates a loaded configuration against the kernel schema plus every module's section. */
+export function validateCliConfig(loaded: LoadedConfig, modules: readonly TrellisModule[] = coreModules): TrellisConfig {
+  const sections: Record<string, ObjectNode<Shape>> = {};
+  for (const module of modules) if (module.config) sections[module.name] = module.config;
+  try {
+    return validateConfig(loaded.config, sections);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      throw new CliConfigError(
+        error.issues.map((issue) => ({ ...issue, source: sourceOfPath(loaded, issue.path) })),
+        loaded.file ? `file ${loaded.file}` : undefined,
+      );
+    }
+    throw error;
+  }
+}
+
+/**
+ * Boots a kernel from the command's flags without listening, runs `work`, and stops it. For
+ * commands such as `user create` or `billing confirm-order`. Migrations are applied when
+ * `migrate` is true, skipped when false, and follow `database.migrateOnStart` when unset.
+ * With `start: false` the kernel is not started (for `migrate`, which connects by itself).
+ */
+export async function withKernel<T>(
+  flags: KernelFlags,
+  work: (kernel: Kernel) => Promise<T>,
+  options: { migrate?: boolean; start?: boolean } = {},
+): Promise<T> {
+  const { host } = await createCliHost(flags, { oneShot: true });
+  try {
+    if (options.start ?? true) await withDatabaseContext(host, () => host.kernel.start({ migrate: options.migrate, jobs: false }));
     return await work(host.kernel);
   } finally {
     await host.kernel.stop();
   }
+}
+
+const connectionErrorCodes = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EHOSTUNREACH', 'ECONNRESET', '28P01', '28000', '3D000', 'SQLITE_CANTOPEN']);
+
+/** Runs `step`, turning a failure to reach the database into a clear CliError naming it. */
+export async function withDatabaseContext<T>(host: Host, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (error) {
+    if (isConnectionError(error)) {
+      throw new CliError(`Cannot connect to the database ${host.kernel.database.description}: ${(error as Error).message}`);
+    }
+    throw error;
+  }
+}
+
+export function isConnectionError(error: unknown): boolean {
+  for (let e = error as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+    if (typeof e.code === 'string' && connectionErrorCodes.has(e.code)) return true;
+    if (e instanceof AggregateError && e.errors.some((inner) => isConnectionError(inner))) return true;
+  }
+  return false;
 }

@@ -17,6 +17,7 @@ export { TrellisError, errors, httpStatusByKind, isTrellisError, rpcCodeByKind, 
 // HTTP
 export { defineRoute, type ClassType, type ErrorFormat, type RequestContext, type RouteDefinition, type RouteResponseSpec } from './kernel/http/route.js';
 export { Reply } from './kernel/http/reply.js';
+export { oauthErrorBody, oauthErrorCodes, type OAuthErrorCode } from './kernel/http/oauth-error-body.js';
 export { HttpDispatcher, parseQuery } from './kernel/http/dispatcher.js';
 export { isStreamBody, type HttpMethod, type KernelRequest, type KernelResponse, type ResponseBody } from './kernel/http/types.js';
 export { Router, type RouteMatch } from './kernel/http/router.js';
@@ -39,10 +40,21 @@ export { generateOpaqueToken, randomSecret, safeEqual, sha256Hex, uuidv7 } from 
 export { clockServiceIdentifier, ManualClock, SystemClock, type Clock } from './ports/clock.js';
 export { idsServiceIdentifier, UuidV7Ids, type Ids } from './ports/ids.js';
 export { InProcessPubSub, pubSubServiceIdentifier, type PubSub, type PubSubListener } from './ports/pubsub.js';
+export { InMemoryRateLimiter, rateLimiterServiceIdentifier, type RateLimitDecision, type RateLimiter } from './ports/rate-limiter.js';
 export { Argon2idPasswordHasher, passwordHasherServiceIdentifier, type Argon2Options, type PasswordHasher } from './ports/password-hasher.js';
+export { AbstractPaymentProvider, invalidWebhookSignature, paymentProviderServiceIdentifier, type Checkout, type CheckoutRequest, type PaymentEvent, type PaymentProvider, type WebhookDelivery } from './ports/payment-provider.js';
 export { dialects, toMigrationEntries, type DatabaseAdapter, type Dialect, type EntityDefinition, type MigrationDefinition, type MigrationEntry } from './ports/database.js';
 
 // Modules
 export { coreModules } from './modules/index.js';
 export * from './modules/identity/index.js';
+export * from './modules/billing/index.js';
+export * from './modules/realtime/index.js';
+export * from './modules/bots/index.js';
+export * from './modules/conversations/index.js';
+export * from './modules/ai/index.js';
+export * from './modules/audit/index.js';
+export * from './modules/developer/index.js';
+export * from './modules/admin/index.js';
+export * from './modules/oauth/index.js';
 export { systemModule } from './modules/system/system.module.js';

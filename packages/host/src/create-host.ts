@@ -1,9 +1,8 @@
 import { coreModules, createKernel, type AdapterBinding, type DatabaseAdapter, type Kernel, type TrellisConfigInput, type TrellisModule } from '@trellis/core';
 import type { Logger } from 'pino';
 import { databaseFromUrl } from './database-from-url.js';
-import { createNodeTransport } from './node-transport.js';
+import { pickTransport } from './pick-transport.js';
 import type { Transport, TransportName } from './transport.js';
-import { loadUwsTransport } from './uws-loader.js';
 
 export interface HostOptions {
   /** Raw configuration (validated by the kernel). */
@@ -60,8 +59,8 @@ export function createHost(options: HostOptions = {}): Host {
     },
     async start() {
       await kernel.start();
-      transport = await pickTransport(kernel);
       try {
+        transport = await pickTransport(kernel);
         port = await transport.listen(kernel.config.server.host, kernel.config.server.port);
       } catch (error) {
         await kernel.stop();
@@ -70,24 +69,18 @@ export function createHost(options: HostOptions = {}): Host {
       kernel.log.info({ url: host.url, transport: transport.name, database: database.description }, 'trellis is listening');
     },
     stop() {
+      // New connections are refused at once; requests and streams in flight finish (up to
+      // server.shutdownTimeoutMs) before the kernel stops jobs and closes the database.
       stopping ??= (async () => {
         await transport?.stopAccepting();
-        await kernel.stop();
-        await transport?.close();
+        try {
+          await kernel.stop();
+        } finally {
+          await transport?.close();
+        }
       })();
       return stopping;
     },
   };
   return host;
-}
-
-async function pickTransport(kernel: Kernel): Promise<Transport> {
-  if (kernel.config.server.transport === 'node') return createNodeTransport(kernel);
-  const uws = await loadUwsTransport();
-  if (uws.ok) return uws.create(kernel);
-  kernel.log.warn(
-    { reason: uws.reason },
-    'uWebSockets.js could not be loaded on this platform; falling back to the node:http transport (set server.transport to "node" to silence this).',
-  );
-  return createNodeTransport(kernel);
 }

@@ -3,5 +3,6 @@ export { databaseFromUrl } from './database-from-url.js';
 export { toNodeHandler, type NodeHandler, type NodeHandlerOptions } from './node-handler.js';
 export { attachWebSockets, type AttachWebSocketsOptions, type AttachedWebSockets } from './node-websockets.js';
 export { createNodeTransport } from './node-transport.js';
+export { pickTransport } from './pick-transport.js';
 export { loadUwsTransport, type UwsLoadResult } from './uws-loader.js';
 export type { Transport, TransportFactory, TransportName } from './transport.js';

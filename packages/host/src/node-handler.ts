@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isStreamBody, type Kernel, type KernelRequest, type KernelResponse } from '@trellis/core';
+import { internalErrorBody, JSON_TYPE, LazyAbort } from './shared.js';
 
 export interface NodeHandlerOptions {
   /**
@@ -13,8 +14,11 @@ export type NodeHandler = (req: IncomingMessage, res: ServerResponse, next?: (er
 
 /**
  * Trellis as a `node:http` request handler, for a plain server or for mounting in Express,
- * Fastify (via `@fastify/middie` or a raw route) or Nest. Requests outside the prefix go to `next`
- * when there is one, else get 404.
+ * Fastify or Nest. Requests outside the prefix go to `next` when there is one, else get 404.
+ *
+ * The handler reads the request body itself. When a framework's body parser already consumed it
+ * (`express.json()` mounted in front), the parsed `req.body` (or a `req.rawBody` buffer) is used
+ * instead; mounting Trellis before any body parser is still the better choice.
  */
 export function toNodeHandler(kernel: Kernel, options: NodeHandlerOptions = {}): NodeHandler {
   const prefix = normalisePrefix(options.prefix);
@@ -25,86 +29,154 @@ export function toNodeHandler(kernel: Kernel, options: NodeHandlerOptions = {}):
     if (prefix) {
       if (path !== prefix && !path.startsWith(`${prefix}/`)) {
         if (next) return next();
-        res.writeHead(404).end();
+        res.writeHead(404, { 'content-type': JSON_TYPE }).end('{"error":"route_not_found","message":"No route here."}');
         return;
       }
       path = path.slice(prefix.length) || '/';
     }
-    void handleNodeRequest(kernel, req, res, path, q === -1 ? '' : url.slice(q + 1));
+    handleNodeRequest(kernel, req, res, path, q === -1 ? '' : url.slice(q + 1)).catch((error: unknown) => {
+      kernel.log.error({ err: error }, 'request handling failed outside the dispatcher');
+      if (!res.headersSent) res.writeHead(500, { 'content-type': JSON_TYPE }).end(internalErrorBody);
+      else res.destroy();
+    });
   };
 }
 
 async function handleNodeRequest(kernel: Kernel, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<void> {
-  const abort = new AbortController();
+  const abort = new LazyAbort();
   res.once('close', () => {
     if (!res.writableFinished) abort.abort();
   });
-  const headers = flattenHeaders(req);
-  const base: Omit<KernelRequest, 'body'> = {
+  const request: KernelRequest = {
     method: (req.method ?? 'GET').toUpperCase(),
     path,
     query,
-    headers,
+    headers: flattenHeaders(req),
+    body: undefined,
     remoteAddress: req.socket.remoteAddress ?? '',
-    signal: abort.signal,
+    get signal() {
+      return abort.signal;
+    },
   };
-  let response: KernelResponse;
+  let body: Uint8Array | undefined | 'too_large';
   try {
-    const body = await readBody(req, kernel.http.bodyLimitFor(base.method, path));
-    response = body === 'too_large' ? kernel.http.payloadTooLarge(base) : await kernel.http.handle({ ...base, body });
-  } catch (error) {
-    // The client went away mid-body, or the socket failed: nothing left to answer.
-    if (!res.headersSent) res.destroy(error as Error);
+    body = await readBody(req, kernel.http.bodyLimitFor(request.method, path));
+  } catch {
+    // The client went away mid-body: nothing left to answer.
+    if (!res.headersSent) res.destroy();
     return;
   }
-  await writeNodeResponse(res, response, abort.signal);
+  if (body === 'too_large') {
+    // The rest of the body is not read: close the connection instead of draining it.
+    res.shouldKeepAlive = false;
+    await writeNodeResponse(res, kernel.http.payloadTooLarge(request), abort, request.method);
+    return;
+  }
+  request.body = body;
+  const response = await kernel.http.handle(request);
+  await writeNodeResponse(res, response, abort, request.method);
 }
 
 /** Reads the body up to `limit` bytes; a larger one (declared or sent) is `'too_large'`. */
 function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array | undefined | 'too_large'> {
+  if (req.readableEnded) return Promise.resolve(consumedBody(req, limit));
   const declared = Number(req.headers['content-length'] ?? NaN);
   if (declared > limit) {
+    // Discarded, not buffered; the connection closes after the 413.
     req.resume();
     return Promise.resolve('too_large');
   }
-  if (req.method === 'GET' || req.method === 'HEAD') {
+  if (req.method === 'GET' || req.method === 'HEAD' || declared === 0) {
     req.resume();
     return Promise.resolve(undefined);
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    let done = false;
-    req.on('data', (chunk: Buffer) => {
-      if (done) return;
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
-        done = true;
+        cleanup();
         chunks.length = 0;
+        req.resume();
         resolve('too_large');
         return;
       }
       chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (!done) resolve(size === 0 ? undefined : Buffer.concat(chunks, size));
-    });
-    req.on('error', reject);
-    req.on('aborted', () => reject(new Error('request aborted')));
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(size === 0 ? undefined : chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onClose = () => {
+      if (req.complete) return;
+      cleanup();
+      reject(new Error('request aborted'));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('close', onClose);
+      req.off('error', onError);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('close', onClose);
+    req.on('error', onError);
   });
 }
 
-export async function writeNodeResponse(res: ServerResponse, response: KernelResponse, signal: AbortSignal): Promise<void> {
+/**
+ * The body of a request whose stream a framework already read: its raw bytes when it kept them,
+ * else its parsed body turned back into the bytes of its content type.
+ */
+function consumedBody(req: IncomingMessage, limit: number): Uint8Array | undefined | 'too_large' {
+  const carrier = req as IncomingMessage & { rawBody?: unknown; body?: unknown };
+  let bytes: Buffer | undefined;
+  if (Buffer.isBuffer(carrier.rawBody)) bytes = carrier.rawBody;
+  else if (Buffer.isBuffer(carrier.body)) bytes = carrier.body;
+  else if (typeof carrier.body === 'string') bytes = Buffer.from(carrier.body);
+  else if (carrier.body !== undefined && carrier.body !== null && typeof carrier.body === 'object') {
+    const type = String(req.headers['content-type'] ?? '');
+    if (type.includes('application/x-www-form-urlencoded')) {
+      bytes = Buffer.from(new URLSearchParams(carrier.body as Record<string, string>).toString());
+    } else if (Object.keys(carrier.body).length > 0 || type.includes('json')) {
+      bytes = Buffer.from(JSON.stringify(carrier.body));
+    }
+  }
+  if (!bytes || bytes.length === 0) return undefined;
+  return bytes.length > limit ? 'too_large' : bytes;
+}
+
+/**
+ * Writes a kernel response: a whole body with its length, or a stream with back-pressure that is
+ * stopped (`return()`) when the client goes away. HEAD gets the head only.
+ */
+export async function writeNodeResponse(res: ServerResponse, response: KernelResponse, abort: LazyAbort, method = 'GET'): Promise<void> {
   const { body } = response;
+  const bodiless = response.status === 204 || response.status === 304;
   if (!isStreamBody(body)) {
     const payload = body ?? '';
-    res.writeHead(response.status, { ...response.headers, 'content-length': Buffer.byteLength(payload) });
-    res.end(payload);
+    const headers: Record<string, string | number> = { ...response.headers };
+    if (!bodiless) headers['content-length'] = typeof payload === 'string' ? Buffer.byteLength(payload) : payload.byteLength;
+    res.writeHead(response.status, headers);
+    // Node leaves the body out of a HEAD response by itself.
+    res.end(bodiless ? undefined : payload);
     return;
   }
+  const iterator = body[Symbol.asyncIterator]();
+  if (method === 'HEAD' || abort.aborted) {
+    if (!abort.aborted) res.writeHead(response.status, response.headers).end();
+    await iterator.return?.();
+    return;
+  }
+  const signal = abort.signal;
   res.writeHead(response.status, response.headers);
   res.flushHeaders();
-  const iterator = body[Symbol.asyncIterator]();
   const stop = () => void iterator.return?.();
   signal.addEventListener('abort', stop, { once: true });
   try {
@@ -124,9 +196,9 @@ export async function writeNodeResponse(res: ServerResponse, response: KernelRes
         });
       }
     }
-    res.end();
+    if (!signal.aborted) res.end();
   } catch {
-    // The stream failed after headers went out: cut the response so the client sees it end early.
+    // The stream failed after the head went out: cut the response so the client sees it end early.
     res.destroy();
   } finally {
     signal.removeEventListener('abort', stop);
@@ -136,9 +208,11 @@ export async function writeNodeResponse(res: ServerResponse, response: KernelRes
 
 export function flattenHeaders(req: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
+  const raw = req.headers;
+  for (const name in raw) {
+    const value = raw[name];
     if (value === undefined) continue;
-    out[name] = Array.isArray(value) ? value.join(', ') : value;
+    out[name] = typeof value === 'string' ? value : value.join(', ');
   }
   return out;
 }

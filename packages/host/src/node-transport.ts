@@ -6,9 +6,16 @@ import type { Transport } from './transport.js';
 
 /** The `node:http` + `ws` transport: the fallback where uWebSockets.js cannot load. */
 export function createNodeTransport(kernel: Kernel): Transport {
-  const server: Server = createServer({ keepAliveTimeout: 5_000 }, toNodeHandler(kernel));
+  const handler = toNodeHandler(kernel);
+  let stopping = false;
+  const server: Server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
+    // Once the host stops accepting, every response closes its connection.
+    if (stopping) res.shouldKeepAlive = false;
+    handler(req, res);
+  });
   let sockets: AttachedWebSockets | undefined;
   let closed: Promise<void> | undefined;
+  const closeServer = () => (closed ??= new Promise<void>((resolve) => server.close(() => resolve())));
   return {
     name: 'node',
     listen(host, port) {
@@ -23,14 +30,17 @@ export function createNodeTransport(kernel: Kernel): Transport {
       });
     },
     stopAccepting() {
-      closed ??= new Promise<void>((resolve) => server.close(() => resolve()));
+      stopping = true;
+      void closeServer();
       server.closeIdleConnections();
       return Promise.resolve();
     },
     async close() {
+      stopping = true;
       await sockets?.close();
+      const done = closeServer();
       server.closeAllConnections();
-      await (closed ?? new Promise<void>((resolve) => server.close(() => resolve())));
+      await done;
     },
   };
 }

@@ -2,15 +2,18 @@ import { STATUS_CODES } from 'node:http';
 import { createRequire } from 'node:module';
 import { isStreamBody, type ChannelSession, type Kernel, type KernelRequest, type KernelResponse, type SocketLike, type UpgradeDecision } from '@trellis/core';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from 'uWebSockets.js';
+import { internalErrorBody, JSON_TYPE, LazyAbort, SLOW_SOCKET_LIMIT_BYTES, toBuffer, WS_IDLE_TIMEOUT_S, wsPayloadCeiling } from './shared.js';
 import type { Transport } from './transport.js';
 
 type Uws = typeof import('uWebSockets.js');
 
-/** One write per tick, capped near the 16 KB cork buffer (see docs/architecture.md, "uWS writes"). */
-const MAX_WRITE_BYTES = 16 * 1024;
-/** Bytes a stream may have produced and not yet written before the producer is paused. */
-const STREAM_HIGH_WATER = 64 * 1024;
-const MAX_WS_BACKPRESSURE = 4 * 1024 * 1024;
+/**
+ * One write per tick, at most this many bytes (see docs/architecture.md, "Transports"): in this
+ * uWS build many small writes in one tick get slow once the 16 KB cork buffer is full.
+ */
+export const MAX_WRITE_BYTES = 16 * 1024;
+/** Bytes a stream may have produced and not yet handed to uWS before the producer waits. */
+export const STREAM_HIGH_WATER = 64 * 1024;
 
 const EMPTY = Buffer.alloc(0);
 
@@ -33,33 +36,53 @@ const uws = loadNativeUws();
 interface SocketData {
   decision?: Extract<UpgradeDecision, { ok: true }>;
   session?: ChannelSession;
+  maxPayloadBytes: number;
   closed: boolean;
+}
+
+interface HttpState {
+  aborted: boolean;
+  /** `end` (or `close`) was called: the response object must not be touched again. */
+  done: boolean;
+  abort: LazyAbort;
 }
 
 /** The default transport: uWebSockets.js for HTTP and WebSockets. */
 export function createUwsTransport(kernel: Kernel): Transport {
   const app: TemplatedApp = uws.App();
   let listenSocket: us_listen_socket | undefined;
+  // Once the host stops accepting, every response closes its connection.
+  const edge = { stopping: false };
 
-  app.any('/*', (res, req) => handleHttp(kernel, res, req));
+  app.any('/*', (res, req) => handleHttp(kernel, edge, res, req));
   const basePath = kernel.config.server.basePath;
   for (const channel of kernel.channels) {
+    const limit = channel.maxPayloadBytes ?? 1_048_576;
     app.ws<SocketData>(`${basePath}${channel.path}`, {
-      maxPayloadLength: channel.maxPayloadBytes ?? 1_048_576,
-      idleTimeout: 0,
-      maxBackpressure: MAX_WS_BACKPRESSURE,
-      closeOnBackpressureLimit: 0,
-      sendPingsAutomatically: false,
+      // uWS drops a connection without a close frame (1006) when a message passes its own limit:
+      // give it headroom and close with 1009 ourselves above the channel's limit.
+      maxPayloadLength: wsPayloadCeiling(limit),
+      idleTimeout: WS_IDLE_TIMEOUT_S,
+      sendPingsAutomatically: true,
+      maxBackpressure: SLOW_SOCKET_LIMIT_BYTES,
+      closeOnBackpressureLimit: 1,
       upgrade: (res, req, context) => upgrade(kernel, res, req, context),
       open: (ws) => {
         const data = ws.getUserData();
-        data.session = data.decision!.open(wrapSocket(ws));
+        const decision = data.decision!;
         data.decision = undefined;
+        data.session = decision.open(wrapSocket(ws));
       },
       message: (ws, message, isBinary) => {
-        const session = ws.getUserData().session;
-        if (!session) return;
-        session.onMessage(isBinary ? Buffer.from(message.slice(0)) : Buffer.from(message).toString('utf8'), isBinary);
+        const data = ws.getUserData();
+        if (!data.session || data.closed) return;
+        if (message.byteLength > data.maxPayloadBytes) {
+          data.closed = true;
+          ws.end(1009, 'Message too big');
+          return;
+        }
+        // The message memory is only valid during this call: copy binary, decode text.
+        data.session.onMessage(isBinary ? Buffer.from(new Uint8Array(message)) : Buffer.from(message).toString('utf8'), isBinary);
       },
       drain: (ws) => ws.getUserData().session?.onDrain?.(),
       close: (ws, code, message) => {
@@ -85,10 +108,12 @@ export function createUwsTransport(kernel: Kernel): Transport {
       });
     },
     async stopAccepting() {
+      edge.stopping = true;
       if (listenSocket) uws.us_listen_socket_close(listenSocket);
       listenSocket = undefined;
     },
     async close() {
+      edge.stopping = true;
       if (listenSocket) uws.us_listen_socket_close(listenSocket);
       listenSocket = undefined;
       (app as TemplatedApp & { close(): void }).close();
@@ -96,21 +121,17 @@ export function createUwsTransport(kernel: Kernel): Transport {
   };
 }
 
-interface HttpState {
-  aborted: boolean;
-  abort: AbortController;
-}
-
-function handleHttp(kernel: Kernel, res: HttpResponse, req: HttpRequest): void {
+function handleHttp(kernel: Kernel, edge: { stopping: boolean }, res: HttpResponse, req: HttpRequest): void {
   // The request object is only valid during this call: copy what we need first.
-  const method = req.getCaseSensitiveMethod().toUpperCase();
+  const method = req.getMethod().toUpperCase();
   const path = req.getUrl();
   const query = req.getQuery() ?? '';
   const headers: Record<string, string> = {};
   req.forEach((name, value) => {
-    headers[name] = headers[name] === undefined ? value : `${headers[name]}, ${value}`;
+    const seen = headers[name];
+    headers[name] = seen === undefined ? value : `${seen}, ${value}`;
   });
-  const state: HttpState = { aborted: false, abort: new AbortController() };
+  const state: HttpState = { aborted: false, done: false, abort: new LazyAbort() };
   res.onAborted(() => {
     state.aborted = true;
     state.abort.abort();
@@ -120,11 +141,19 @@ function handleHttp(kernel: Kernel, res: HttpResponse, req: HttpRequest): void {
     path,
     query,
     headers,
+    body: undefined,
     remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
-    signal: state.abort.signal,
+    get signal() {
+      return state.abort.signal;
+    },
   };
+  if (headers['upgrade'] !== undefined && method === 'GET') {
+    // A WebSocket upgrade no channel route took: refuse it the way the node transport does.
+    void respond(kernel, res, state, request, refusedUpgrade(kernel, request), true);
+    return;
+  }
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || headers['content-length'] === '0') {
-    void respond(kernel, res, state, request, kernel.http.handle(request));
+    void respond(kernel, res, state, request, kernel.http.handle(request), edge.stopping);
     return;
   }
   const limit = kernel.http.bodyLimitFor(method, path);
@@ -146,44 +175,75 @@ function handleHttp(kernel: Kernel, res: HttpResponse, req: HttpRequest): void {
       return;
     }
     // uWS reuses the chunk's memory after this callback: copy it.
-    chunks.push(Buffer.from(new Uint8Array(chunk)));
+    if (chunk.byteLength > 0) chunks.push(Buffer.from(new Uint8Array(chunk)));
     if (isLast) {
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
       chunks = [];
-      void respond(kernel, res, state, request, kernel.http.handle({ ...request, body: size ? body : undefined }));
+      if (size) request.body = body;
+      void respond(kernel, res, state, request, kernel.http.handle(request), edge.stopping);
     }
   });
 }
 
-async function respond(kernel: Kernel, res: HttpResponse, state: HttpState, request: KernelRequest, pending: Promise<KernelResponse>, closeConnection = false): Promise<void> {
+async function refusedUpgrade(kernel: Kernel, request: KernelRequest): Promise<KernelResponse> {
+  const decision = await kernel.ws.upgrade({ path: request.path, query: request.query, headers: request.headers, remoteAddress: request.remoteAddress });
+  // A channel route would have taken a path that matches: anything here is refused.
+  return decision.ok ? { status: 404, headers: { 'content-type': JSON_TYPE }, body: '{"error":"channel_not_found","message":"No WebSocket channel here."}' } : decision.response;
+}
+
+async function respond(kernel: Kernel, res: HttpResponse, state: HttpState, request: KernelRequest, pending: Promise<KernelResponse>, closeConnection: boolean): Promise<void> {
   let response: KernelResponse;
   try {
     response = await pending;
   } catch (error) {
     kernel.log.error({ err: error }, 'request handling failed outside the dispatcher');
-    response = { status: 500, headers: { 'content-type': 'application/json; charset=utf-8' }, body: '{"error":"internal_error","message":"An internal error occurred."}' };
-  }
-  if (state.aborted) {
-    if (isStreamBody(response.body)) await response.body[Symbol.asyncIterator]().return?.();
-    return;
+    response = { status: 500, headers: { 'content-type': JSON_TYPE }, body: internalErrorBody };
   }
   const { body } = response;
+  if (state.aborted) {
+    if (isStreamBody(body)) await body[Symbol.asyncIterator]().return?.();
+    return;
+  }
+  const head = request.method === 'HEAD';
   if (!isStreamBody(body)) {
+    state.done = true;
     res.cork(() => {
       writeHead(res, response);
-      if (request.method === 'HEAD' || response.status === 204 || response.status === 304) res.endWithoutBody(request.method === 'HEAD' ? byteLength(body) : undefined, closeConnection);
-      else res.end(body ?? EMPTY, closeConnection);
+      if (head || response.status === 204 || response.status === 304) {
+        // In this uWS build endWithoutBody(length) leaves the response pending and stalls the
+        // keep-alive connection, and an explicit `undefined` length is read as garbage: write
+        // the length by hand, call it without arguments, and let `connection: close` ask the
+        // client to hang up when the connection should end.
+        if (head && response.status !== 204 && response.status !== 304) res.writeHeader('content-length', String(byteLength(body)));
+        if (closeConnection) res.writeHeader('connection', 'close');
+        res.endWithoutBody();
+      } else {
+        res.end(body ?? EMPTY, closeConnection);
+      }
     });
     return;
   }
+  const iterator = body[Symbol.asyncIterator]();
+  if (head) {
+    // A HEAD of a stream: the head only; the producer is stopped before it runs.
+    state.done = true;
+    res.cork(() => {
+      writeHead(res, response);
+      if (closeConnection) res.writeHeader('connection', 'close');
+      res.endWithoutBody();
+    });
+    await iterator.return?.();
+    return;
+  }
   res.cork(() => writeHead(res, response));
-  await pumpStream(res, state, body[Symbol.asyncIterator]());
+  await new StreamPump(res, state, closeConnection).run(iterator);
 }
 
 function writeHead(res: HttpResponse, response: KernelResponse): void {
   res.writeStatus(`${response.status} ${STATUS_CODES[response.status] ?? ''}`);
-  for (const [name, value] of Object.entries(response.headers)) {
-    if (name !== 'content-length') res.writeHeader(name, value);
+  for (const name in response.headers) {
+    // uWS writes its own framing headers.
+    if (name !== 'content-length' && name !== 'transfer-encoding' && name !== 'connection') res.writeHeader(name, response.headers[name]!);
   }
 }
 
@@ -193,80 +253,135 @@ function byteLength(body: KernelResponse['body']): number {
 }
 
 /**
- * Writes a stream with back-pressure: chunks produced within one tick are joined and written in
- * one corked write of at most 16 KB; when uWS reports back-pressure the producer waits for
- * `onWritable`; when the client goes away the producer is stopped (`return()`).
+ * Writes a stream with back-pressure, the way this uWS build is fast:
+ * - what the producer yields within one tick is joined and written once, inside `res.cork`, at
+ *   most `MAX_WRITE_BYTES` per write (the rest goes out in the next ticks);
+ * - the producer runs ahead by at most `STREAM_HIGH_WATER` bytes;
+ * - when uWS reports back-pressure (`write` returns false) nothing more is written until
+ *   `onWritable`. uWS does not drain its own buffer while an `onWritable` handler is registered,
+ *   so the handler always writes (or uncorks an empty cork, which flushes that buffer);
+ * - when the client goes away the producer is stopped (`return()`).
  */
-async function pumpStream(res: HttpResponse, state: HttpState, iterator: AsyncIterator<string | Uint8Array>): Promise<void> {
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
-  let blocked = false;
-  let scheduled = false;
-  let waiter: (() => void) | undefined;
-  const wake = () => {
-    const w = waiter;
-    waiter = undefined;
-    w?.();
-  };
-  const wait = () => new Promise<void>((resolve) => (waiter = resolve));
-  state.abort.signal.addEventListener('abort', wake, { once: true });
+export class StreamPump {
+  private queue: Buffer[] = [];
+  private queued = 0;
+  private blocked = false;
+  private scheduled = false;
+  private writableHandler = false;
+  private waiter: (() => void) | undefined;
 
-  const flush = () => {
-    scheduled = false;
-    if (state.aborted || blocked || pendingBytes === 0) return wake();
-    const all = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
-    pending = [];
-    pendingBytes = 0;
-    let offset = 0;
-    res.cork(() => {
-      while (offset < all.length && !blocked) {
-        const piece = all.subarray(offset, offset + MAX_WRITE_BYTES);
-        offset += piece.length;
-        if (!res.write(piece)) blocked = true;
+  constructor(
+    private readonly res: HttpResponse,
+    private readonly state: HttpState,
+    private readonly closeConnection: boolean,
+  ) {}
+
+  async run(iterator: AsyncIterator<string | Uint8Array>): Promise<void> {
+    const onAbort = () => this.wake();
+    this.state.abort.signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        while (!this.state.aborted && this.queued >= STREAM_HIGH_WATER) await this.wait();
+        if (this.state.aborted) break;
+        const step = await iterator.next();
+        if (step.done || this.state.aborted) break;
+        const chunk = toBuffer(step.value);
+        if (chunk.length === 0) continue;
+        this.queue.push(chunk);
+        this.queued += chunk.length;
+        this.schedule();
       }
-    });
-    if (offset < all.length) {
-      pending = [all.subarray(offset)];
-      pendingBytes = all.length - offset;
+      while (!this.state.aborted && this.queued > 0) await this.wait();
+      if (!this.state.aborted) {
+        this.state.done = true;
+        this.res.cork(() => this.res.end(EMPTY, this.closeConnection));
+      }
+    } catch {
+      // The producer failed after the head went out: cut the connection so the client sees the
+      // body end early instead of a clean end.
+      if (!this.state.aborted && !this.state.done) {
+        this.state.done = true;
+        this.res.close();
+      }
+    } finally {
+      this.state.abort.signal.removeEventListener('abort', onAbort);
+      await iterator.return?.();
     }
-    if (blocked) {
-      res.onWritable(() => {
-        blocked = false;
-        flush();
-        return !blocked;
-      });
-    }
-    wake();
-  };
-  const schedule = () => {
-    if (!scheduled) {
-      scheduled = true;
-      setImmediate(flush);
-    }
+  }
+
+  private wait(): Promise<void> {
+    return new Promise((resolve) => (this.waiter = resolve));
+  }
+
+  private wake(): void {
+    const waiter = this.waiter;
+    this.waiter = undefined;
+    waiter?.();
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.blocked) return;
+    this.scheduled = true;
+    setImmediate(this.flush);
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    if (this.state.aborted || this.state.done || this.blocked || this.queued === 0) return;
+    this.writePiece();
+    if (!this.blocked && this.queued > 0) this.schedule();
+    this.wake();
   };
 
-  try {
-    for (;;) {
-      while (!state.aborted && (blocked || pendingBytes > STREAM_HIGH_WATER)) await wait();
-      if (state.aborted) break;
-      const step = await iterator.next();
-      if (step.done || state.aborted) break;
-      const chunk = typeof step.value === 'string' ? Buffer.from(step.value) : Buffer.from(step.value.buffer, step.value.byteOffset, step.value.byteLength);
-      if (chunk.length === 0) continue;
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      schedule();
+  /** Writes up to MAX_WRITE_BYTES of the queue in one corked write. */
+  private writePiece(): void {
+    const piece = this.take(MAX_WRITE_BYTES);
+    let ok = true;
+    this.res.cork(() => {
+      ok = this.res.write(piece);
+    });
+    if (!ok) {
+      this.blocked = true;
+      if (!this.writableHandler) {
+        this.writableHandler = true;
+        this.res.onWritable(() => this.onWritable());
+      }
     }
-    while (!state.aborted && (pendingBytes > 0 || blocked)) {
-      if (!blocked) schedule();
-      await wait();
+  }
+
+  private onWritable(): boolean {
+    if (this.state.aborted || this.state.done || !this.blocked) return true;
+    this.blocked = false;
+    if (this.queued > 0) this.writePiece();
+    // Nothing queued: an empty cork still pushes out what uWS holds (and re-arms this handler
+    // when it could not push everything, so the next write learns about it).
+    else this.res.cork(() => undefined);
+    if (!this.blocked && this.queued > 0) this.schedule();
+    this.wake();
+    return !this.blocked;
+  }
+
+  /** Removes and returns up to `max` bytes from the front of the queue (one splice per call). */
+  private take(max: number): Buffer {
+    const parts: Buffer[] = [];
+    let size = 0;
+    let used = 0;
+    while (used < this.queue.length && size < max) {
+      const next = this.queue[used]!;
+      const room = max - size;
+      if (next.length <= room) {
+        parts.push(next);
+        size += next.length;
+        used++;
+      } else {
+        parts.push(next.subarray(0, room));
+        this.queue[used] = next.subarray(room);
+        size += room;
+      }
     }
-    if (!state.aborted) res.cork(() => res.end());
-  } catch {
-    // The producer failed after the head went out: cut the connection so the client sees it end early.
-    if (!state.aborted) res.close();
-  } finally {
-    await iterator.return?.();
+    this.queue.splice(0, used);
+    this.queued -= size;
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts, size);
   }
 }
 
@@ -287,7 +402,7 @@ function upgrade(kernel: Kernel, res: HttpResponse, req: HttpRequest, context: u
   });
   void kernel.ws
     .upgrade({ path, query, headers, remoteAddress })
-    .catch((): UpgradeDecision => ({ ok: false, response: { status: 500, headers: {}, body: '{"error":"internal_error","message":"An internal error occurred."}' } }))
+    .catch((): UpgradeDecision => ({ ok: false, response: { status: 500, headers: { 'content-type': JSON_TYPE }, body: internalErrorBody } }))
     .then((decision) => {
       if (aborted) return;
       res.cork(() => {
@@ -296,7 +411,7 @@ function upgrade(kernel: Kernel, res: HttpResponse, req: HttpRequest, context: u
           res.end(typeof decision.response.body === 'string' ? decision.response.body : EMPTY, true);
           return;
         }
-        res.upgrade<SocketData>({ decision, closed: false }, secKey, secProtocol, secExtensions, context as never);
+        res.upgrade<SocketData>({ decision, maxPayloadBytes: decision.maxPayloadBytes, closed: false }, secKey, secProtocol, secExtensions, context as never);
       });
     });
 }
@@ -307,6 +422,7 @@ function wrapSocket(ws: WebSocket<SocketData>): SocketLike {
   return {
     send(message, isBinary = typeof message !== 'string') {
       if (data.closed) return false;
+      // 1: sent; 0: buffered (slow peer); 2: dropped (over maxBackpressure; the socket closes).
       return ws.send(message, isBinary) === 1;
     },
     close(code = 1000, reason = '') {

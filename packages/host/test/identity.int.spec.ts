@@ -105,11 +105,11 @@ describe.each(testDatabases())('identity on $name', (db) => {
       it('keeps credential kinds apart: only a JWT issues keys, keys of one user are invisible to another', async () => {
         const alice = await t.register();
         const bob = await t.register();
-        const agent = await t.request('POST', '/auth/agent-tokens', { token: alice.token, body: { name: 'writer bot', scopes: ['documents:write'] } });
+        const agent = await t.request('POST', '/auth/agent-tokens', { token: alice.token, body: { name: 'writer bot', scopes: ['documents:write', 'profile:read'] } });
         expect(agent.status).toBe(201);
         expect(agent.body.token).toMatch(/^tra_/);
         const me = await t.request('GET', '/auth/me', { token: agent.body.token });
-        expect(me.body.credential).toEqual({ kind: 'agent_token', scopes: ['documents:write'] });
+        expect(me.body.credential).toEqual({ kind: 'agent_token', scopes: ['documents:write', 'profile:read'] });
 
         const byAgent = await t.request('POST', '/auth/api-keys', { token: agent.body.token, body: { name: 'x' } });
         expect(byAgent.status).toBe(403);

@@ -142,7 +142,9 @@ export function createKernel(options: KernelOptions): Kernel {
   const routes = modules.flatMap((module) =>
     typeof module.routes === 'function' ? module.routes(moduleContext(module)) : (module.routes ?? []),
   );
-  const channels = modules.flatMap((module) => module.channels ?? []);
+  const channels = modules.flatMap((module) =>
+    typeof module.channels === 'function' ? module.channels(moduleContext(module)) : (module.channels ?? []),
+  );
   const rpcMethods = modules.flatMap((module) => module.rpcMethods ?? []);
   const jobs = modules.flatMap((module) => module.jobs ?? []);
   const entities: EntityDefinition[] = [...new Set(modules.flatMap((module) => module.entities ?? []))];
@@ -212,7 +214,8 @@ export function createKernel(options: KernelOptions): Kernel {
         title: 'Trellis API',
         version: options.version ?? '0.0.0',
         description: 'Generated from the route table. Error codes are listed in the error catalogue (docs/errors.md).',
-        serverUrl: config.server.basePath || '/',
+        // publicUrl carries the external prefix when a framework mounts Trellis under one.
+        serverUrl: config.publicUrl ?? (config.server.basePath || '/'),
       }));
     },
     async start(startOptions = {}) {

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { EntityDefinition, MigrationDefinition } from '../ports/database.js';
 import type { TrellisConfig } from './config/config.js';
 import type { ObjectNode, Shape } from './config/schema.js';
-import type { RouteDefinition } from './http/route.js';
+import type { ClassType, RouteDefinition } from './http/route.js';
 import type { ChannelDefinition } from './ws/channel.js';
 import type { Hooks } from './hooks.js';
 
@@ -35,12 +35,21 @@ export interface JobDefinition {
 export interface RpcContext {
   log: Logger;
   get<T>(id: ServiceIdentifier<T>): T;
+  /** A unit of work for this call (`em.fork()`), created on first use. */
+  readonly em: EntityManager;
 }
 
-/** A JSON-RPC method offered on one or more WebSocket channels. */
+/**
+ * A JSON-RPC method offered on one or more WebSocket channels. The realtime module's channels are
+ * named `user`, `application` and `hardware`; its session is passed as `ctx.session`
+ * (`RealtimeSessionInfo`). The handler's return value is the result; a thrown `TrellisError`
+ * becomes the JSON-RPC error of its kind.
+ */
 export interface RpcMethodDefinition {
   channels: readonly string[];
   method: string;
+  /** DTO class that validates `params` (a JSON object); a failure answers -32602 with `details`. */
+  params?: ClassType;
   handler(params: unknown, ctx: RpcContext & { session: unknown }): unknown;
 }
 
@@ -61,7 +70,8 @@ export interface TrellisModule {
   container?(ctx: ModuleContext): ContainerModule;
   routes?: readonly RouteDefinition[] | ((ctx: ModuleContext) => readonly RouteDefinition[]);
   rpcMethods?: readonly RpcMethodDefinition[];
-  channels?: readonly ChannelDefinition[];
+  /** WebSocket endpoints, or a function of the validated configuration that returns them. */
+  channels?: readonly ChannelDefinition[] | ((ctx: ModuleContext) => readonly ChannelDefinition[]);
   jobs?: readonly JobDefinition[];
   /** Runs after the database is ready, before the kernel accepts requests. */
   onStart?(ctx: ModuleContext & { get<T>(id: ServiceIdentifier<T>): T }): Promise<void> | void;

@@ -12,14 +12,15 @@ const defaultFailure: ValidationFailure = { status: 422, code: 'validation_faile
 
 /**
  * Turns untrusted input into an instance of a DTO class: unknown properties are refused
- * (whitelist + forbidNonWhitelisted), nested objects are validated, and every problem is
- * reported with its dotted field path and constraint name.
+ * (whitelist + forbidNonWhitelisted; `ignoreUnknown` strips them instead), nested objects are
+ * validated, and every problem is reported with its dotted field path and constraint name.
  */
 export async function validateInput<T>(
   dto: ClassType<T>,
   input: unknown,
   where: 'body' | 'query' | 'params',
   failure: ValidationFailure = defaultFailure,
+  options: { ignoreUnknown?: boolean } = {},
 ): Promise<T> {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new TrellisError('bad_request', failure.status === 400 ? failure.code : 'invalid_body', `The ${where} must be a JSON object.`, {
@@ -29,7 +30,7 @@ export async function validateInput<T>(
   const instance = plainToInstance(dto, input, { exposeDefaultValues: true }) as T & object;
   const problems = await validate(instance, {
     whitelist: true,
-    forbidNonWhitelisted: true,
+    forbidNonWhitelisted: !options.ignoreUnknown,
     forbidUnknownValues: true,
     validationError: { target: false, value: false },
   });

@@ -47,6 +47,10 @@ export const kernelConfigSchema = s.object({
     jwtTtlSeconds: s.int().range(60).default(86_400).describe('Lifetime of user JWTs.'),
     passwordMinLength: s.int().range(8, 128).default(8).describe('Minimum password length.'),
     allowRegistration: s.boolean().default(true).describe('Whether POST /auth/register is open.'),
+    fullAccessScopes: s
+      .array(s.string())
+      .default(['mobile:full'])
+      .describe('Scopes that give a scoped credential (OAuth access token, scoped API key) the user\'s full authority on every route that accepts its credential kind. Other scopes pass only routes that list them (`RouteDefinition.scopes`).'),
     principalCacheTtlMs: s
       .int()
       .range(0, 60_000)

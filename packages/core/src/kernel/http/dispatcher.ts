@@ -6,6 +6,7 @@ import { hasPermission, type Permission, type Principal } from '../auth/principa
 import type { KernelConfig } from '../config/config.js';
 import { TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
+import { oauthErrorBody } from './oauth-error-body.js';
 import { Reply } from './reply.js';
 import type { ErrorFormat, RequestContext, RouteDefinition } from './route.js';
 import { Router } from './router.js';
@@ -198,11 +199,13 @@ export class HttpDispatcher {
     const failure = route.validationError;
     // A path that does not name a well-formed resource names no resource: 404, not 422.
     const params = route.params ? await validateInput(route.params, rawParams, 'params', { status: 404, code: 'not_found' }) : rawParams;
-    const query = route.query ? await validateInput(route.query, parseQuery(request.query), 'query', failure) : parseQuery(request.query);
-    const body = route.body ? await validateInput(route.body, this.parseBody(route, request), 'body', failure) : undefined;
+    const lenient = { ignoreUnknown: route.unknownFields === 'ignore' };
+    const query = route.query ? await validateInput(route.query, parseQuery(request.query), 'query', failure, lenient) : parseQuery(request.query);
+    const body = route.body ? await validateInput(route.body, this.parseBody(route, request), 'body', failure, lenient) : undefined;
 
     let em: EntityManager | undefined;
     let log: Logger | undefined;
+    let ownSignal: AbortSignal | undefined;
     const deps = this.deps;
     const ctx: RequestContext = {
       requestId,
@@ -212,6 +215,7 @@ export class HttpDispatcher {
       query,
       body,
       headers: request.headers,
+      rawBody: request.body ?? EMPTY,
       principal,
       requirePrincipal() {
         if (!principal) throw new TrellisError('unauthenticated', 'missing_credentials', 'This operation needs a bearer token.');
@@ -225,7 +229,10 @@ export class HttpDispatcher {
       },
       ip,
       userAgent,
-      signal: request.signal ?? new AbortController().signal,
+      // Read on demand: transports create the request's AbortController lazily (hot path).
+      get signal() {
+        return request.signal ?? (ownSignal ??= new AbortController().signal);
+      },
       get: (id) => deps.get(id),
     };
     const result = await route.handler(ctx);
@@ -263,7 +270,23 @@ export class HttpDispatcher {
         throw new TrellisError('forbidden', 'permission_denied', `This operation needs the ${permission} permission.`);
       }
     }
+    this.checkScopes(route, principal);
     return principal;
+  }
+
+  /**
+   * A scoped credential passes when it carries one of the route's `scopes` or a full-access scope
+   * (`auth.fullAccessScopes`); an unscoped one keeps the user's full authority (RFC 6750 §3.1).
+   */
+  private checkScopes(route: RouteDefinition, principal: Principal): void {
+    if (principal.scopes === undefined) return;
+    const accepted = route.scopes ?? [];
+    const full = this.deps.config.auth.fullAccessScopes;
+    if (principal.scopes.some((scope) => accepted.includes(scope) || full.includes(scope))) return;
+    const needed = [...accepted, ...full].join(' ');
+    throw new TrellisError('forbidden', 'insufficient_scope', `This operation needs a credential with one of the scopes: ${needed}.`, {
+      headers: { 'www-authenticate': `Bearer error="insufficient_scope", scope="${needed}"` },
+    });
   }
 
   private parseBody(route: RouteDefinition, request: KernelRequest): unknown {
@@ -349,7 +372,7 @@ export class HttpDispatcher {
     const format: ErrorFormat = route?.errorFormat ?? 'default';
     const extra = error.exposed ? error.extra : undefined;
     let body: Record<string, unknown>;
-    if (format === 'oauth') body = { error: error.exposed ? error.code : 'server_error', error_description: message, ...extra };
+    if (format === 'oauth') body = oauthErrorBody(error, message);
     else if (format === 'billing') body = { success: false, error: error.code, message, ...extra };
     else body = { error: error.code, message, ...(error.details ? { details: error.details } : {}), ...extra };
     const headers: Record<string, string> = { 'content-type': JSON_TYPE, 'x-request-id': requestId, ...error.headers };

@@ -18,6 +18,12 @@ export interface RequestContext<P = unknown, Q = unknown, B = unknown> {
   readonly query: Q;
   readonly body: B;
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * The request body exactly as received (empty when there is none), for handlers that verify a
+   * signature over the bytes, such as payment webhooks. Declare no `body` DTO on such a route: the
+   * dispatcher then neither parses nor checks the content type, and the handler reads these bytes.
+   */
+  readonly rawBody: Uint8Array;
   readonly principal: Principal | null;
   /** The principal, or a 401 when the route let anonymous callers in. */
   requirePrincipal(): Principal;
@@ -52,6 +58,13 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
   auth: 'none' | 'optional' | readonly CredentialKind[];
   /** Permissions the principal must hold (all of them). */
   permission?: Permission | readonly Permission[];
+  /**
+   * Scopes that let a scoped credential (an OAuth access token, a scoped API key) in: it must carry
+   * one of them, or one of `auth.fullAccessScopes`. Without this list only full-access scopes pass.
+   * Credentials without scopes (JWTs, unscoped API keys) keep the user's full authority.
+   * A failure answers 403 `insufficient_scope` (RFC 6750 §3.1).
+   */
+  scopes?: readonly string[];
   params?: ClassType<P>;
   query?: ClassType<Q>;
   body?: ClassType<B>;
@@ -67,6 +80,11 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
   errorFormat?: ErrorFormat;
   /** Status and code used when params, query or body fail validation (default 422 `validation_failed`). */
   validationError?: { status: number; code: string };
+  /**
+   * `'ignore'` drops query and body fields the DTO does not declare instead of refusing them, for
+   * protocols that require it (RFC 6749 §3.1: unrecognised parameters MUST be ignored). Default `'reject'`.
+   */
+  unknownFields?: 'reject' | 'ignore';
   /** `'any'` allows every origin (no credentials); default follows `server.corsOrigins`. */
   cors?: 'any' | 'default';
   /** Leave out of the OpenAPI document. */

@@ -60,6 +60,8 @@ const me = defineRoute({
   summary: 'The caller and the credential used',
   tags,
   auth: ['jwt', 'api_key', 'agent_token', 'oauth', 'anonymous'],
+  // A scoped credential (an OAuth token, a scoped API key) needs profile:read (or a full-access scope).
+  scopes: ['profile:read'],
   response: { schema: meSchema },
   handler(ctx) {
     const principal = ctx.requirePrincipal();

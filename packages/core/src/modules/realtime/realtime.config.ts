@@ -1,4 +1,5 @@
-import { s } from '../../kernel/config/schema.js';
+import type { TrellisConfig } from '../../kernel/config/config.js';
+import { s, type InferConfig } from '../../kernel/config/schema.js';
 
 /** `config.realtime`: limits and timings of the JSON-RPC WebSocket channels (`/v3/wss`). */
 export const realtimeConfigSchema = s.object({
@@ -54,3 +55,10 @@ export const realtimeConfigSchema = s.object({
     .default(1_048_576)
     .describe('Largest push (method and params as JSON, in bytes) the push API accepts; a larger one is refused with `push_too_large`.'),
 });
+
+export type RealtimeConfig = InferConfig<typeof realtimeConfigSchema>;
+
+/** The validated `realtime` section (its defaults when the module's schema was not loaded). */
+export function realtimeSection(config: TrellisConfig): RealtimeConfig {
+  return (config['realtime'] as RealtimeConfig | undefined) ?? (realtimeConfigSchema.parse({}, 'realtime', []) as RealtimeConfig);
+}

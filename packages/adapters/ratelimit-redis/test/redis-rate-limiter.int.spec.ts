@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, describe, expect, it } from 'vitest';
+import { RedisRateLimiter } from '../src/index.js';
+
+const url = process.env.TRELLIS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+// Against a real Redis: counts are shared and atomic across connections (as across processes).
+describe('RedisRateLimiter', () => {
+  const keyPrefix = `trellis-test:${process.pid}:${randomBytes(4).toString('hex')}:`;
+  const a = new RedisRateLimiter({ url, keyPrefix });
+  const b = new RedisRateLimiter({ url, keyPrefix });
+  const admin = new Redis(url);
+
+  afterAll(async () => {
+    const keys = await admin.keys(`${keyPrefix}*`);
+    if (keys.length) await admin.del(...keys);
+    await Promise.all([a.close(), b.close(), admin.quit()]);
+  });
+
+  it('lets exactly `limit` of many concurrent hits through, from two connections', async () => {
+    const decisions = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).hit('burst', 20, 60_000)));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(20);
+    expect(decisions.filter((d) => !d.allowed).every((d) => d.remaining === 0 && d.resetMs > 0 && d.resetMs <= 60_000)).toBe(true);
+  });
+
+  it('counts keys apart and reports what remains', async () => {
+    expect(await a.hit('one', 3, 60_000)).toMatchObject({ allowed: true, remaining: 2 });
+    expect(await b.hit('one', 3, 60_000)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await a.hit('two', 3, 60_000)).toMatchObject({ allowed: true, remaining: 2 });
+  });
+
+  it('starts a new window once the old one ends', async () => {
+    expect((await a.hit('short', 1, 150)).allowed).toBe(true);
+    const refused = await a.hit('short', 1, 150);
+    expect(refused.allowed).toBe(false);
+    await new Promise((resolve) => setTimeout(resolve, refused.resetMs + 50));
+    expect((await a.hit('short', 1, 150)).allowed).toBe(true);
+  });
+
+  it('leaves a connection it was given open', async () => {
+    const client = new Redis(url);
+    const limiter = new RedisRateLimiter({ client, keyPrefix });
+    await limiter.hit('given', 5, 1000);
+    await limiter.close();
+    expect(await client.ping()).toBe('PONG');
+    await client.quit();
+  });
+
+  it('refuses a URL that is not redis://', () => {
+    expect(() => new RedisRateLimiter({ url: 'http://127.0.0.1:6379' })).toThrow(/url must start with redis:\/\//);
+  });
+});

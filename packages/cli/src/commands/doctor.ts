@@ -1,0 +1,162 @@
+import { execFile } from 'node:child_process';
+import { access, constants, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { CliError, type KernelFlags } from '../config-loader.js';
+import type { CliHost } from '../kernel-runner.js';
+import { withKernelOptions } from '../options.js';
+import { cliPackageJson } from '../package-info.js';
+import { checkPortFree, describeBindFailure } from '../port-check.js';
+
+type Status = 'ok' | 'warn' | 'fail';
+
+interface CheckResult {
+  name: string;
+  status: Status;
+  detail: string;
+}
+
+interface DoctorFlags extends KernelFlags {
+  json?: boolean;
+}
+
+/** How long the database check waits for a connection before reporting a failure. */
+const databaseTimeoutMs = 10_000;
+
+export const doctorCommand = {
+  register(program: Command): void {
+    withKernelOptions(program.command('doctor').description('Check this machine and configuration: Node.js, uWebSockets.js, database, port, optional tools.'))
+      .option('--json', 'print the checks as JSON')
+      .addHelpText(
+        'after',
+        '\nEach check is ok, warn (works, with a caveat or a missing optional tool) or fail (start would not work).\nExits 1 when any check fails. A missing SQLite file is not created.',
+      )
+      .action((flags: DoctorFlags) => doctor(flags));
+  },
+};
+
+async function doctor(flags: DoctorFlags): Promise<void> {
+  const [{ loadUwsTransport }, { createCliHost }] = await Promise.all([import('@trellis/host'), import('../kernel-runner.js')]);
+  const results: CheckResult[] = [];
+  const add = (name: string, status: Status, detail: string) => results.push({ name, status, detail });
+
+  add('Node.js', ...checkNode());
+
+  const uws = await loadUwsTransport();
+  add('uWebSockets.js', uws.ok ? 'ok' : 'warn', uws.ok ? `native binary loads (${process.platform}-${process.arch}, ABI ${process.versions.modules})` : `cannot load (${uws.reason}); the host falls back to the node:http transport`);
+
+  let cli: CliHost | undefined;
+  try {
+    cli = await createCliHost(flags, { oneShot: true });
+    add('configuration', 'ok', cli.loaded.file ? `valid (${cli.loaded.file})` : 'valid (defaults, environment and flags; no file)');
+    add('modules', 'ok', `${cli.modules.map((m) => m.name).join(', ')}${cli.modulesFile ? ` (from ${cli.modulesFile})` : ' (built-in)'}`);
+  } catch (error) {
+    if (!(error instanceof CliError)) throw error;
+    add('configuration', 'fail', error.message);
+  }
+
+  if (cli) {
+    const { config, host } = cli;
+    if (config.server.transport === 'uws' && !uws.ok) add('transport', 'warn', 'server.transport is uws but the binary cannot load: node:http will be used');
+    else add('transport', 'ok', `${config.server.transport}`);
+
+    for (const check of await checkDatabase(cli)) add(check.name, check.status, check.detail);
+    await host.kernel.stop().catch(() => undefined);
+
+    const { host: address, port } = config.server;
+    if (port === 0) add('port', 'ok', `0: a free port is picked at start (${address})`);
+    else {
+      const free = await checkPortFree(address, port);
+      add('port', free.ok ? 'ok' : 'warn', free.ok ? `${address}:${port} is free` : `${describeBindFailure(address, port, free.code)} (fine if it is this Trellis host)`);
+    }
+
+    add('JWT secret', config.auth.jwtSecret ? 'ok' : 'warn', config.auth.jwtSecret ? 'auth.jwtSecret is set' : 'auth.jwtSecret is not set: each process generates its own, sessions end at restart (development only); set TRELLIS_JWT_SECRET');
+  }
+
+  add('espeak-ng', ...(await checkTool('espeak-ng', ['--version'], 'optional; the embedded speech synthesizer needs it: apt-get install espeak-ng')));
+
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ ok: !results.some((r) => r.status === 'fail'), checks: results }, null, 2)}\n`);
+  } else {
+    const width = Math.max(...results.map((r) => r.name.length));
+    process.stdout.write(`Trellis doctor (${cliPackageJson().version})\n`);
+    for (const r of results) {
+      process.stdout.write(`  ${r.status.padEnd(4)}  ${r.name.padEnd(width)}  ${r.detail.replace(/\n/g, `\n  ${' '.repeat(width + 6)}`)}\n`);
+    }
+    const failed = results.filter((r) => r.status === 'fail').length;
+    const warned = results.filter((r) => r.status === 'warn').length;
+    process.stdout.write(`${failed} failed, ${warned} warning(s), ${results.length - failed - warned} ok.\n`);
+  }
+  if (results.some((r) => r.status === 'fail')) throw new CliError('doctor: at least one required check failed.');
+}
+
+function checkNode(): [Status, string] {
+  const wanted = cliPackageJson().engines?.node ?? '>=20.19';
+  const min = /(\d+)\.(\d+)/.exec(wanted);
+  const [major, minor] = process.versions.node.split('.').map(Number) as [number, number];
+  if (!min) return ['ok', process.versions.node];
+  const ok = major > Number(min[1]) || (major === Number(min[1]) && minor >= Number(min[2]));
+  return [ok ? 'ok' : 'fail', `${process.versions.node} (needs ${wanted})`];
+}
+
+async function checkDatabase(cli: CliHost): Promise<CheckResult[]> {
+  const { config, host } = cli;
+  const url = config.database.url;
+  const description = host.kernel.database.description;
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length).replace(/^\/\//, '') || './trellis.db';
+    if (path === ':memory:') return [{ name: 'database', status: 'warn', detail: 'sqlite::memory: works, but every restart starts from an empty database' }];
+    const file = resolve(path);
+    const exists = await stat(file).then(
+      () => true,
+      () => false,
+    );
+    if (!exists) {
+      const writable = await access(dirname(file), constants.W_OK).then(
+        () => true,
+        () => false,
+      );
+      return [
+        writable
+          ? { name: 'database', status: 'ok', detail: `${file} does not exist yet; it is created at start` }
+          : { name: 'database', status: 'fail', detail: `${file} does not exist and its folder is not writable` },
+      ];
+    }
+  }
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const status = await Promise.race([
+      host.kernel.migrate.status(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${databaseTimeoutMs / 1000} s`)), databaseTimeoutMs);
+      }),
+    ]);
+    const pending = status.pending.length;
+    return [
+      { name: 'database', status: 'ok', detail: `${description} answers` },
+      {
+        name: 'migrations',
+        status: pending === 0 ? 'ok' : config.database.migrateOnStart ? 'ok' : 'warn',
+        detail:
+          pending === 0
+            ? `up to date (${status.executed.length} applied)`
+            : config.database.migrateOnStart
+              ? `${pending} pending; applied at start (database.migrateOnStart)`
+              : `${pending} pending and database.migrateOnStart is false: run trellis migrate up`,
+      },
+    ];
+  } catch (error) {
+    return [{ name: 'database', status: 'fail', detail: `${description} does not answer: ${(error as Error).message}` }];
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function checkTool(command: string, args: string[], hint: string): Promise<[Status, string]> {
+  return new Promise((resolvePromise) => {
+    execFile(command, args, { timeout: 5_000 }, (error, stdout) => {
+      if (error) resolvePromise(['warn', `not found; ${hint}`]);
+      else resolvePromise(['ok', stdout.trim().split('\n')[0] ?? command]);
+    });
+  });
+}

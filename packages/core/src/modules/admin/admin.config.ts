@@ -1,0 +1,9 @@
+import { s } from '../../kernel/config/schema.js';
+
+export const adminConfigSchema = s.object({
+  becomeTtlSeconds: s
+    .int()
+    .range(60, 86_400)
+    .default(3_600)
+    .describe('Lifetime of the JWT `POST /admin/user/{id}/become` issues (it carries the administrator as RFC 8693 `act`).'),
+});

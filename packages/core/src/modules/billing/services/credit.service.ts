@@ -1,0 +1,187 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import { TrellisError } from '../../../kernel/errors.js';
+import { paging, type Page, type PageQuery } from '../../../kernel/http/dto/paging.js';
+import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
+import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { Team } from '../../identity/entities/team.entity.js';
+import type { BillingConfig } from '../billing.config.js';
+import { CreditBalance } from '../entities/credit-balance.entity.js';
+import { CreditLedgerEntry } from '../entities/credit-ledger-entry.entity.js';
+import { CreditReservation } from '../entities/credit-reservation.entity.js';
+import { billingErrors } from '../errors.js';
+import { isUuid } from '../rows.js';
+import { billingConfigServiceIdentifier } from '../tokens.js';
+import { BillingAccountService } from './billing-account.service.js';
+import { CreditLedger, teamIdOf } from './credit-ledger.js';
+
+export interface ReserveInput {
+  teamId: string;
+  /** Whole credits, at least 1: the most the work may cost. */
+  amount: number;
+  /** What the credits are for, shown in the ledger ("run 0193...", "document run"). */
+  reason: string;
+  /** The user the work runs for, when there is one. */
+  userId?: string | null;
+  /** Seconds until the expiry job releases the reservation (default `billing.reservationTtlSeconds`). */
+  ttlSeconds?: number;
+}
+
+export interface BalanceSnapshot {
+  balance: CreditBalance;
+  /** Credits held by open reservations (already taken from the balance). */
+  reservedCredits: number;
+}
+
+/**
+ * Credits for runs: reserve before work starts, then settle with what it used, or release.
+ *
+ *   const credits = ctx.get(CreditService);
+ *   const hold = await credits.reserve(em, { teamId, amount: 50, reason: `run ${runId}` });  // 402 insufficient_credits
+ *   try { ...work...; await credits.settle(em, hold.id, used); }
+ *   catch (error) { await credits.release(em, hold.id, 'run failed'); throw error; }
+ *
+ * A reservation takes its credits from the balance at once (grant credits first, then purchased
+ * ones) under the balance's row lock, so parallel reservations can never spend more than the
+ * team has. Settling gives back what was not used; releasing gives back everything. Grant credits
+ * given back after their month ended are not restored (they expired with the month). Each step
+ * is a ledger entry. Reservations left open are released by the expiry job after their TTL.
+ */
+@injectable()
+export class CreditService {
+  constructor(
+    @inject(CreditLedger) private readonly ledger: CreditLedger,
+    @inject(BillingAccountService) private readonly accounts: BillingAccountService,
+    @inject(billingConfigServiceIdentifier) private readonly config: BillingConfig,
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+    @inject(clockServiceIdentifier) private readonly clock: Clock,
+  ) {}
+
+  /** Holds `amount` credits of a team. 402 `insufficient_credits` (with balance, required, shortfall) when it has fewer. */
+  async reserve(em: EntityManager, input: ReserveInput): Promise<CreditReservation> {
+    if (!Number.isSafeInteger(input.amount) || input.amount < 1) {
+      throw new TrellisError('validation', 'invalid_amount', 'A reservation is a whole number of credits, at least 1.');
+    }
+    await this.accounts.ensure(em, input.teamId);
+    const now = this.clock.now();
+    const ttl = input.ttlSeconds ?? this.config.reservationTtlSeconds;
+    return em.transactional(async (tx) => {
+      const balance = await this.ledger.lock(tx, input.teamId);
+      const total = balance.grantCredits + balance.purchaseCredits;
+      if (input.amount > total) throw billingErrors.insufficientCredits(total, input.amount);
+      const grantPart = Math.min(balance.grantCredits, input.amount);
+      const purchasePart = input.amount - grantPart;
+      const reservation = tx.create(CreditReservation, {
+        id: this.ids.next(),
+        team: tx.getReference(Team, input.teamId),
+        status: 'held',
+        amount: input.amount,
+        grantPart,
+        purchasePart,
+        grantPeriodEnd: balance.periodEnd,
+        usedCredits: null,
+        reason: input.reason.slice(0, 500),
+        userId: input.userId ?? null,
+        expiresAt: new Date(now.getTime() + ttl * 1000),
+        closedAt: null,
+        createdAt: now,
+        updatedAt: now,
+      } as CreditReservation);
+      this.ledger.record(
+        tx,
+        balance,
+        { kind: 'reservation', grantDelta: -grantPart, purchaseDelta: -purchasePart, reason: `Reserved for ${input.reason}`, reservationId: reservation.id },
+        now,
+      );
+      return reservation;
+    });
+  }
+
+  /** Charges `usedCredits` (0 to the reserved amount) and gives the rest back. 409 when already closed. */
+  async settle(em: EntityManager, reservationId: string, usedCredits: number, reason?: string): Promise<CreditReservation> {
+    if (!Number.isSafeInteger(usedCredits) || usedCredits < 0) {
+      throw new TrellisError('validation', 'invalid_amount', 'Used credits are a whole number, at least 0.');
+    }
+    return this.close(em, reservationId, 'settled', usedCredits, reason);
+  }
+
+  /** Gives every reserved credit back (the work did not run, failed, or was cancelled). 409 when already closed. */
+  async release(em: EntityManager, reservationId: string, reason?: string): Promise<CreditReservation> {
+    return this.close(em, reservationId, 'released', 0, reason);
+  }
+
+  private async close(em: EntityManager, reservationId: string, status: 'settled' | 'released', used: number, reason?: string): Promise<CreditReservation> {
+    const now = this.clock.now();
+    return em.transactional(async (tx) => {
+      const reservation = isUuid(reservationId) ? await tx.findOne(CreditReservation, { id: reservationId }, { refresh: true }) : null;
+      if (!reservation) throw billingErrors.reservationNotFound();
+      if (reservation.status !== 'held') throw billingErrors.reservationClosed(reservation.status);
+      if (used > reservation.amount) throw billingErrors.settleExceedsReservation(used, reservation.amount);
+      const closed = await tx.nativeUpdate(
+        CreditReservation,
+        { id: reservationId, status: 'held' },
+        { status, usedCredits: used, closedAt: now, updatedAt: now },
+      );
+      if (!closed) {
+        const current = await tx.findOneOrFail(CreditReservation, { id: reservationId }, { refresh: true });
+        throw billingErrors.reservationClosed(current.status);
+      }
+      const balance = await this.ledger.lock(tx, teamIdOf(reservation));
+      const usedGrant = Math.min(used, reservation.grantPart);
+      const usedPurchase = used - usedGrant;
+      let grantBack = reservation.grantPart - usedGrant;
+      const purchaseBack = reservation.purchasePart - usedPurchase;
+      const sameMonth = balance.periodEnd.getTime() === reservation.grantPeriodEnd.getTime();
+      let why = reason ? `: ${reason}` : '';
+      if (!sameMonth && grantBack > 0) {
+        why += ` (${grantBack} plan credits not returned: their month ended)`;
+        grantBack = 0;
+      }
+      const label = status === 'settled' ? `Settled ${used} of ${reservation.amount} reserved for ${reservation.reason}` : `Released ${reservation.amount} reserved for ${reservation.reason}`;
+      this.ledger.record(
+        tx,
+        balance,
+        { kind: status === 'settled' ? 'settlement' : 'release', grantDelta: grantBack, purchaseDelta: purchaseBack, reason: `${label}${why}`, reservationId },
+        now,
+      );
+      return tx.findOneOrFail(CreditReservation, { id: reservationId }, { refresh: true });
+    });
+  }
+
+  /** A reservation, for the API (membership is checked by the caller). */
+  async get(em: EntityManager, reservationId: string): Promise<CreditReservation | null> {
+    return isUuid(reservationId) ? em.findOne(CreditReservation, { id: reservationId }) : null;
+  }
+
+  /** Open reservations past their TTL, oldest first. */
+  async dueForExpiry(em: EntityManager, limit: number): Promise<string[]> {
+    const rows = await em.find(CreditReservation, { status: 'held', expiresAt: { $lte: this.clock.now() } }, { fields: ['id'], orderBy: { expiresAt: 'asc' }, limit });
+    return rows.map((row) => row.id);
+  }
+
+  /** Releases a reservation whose TTL passed (false when it was closed meanwhile). */
+  async expire(em: EntityManager, reservationId: string): Promise<boolean> {
+    try {
+      await this.release(em, reservationId, 'not settled in time, released by the expiry job');
+      return true;
+    } catch (error) {
+      if (error instanceof TrellisError && error.code === 'RESERVATION_CLOSED') return false;
+      throw error;
+    }
+  }
+
+  /** The team's balance (creating the team's billing records on first use). */
+  async balance(em: EntityManager, teamId: string): Promise<BalanceSnapshot> {
+    await this.accounts.ensure(em, teamId);
+    const balance = await em.findOneOrFail(CreditBalance, { team: teamId }, { refresh: true });
+    const held = await em.find(CreditReservation, { team: teamId, status: 'held' }, { fields: ['amount'] });
+    return { balance, reservedCredits: held.reduce((sum, r) => sum + r.amount, 0) };
+  }
+
+  /** The team's ledger, newest first. */
+  async ledgerPage(em: EntityManager, teamId: string, query: PageQuery): Promise<Page<CreditLedgerEntry>> {
+    const p = paging(query);
+    const [items, total] = await em.findAndCount(CreditLedgerEntry, { team: teamId }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: p.size, offset: p.offset });
+    return { items, total, page: p.page, size: p.size };
+  }
+}

@@ -1,0 +1,66 @@
+import type { EntityManager, FilterQuery } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import type { Authenticator } from '../../../kernel/auth/authenticator.js';
+import { TrellisError } from '../../../kernel/errors.js';
+import { authenticatorServiceIdentifier } from '../../../kernel/tokens.js';
+import type { Paging } from '../../../kernel/http/dto/paging.js';
+import { User } from '../../identity/entities/user.entity.js';
+import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { devResources, type DevInput, type DevResourceType, type OwnedEntity } from '../resource-types.js';
+
+/**
+ * Create, read, update, delete and list for every developer resource type, always within one
+ * owner: another developer's resource is answered like a missing one (404), never 403, so ids of
+ * others' resources cannot be probed.
+ */
+@injectable()
+export class DeveloperResourceService {
+  constructor(
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+    @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
+  ) {}
+
+  async list(em: EntityManager, type: DevResourceType, ownerId: string, page: Paging): Promise<{ items: OwnedEntity[]; total: number }> {
+    const d = devResources[type];
+    const [items, total] = await em.findAndCount(d.entity, { owner: ownerId } as FilterQuery<OwnedEntity>, {
+      orderBy: { createdAt: 'desc', id: 'desc' },
+      limit: page.size,
+      offset: page.offset,
+    });
+    return { items, total };
+  }
+
+  async get(em: EntityManager, type: DevResourceType, ownerId: string, id: string): Promise<OwnedEntity> {
+    const d = devResources[type];
+    const entity = await em.findOne(d.entity, { id, owner: ownerId } as FilterQuery<OwnedEntity>);
+    if (!entity) throw new TrellisError('not_found', d.notFound, `No ${d.label} of yours has the id ${id}.`);
+    return entity;
+  }
+
+  async create(em: EntityManager, type: DevResourceType, ownerId: string, input: DevInput): Promise<OwnedEntity> {
+    const d = devResources[type];
+    const entity = em.create(d.entity, {
+      id: this.ids.next(),
+      owner: em.getReference(User, ownerId),
+      ...d.build(input, ownerId),
+    } as never);
+    await em.flush();
+    return entity;
+  }
+
+  async update(em: EntityManager, type: DevResourceType, ownerId: string, id: string, input: DevInput): Promise<OwnedEntity> {
+    const entity = await this.get(em, type, ownerId, id);
+    devResources[type].apply(entity, input);
+    await em.flush();
+    return entity;
+  }
+
+  async remove(em: EntityManager, type: DevResourceType, ownerId: string, id: string): Promise<void> {
+    const d = devResources[type];
+    // One conditional statement: a concurrent second delete finds nothing and answers 404.
+    const deleted = await em.nativeDelete(d.entity, { id, owner: ownerId } as FilterQuery<OwnedEntity>);
+    if (deleted === 0) throw new TrellisError('not_found', d.notFound, `No ${d.label} of yours has the id ${id}.`);
+    // A deleted device's token must stop working at once, not when the principal cache expires.
+    if (type === 'hardware' || type === 'app') this.authenticator.invalidateWhere((principal) => principal.device?.id === id);
+  }
+}

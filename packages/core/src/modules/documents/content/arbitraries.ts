@@ -1,0 +1,70 @@
+import fc from 'fast-check';
+import { normalizeDocument, type DocumentContent, type JsonObject, type RichMark, type RichNode } from './rich-text.js';
+
+/**
+ * fast-check generators of rich-text documents for property tests: nested blocks, text with
+ * marks (with and without attrs), inline nodes, and strings full of the characters markdown-ir
+ * must escape. Results are in normal form.
+ */
+const tricky = fc.constantFrom('\\', '[', ']', '{', '}', ':', ':::', '//', '\n', ' ', '"', '=', '\r', '`', '*', 'é', '中', '😀', '\t');
+const unit = fc.oneof(tricky, fc.string({ unit: 'grapheme', minLength: 1, maxLength: 3 }));
+const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const safe = (s: string) => s.replace(UNSTORABLE, '');
+/** Removes what the store refuses (U+0000, unpaired surrogates) from every string of a JSON value. */
+const sanitize = (value: unknown): unknown => {
+  if (typeof value === 'string') return safe(value);
+  if (Array.isArray(value)) return value.map(sanitize);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [safe(k), sanitize(v)]));
+  return value;
+};
+export const richText = fc.array(unit, { minLength: 1, maxLength: 12 }).map((parts) => safe(parts.join(''))).filter((s) => s.length > 0);
+
+const typeName = fc.oneof(
+  fc.constantFrom('paragraph', 'heading', 'codeBlock', 'bulletList', 'listItem', 'blockquote', 'table', 'tableRow', 'tableCell', 'x-custom', 'ns:node', 'a.b'),
+  fc.stringMatching(/^[A-Za-z_][A-Za-z0-9_]{0,6}$/),
+).filter((t) => t !== 'text' && t !== 'doc');
+const markName = fc.constantFrom('bold', 'italic', 'code', 'link', 'strike', 'comment-mark', 'highlight');
+
+const attrValue: fc.Arbitrary<unknown> = fc.oneof(
+  fc.jsonValue({ maxDepth: 2 }).map((v) => sanitize(JSON.parse(JSON.stringify(v)))),
+  richText,
+  fc.constant(null),
+);
+const attrs: fc.Arbitrary<JsonObject> = fc.dictionary(fc.oneof(fc.constantFrom('id', 'name', 'level', 'language', 'href'), fc.string({ minLength: 1, maxLength: 5 }).map(safe).filter((k) => k.length > 0 && k !== '__marks')), attrValue, { maxKeys: 4 }) as fc.Arbitrary<JsonObject>;
+const mark: fc.Arbitrary<RichMark> = fc.record({ type: markName, attrs: fc.option(attrs, { nil: undefined }) }, { requiredKeys: ['type'] });
+const marks = fc.option(fc.array(mark, { maxLength: 3 }), { nil: undefined });
+
+const textNode: fc.Arbitrary<RichNode> = fc.record({ type: fc.constant('text'), text: richText, marks }, { requiredKeys: ['type', 'text'] });
+const inlineAtom: fc.Arbitrary<RichNode> = fc.record(
+  { type: fc.constantFrom('hardBreak', 'mention', 'image', 'emoji'), attrs: fc.option(attrs, { nil: undefined }), marks },
+  { requiredKeys: ['type'] },
+);
+
+const node: fc.Memo<RichNode> = fc.memo((depth) =>
+  depth <= 1
+    ? fc.record({ type: typeName, attrs: fc.option(attrs, { nil: undefined }), content: fc.option(fc.array(fc.oneof(textNode, inlineAtom), { maxLength: 5 }), { nil: undefined }) }, { requiredKeys: ['type'] })
+    : fc.record(
+        {
+          type: typeName,
+          attrs: fc.option(attrs, { nil: undefined }),
+          marks,
+          content: fc.option(fc.array(fc.oneof({ weight: 3, arbitrary: node(depth - 1) }, textNode, inlineAtom), { maxLength: 4 }), { nil: undefined }),
+        },
+        { requiredKeys: ['type'] },
+      ),
+);
+
+const block = node(3).map((n) => ({ ...n, attrs: { ...n.attrs } }));
+
+/** Documents in normal form with unique top-level ids (some blocks named). */
+export const richDocument: fc.Arbitrary<DocumentContent> = fc
+  .array(fc.tuple(block, fc.option(richText, { nil: undefined })), { maxLength: 6 })
+  .map((blocks) => {
+    const content = blocks.map(([b, name], i) => {
+      const a: JsonObject = { ...b.attrs, id: `b${i}` };
+      if (name !== undefined) a.name = name;
+      else delete a.name;
+      return { ...b, attrs: a };
+    });
+    return normalizeDocument({ type: 'doc', content });
+  });

@@ -1,0 +1,3 @@
+import type { MigrationDefinition } from '../../../ports/database.js';
+
+export const migrations: readonly MigrationDefinition[] = [];

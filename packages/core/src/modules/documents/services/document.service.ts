@@ -1,0 +1,439 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import type { Principal } from '../../../kernel/auth/principal.js';
+import { TrellisError } from '../../../kernel/errors.js';
+import type { Hooks } from '../../../kernel/hooks.js';
+import type { Kernel } from '../../../kernel/kernel.js';
+import { configServiceIdentifier, hooksServiceIdentifier, kernelServiceIdentifier } from '../../../kernel/tokens.js';
+import type { TrellisConfig } from '../../../kernel/config/config.js';
+import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
+import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { User } from '../../identity/entities/user.entity.js';
+import { Project } from '../../projects/entities/project.entity.js';
+import { ProjectService, projectNotFound, toTreeNode, type FileTreeNode, type ProjectPermission } from '../../projects/services/project.service.js';
+import { collaborationGateServiceIdentifier, type Author, type CollaborationGate } from '../collaboration-gate.js';
+import { hasComments, stripComments } from '../content/comments.js';
+import { contentBytes, contentHash } from '../content/content-hash.js';
+import { applyCommands, CommandError, type CommandResult } from '../content/edit-commands.js';
+import { fromMarkdownIr, toMarkdownIr } from '../content/markdown-ir.js';
+import { ContentError, emptyDocument, prepareDocument, type DocumentContent } from '../content/rich-text.js';
+import type { DocumentsConfig } from '../documents.config.js';
+import { DocumentVersion, type VersionSource } from '../entities/document-version.entity.js';
+import { Document } from '../entities/document.entity.js';
+import { commentPreservationRequired, contentTooLarge, documentLocked, documentNotFound, versionConflict, writePermissionRequired } from '../errors.js';
+
+export type ContentFormat = 'json' | 'markdown-ir';
+
+/** A whole-content or command edit, as the edit, smart-edit and collab edit endpoints take it. */
+export interface EditRequest {
+  mode: 'content' | 'commands';
+  content?: unknown;
+  content_format?: ContentFormat;
+  commands?: unknown[];
+}
+
+export interface EditOutcome {
+  content: DocumentContent;
+  results: CommandResult[];
+  /** Whether the content differs from the current one. */
+  changed: boolean;
+}
+
+export interface CommitOptions {
+  author: Author;
+  source: VersionSource;
+  /** The hash the stored content must still have (compare-and-swap). */
+  expectedHash: string;
+  /** Refuse while a collaborative session holds the document (REST edits). */
+  requireUnlocked: boolean;
+  title?: string | null;
+  /** Record a version even when the content does not change (rollback). */
+  forceVersion?: boolean;
+}
+
+export const authorOf = (principal: Principal | null): Author => ({ userId: principal?.userId ?? null, kind: principal?.kind ?? null });
+
+/** Documents: access, content reads in JSON or markdown-ir, edits with optimistic concurrency, delete and duplicate. */
+@injectable()
+export class DocumentService {
+  private readonly config: DocumentsConfig;
+
+  constructor(
+    @inject(configServiceIdentifier) config: TrellisConfig,
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+    @inject(clockServiceIdentifier) private readonly clock: Clock,
+    @inject(ProjectService) private readonly projects: ProjectService,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
+    @inject(kernelServiceIdentifier) private readonly kernel: Kernel,
+  ) {
+    this.config = config.documents as DocumentsConfig;
+  }
+
+  /** The collab module's gate, when it is loaded. Resolved late: the gate itself uses this service. */
+  get gate(): CollaborationGate | null {
+    const { container } = this.kernel;
+    return container.isBound(collaborationGateServiceIdentifier) ? container.get(collaborationGateServiceIdentifier) : null;
+  }
+
+  readonly newBlockId = (): string => this.ids.next();
+
+  // ---------------------------------------------------------------------------------------------
+  // Access
+
+  /**
+   * The document when the caller may read it: 404 `document_not_found` when it is missing,
+   * deleted or hidden; 403 `write_permission_required` when `wanted` is write and the caller may
+   * only read.
+   */
+  async requireDocument(em: EntityManager, documentId: string, principal: Principal, wanted: ProjectPermission = 'read'): Promise<{ doc: Document; permissions: ReadonlySet<ProjectPermission> }> {
+    const doc = await em.findOne(Document, { id: documentId, deletedAt: null }, { populate: ['project'] });
+    if (!doc) throw documentNotFound();
+    const permissions = await this.projects.permissions(em, doc.project, principal.userId);
+    if (!permissions.has('read')) throw documentNotFound();
+    if (!permissions.has(wanted)) {
+      if (wanted === 'write') throw writePermissionRequired();
+      throw new TrellisError('forbidden', 'execute_permission_required', 'Running this document needs the execute permission in its project.');
+    }
+    return { doc, permissions };
+  }
+
+  /** Whether a collaborative session (in any process) holds the document now. */
+  leaseActive(doc: Document): boolean {
+    return doc.collabLeaseUntil !== null && doc.collabLeaseUntil.getTime() > this.clock.nowMs();
+  }
+
+  /** `collab` while a collaborative session holds the document, `rest` otherwise. */
+  contentSource(doc: Document): 'collab' | 'rest' {
+    return this.leaseActive(doc) || (this.gate?.localConnections(doc.id) ?? 0) > 0 ? 'collab' : 'rest';
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Content
+
+  /** Parses submitted content (JSON or markdown-ir) into a stored-form document, or 400/413. */
+  parseContent(input: unknown, format: ContentFormat = 'json'): DocumentContent {
+    let raw: unknown = input;
+    if (format === 'markdown-ir') {
+      if (typeof input !== 'string') throw new TrellisError('bad_request', 'invalid_content', 'With content_format markdown-ir, content must be a string.');
+      try {
+        raw = fromMarkdownIr(input);
+      } catch (error) {
+        throw contentError(error);
+      }
+    } else if (typeof input === 'string') {
+      throw new TrellisError('bad_request', 'invalid_content', 'content is a string: send content_format "markdown-ir", or send the document JSON object.');
+    }
+    let doc: DocumentContent;
+    try {
+      doc = prepareDocument(raw, this.newBlockId);
+    } catch (error) {
+      throw contentError(error);
+    }
+    this.checkSize(doc);
+    return doc;
+  }
+
+  checkSize(doc: DocumentContent): void {
+    const bytes = contentBytes(doc);
+    if (bytes > this.config.maxContentBytes) throw contentTooLarge(bytes, this.config.maxContentBytes);
+  }
+
+  /** The content as the caller may see it: JSON, or markdown-ir (comments dropped unless kept; always for agent tokens). */
+  render(doc: Document, principal: Principal, format: ContentFormat | undefined, keepComments: boolean): DocumentContent | string {
+    if (format !== 'markdown-ir') return doc.content;
+    const keep = keepComments && principal.kind !== 'agent_token';
+    return toMarkdownIr(keep ? doc.content : stripComments(doc.content));
+  }
+
+  /**
+   * Works out an edit against `current` without saving anything: a whole replacement or the
+   * commands applied in order (all or nothing: a failing command answers 400 `command_failed`).
+   */
+  computeEdit(current: DocumentContent, request: EditRequest, principal: Principal): EditOutcome {
+    if (request.mode === 'content') {
+      if (principal.kind === 'agent_token' && hasComments(current)) throw commentPreservationRequired();
+      if (request.content === undefined || request.content === null) throw new TrellisError('bad_request', 'validation_failed', 'mode "content" needs content.', { details: [{ field: 'content', constraint: 'required', message: 'is required in mode content' }] });
+      const content = this.parseContent(request.content, request.content_format ?? 'json');
+      return { content, results: [], changed: contentHash(content) !== contentHash(current) };
+    }
+    const commands = request.commands ?? [];
+    if (!Array.isArray(commands) || commands.length === 0) throw new TrellisError('bad_request', 'validation_failed', 'mode "commands" needs a non-empty commands array.', { details: [{ field: 'commands', constraint: 'arrayNotEmpty', message: 'must be a non-empty array' }] });
+    if (commands.length > this.config.maxCommands) throw new TrellisError('bad_request', 'too_many_commands', `At most ${this.config.maxCommands} commands per edit (documents.maxCommands).`);
+    let outcome;
+    try {
+      outcome = applyCommands(current, commands, this.newBlockId);
+    } catch (error) {
+      if (error instanceof CommandError) {
+        throw new TrellisError('bad_request', 'command_failed', `Command ${error.index} (${error.op || 'unknown'}) failed: ${error.message}. Nothing was saved.`, {
+          extra: { command_index: error.index, op: error.op, reason: error.reason },
+        });
+      }
+      throw error;
+    }
+    let content: DocumentContent;
+    try {
+      content = prepareDocument(outcome.doc, this.newBlockId);
+    } catch (error) {
+      throw contentError(error);
+    }
+    this.checkSize(content);
+    return { content, results: outcome.results, changed: outcome.changed && contentHash(content) !== contentHash(current) };
+  }
+
+  /**
+   * Stores new content with compare-and-swap on the stored hash (the UPDATE's WHERE clause), and a
+   * version, in one transaction. Of concurrent writers with the same expected hash exactly one
+   * wins; the others get 409 `version_conflict` (or 423 when a collaborative session took the
+   * document meanwhile, or 404 when it was deleted).
+   */
+  async commit(em: EntityManager, doc: Document, content: DocumentContent, options: CommitOptions): Promise<string> {
+    const hash = contentHash(content);
+    const now = this.clock.now();
+    const title = options.title === undefined ? doc.title : options.title;
+    if (hash === options.expectedHash && title === doc.title && !options.forceVersion) return hash;
+    const where: Record<string, unknown> = { id: doc.id, contentHash: options.expectedHash, deletedAt: null };
+    if (options.requireUnlocked) where.$or = [{ collabLeaseUntil: null }, { collabLeaseUntil: { $lte: now } }];
+    const updated = await em.transactional(async (tx) => {
+      const count = await tx.nativeUpdate(Document, where, { content, contentHash: hash, title, updatedAt: now });
+      if (count === 0) return false;
+      if (hash !== options.expectedHash || options.forceVersion) this.recordVersion(tx, doc.id, content, hash, title, options.author, options.source, now);
+      return true;
+    });
+    if (!updated) {
+      const current = await em.fork().findOne(Document, { id: doc.id, deletedAt: null });
+      if (!current) throw documentNotFound();
+      if (options.requireUnlocked && this.leaseActive(current)) throw documentLocked(this.gate?.localConnections(doc.id) ?? 0);
+      throw versionConflict(current);
+    }
+    Object.assign(doc, { content, contentHash: hash, title, updatedAt: now });
+    await this.hooks.emit('document.content_changed', { documentId: doc.id, version: hash, source: options.source, authorId: options.author.userId });
+    return hash;
+  }
+
+  recordVersion(em: EntityManager, documentId: string, content: DocumentContent, hash: string, title: string | null, author: Author, source: VersionSource, at: Date): void {
+    em.create(DocumentVersion, {
+      id: this.ids.next(),
+      document: em.getReference(Document, documentId),
+      contentHash: hash,
+      content,
+      title,
+      source,
+      author: author.userId ? em.getReference(User, author.userId) : null,
+      authorKind: author.kind,
+      createdAt: at,
+    } as DocumentVersion);
+  }
+
+  /**
+   * Writes content by whichever road is open: through the live collaborative document while a
+   * session holds it, else by compare-and-swap. Without `expectedHash` the write applies to
+   * whatever is current (retried on a concurrent change).
+   */
+  async write(em: EntityManager, doc: Document, content: DocumentContent, options: { author: Author; source: VersionSource; expectedHash?: string; title?: string | null; forceVersion?: boolean }): Promise<string> {
+    for (let attempt = 0; ; attempt++) {
+      const gate = this.gate;
+      if (gate && (gate.isLive(doc.id) || this.leaseActive(doc))) {
+        if (options.title !== undefined && options.title !== doc.title) await this.setTitle(em, doc, options.title);
+        return gate.applyContent(doc.id, content, options.author, options.source);
+      }
+      try {
+        return await this.commit(em, doc, content, { ...options, expectedHash: options.expectedHash ?? doc.contentHash, requireUnlocked: true });
+      } catch (error) {
+        const retry = error instanceof TrellisError && (error.code === 'document_locked' || (error.code === 'version_conflict' && options.expectedHash === undefined));
+        if (!retry || attempt >= 3) throw error;
+        const fresh = await em.fork().findOne(Document, { id: doc.id, deletedAt: null });
+        if (!fresh) throw documentNotFound();
+        Object.assign(doc, { content: fresh.content, contentHash: fresh.contentHash, title: fresh.title, collabLeaseUntil: fresh.collabLeaseUntil });
+      }
+    }
+  }
+
+  private async setTitle(em: EntityManager, doc: Document, title: string | null): Promise<void> {
+    await em.nativeUpdate(Document, { id: doc.id, deletedAt: null }, { title, updatedAt: this.clock.now() });
+    doc.title = title;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Operations
+
+  /** Creates a document in a project's file tree. */
+  async create(
+    em: EntityManager,
+    principal: Principal,
+    input: { projectId: string; title: string; content?: unknown; contentFormat?: ContentFormat; parentKey?: string; docType?: string },
+  ): Promise<{ doc: Document; node: FileTreeNode }> {
+    const { project } = await this.projects.requireProject(em, input.projectId, principal.userId, 'write');
+    const content = input.content === undefined || input.content === null ? emptyDocument() : this.parseContent(input.content, input.contentFormat);
+    const hash = contentHash(content);
+    const id = this.ids.next();
+    const now = this.clock.now();
+    const author = authorOf(principal);
+    const node = await em.transactional(async (tx) => {
+      tx.create(Document, {
+        id,
+        project: tx.getReference(Project, project.id),
+        title: input.title,
+        docType: input.docType ?? 'document',
+        content,
+        contentHash: hash,
+        createdBy: tx.getReference(User, principal.userId),
+        collabLeaseUntil: null,
+        createdAt: now,
+        updatedAt: now,
+        deletedAt: null,
+      } as Document);
+      this.recordVersion(tx, id, content, hash, input.title, author, 'create', now);
+      await tx.flush();
+      return this.projects.addNode(tx, { project: tx.getReference(Project, project.id), key: id, label: input.title, type: 'file', docType: input.docType ?? 'document', parentKey: input.parentKey ?? null });
+    });
+    const doc = await em.findOneOrFail(Document, { id }, { populate: ['project'] });
+    return { doc, node: toTreeNode(node) };
+  }
+
+  /** `POST /documents` with a `documentId`: changes the title and/or replaces the content. */
+  async update(
+    em: EntityManager,
+    principal: Principal,
+    input: { documentId: string; title?: string; content?: unknown; contentFormat?: ContentFormat; baseVersion?: string },
+  ): Promise<Document> {
+    const { doc } = await this.requireDocument(em, input.documentId, principal, 'write');
+    if (input.content !== undefined && input.content !== null) {
+      const { content } = this.computeEdit(doc.content, { mode: 'content', content: input.content, content_format: input.contentFormat }, principal);
+      if (input.baseVersion !== undefined && input.baseVersion !== doc.contentHash && !(this.gate?.isLive(doc.id) || this.leaseActive(doc))) throw versionConflict(doc);
+      await this.write(em, doc, content, { author: authorOf(principal), source: 'update', expectedHash: input.baseVersion, title: input.title });
+    } else if (input.title !== undefined && input.title !== doc.title) {
+      await this.setTitle(em, doc, input.title);
+    }
+    if (input.title !== undefined) await this.projects.renameNode(em, doc.project.id, doc.id, input.title);
+    const fresh = await em.fork().findOneOrFail(Document, { id: doc.id }, { populate: ['project'] });
+    return fresh;
+  }
+
+  /** `POST /documents/:id/edit`: the REST edit, with optimistic concurrency and the collaborative lock. */
+  async edit(em: EntityManager, principal: Principal, documentId: string, request: EditRequest & { base_version: string }, source: VersionSource = 'edit'): Promise<{ version: string; results: CommandResult[] }> {
+    const { doc } = await this.requireDocument(em, documentId, principal, 'write');
+    const local = this.gate?.localConnections(documentId) ?? 0;
+    if (local > 0 || this.leaseActive(doc)) throw documentLocked(local);
+    if (request.base_version !== doc.contentHash) throw versionConflict(doc);
+    const outcome = this.computeEdit(doc.content, request, principal);
+    if (!outcome.changed) return { version: doc.contentHash, results: outcome.results };
+    const version = await this.commit(em, doc, outcome.content, { author: authorOf(principal), source, expectedHash: request.base_version, requireUnlocked: true });
+    return { version, results: outcome.results };
+  }
+
+  /** Soft delete: sets deleted_at and removes the node (and anything below it) from the file tree. */
+  async delete(em: EntityManager, principal: Principal, documentId: string): Promise<void> {
+    const { doc } = await this.requireDocument(em, documentId, principal, 'write');
+    const now = this.clock.now();
+    await em.transactional(async (tx) => {
+      const count = await tx.nativeUpdate(Document, { id: documentId, deletedAt: null }, { deletedAt: now, collabLeaseUntil: null });
+      if (count === 0) throw documentNotFound();
+      const removed = await this.projects.removeSubtree(tx, doc.project.id, documentId);
+      const below = removed.filter((key) => key !== documentId);
+      if (below.length) await tx.nativeUpdate(Document, { id: { $in: below }, deletedAt: null }, { deletedAt: now, collabLeaseUntil: null });
+    });
+    await this.gate?.closeDocument(documentId);
+    await this.hooks.emit('document.deleted', { documentId, projectId: doc.project.id });
+  }
+
+  /**
+   * Copies a file (document) or a folder with everything below it, next to the original. The copy
+   * is labelled `[Copy] label`; a label already starting with `[Copy]` becomes `[Copy-2] ...`,
+   * `[Copy-2]` becomes `[Copy-3]`, and so on. JWT only; the caller must be the project owner or a
+   * member of its team.
+   */
+  async duplicate(em: EntityManager, principal: Principal, projectId: string, nodeKey: string, nodeType: 'file' | 'folder'): Promise<FileTreeNode> {
+    const project = await em.findOne(Project, { id: projectId });
+    if (!project) throw projectNotFound();
+    const permissions = await this.projects.permissions(em, project, principal.userId);
+    if (!permissions.has('write')) throw new TrellisError('forbidden', 'project_access_denied', 'Only the project owner or a member of its team may duplicate in it.');
+    const root = await this.projects.findNode(em, projectId, nodeKey);
+    if (!root || root.type !== nodeType) throw new TrellisError('not_found', 'node_not_found', `No ${nodeType} "${nodeKey}" in this project's file tree (filesFolder).`);
+    const subtree = await this.projects.subtree(em, projectId, nodeKey);
+    const gate = this.gate;
+    if (gate) for (const node of subtree) if (node.type === 'file' && gate.isLive(node.key)) await gate.flush(node.key);
+    const author = authorOf(principal);
+    const rootKey = await em.transactional(async (tx) => {
+      const keys = new Map<string, string>();
+      const projectRef = tx.getReference(Project, projectId);
+      for (const node of subtree) {
+        const isRoot = node.key === nodeKey;
+        const newKey = this.ids.next();
+        keys.set(node.key, newKey);
+        const label = isRoot ? copyLabel(node.label) : node.label;
+        if (node.type === 'file') {
+          const source = await tx.findOne(Document, { id: node.key, deletedAt: null });
+          if (source) {
+            const now = this.clock.now();
+            const title = isRoot ? copyLabel(source.title ?? node.label) : source.title;
+            tx.create(Document, {
+              id: newKey,
+              project: projectRef,
+              title,
+              docType: source.docType,
+              content: source.content,
+              contentHash: contentHash(source.content),
+              createdBy: tx.getReference(User, principal.userId),
+              collabLeaseUntil: null,
+              createdAt: now,
+              updatedAt: now,
+              deletedAt: null,
+            } as Document);
+            this.recordVersion(tx, newKey, source.content, contentHash(source.content), title, author, 'duplicate', now);
+            await tx.flush();
+          }
+        }
+        await this.projects.addNode(tx, {
+          project: projectRef,
+          key: newKey,
+          label: label.slice(0, 500),
+          type: node.type,
+          docType: node.docType,
+          parentKey: isRoot ? node.parentKey : keys.get(node.parentKey!)!,
+          afterKey: isRoot ? node.key : undefined,
+        });
+      }
+      return keys.get(nodeKey)!;
+    });
+    const tree = await this.projects.tree(em.fork(), projectId);
+    const found = findInTree(tree, rootKey);
+    if (!found) throw new TrellisError('internal', 'internal_error', 'The copy was saved but could not be read back.');
+    return found;
+  }
+}
+
+/** `label` → `[Copy] label`; `[Copy] x` → `[Copy-2] x`; `[Copy-n] x` → `[Copy-(n+1)] x`. */
+export function copyLabel(label: string): string {
+  const match = /^\[Copy(?:-(\d+))?\]\s?([\s\S]*)$/.exec(label);
+  if (!match) return `[Copy] ${label}`;
+  const n = match[1] ? Number(match[1]) + 1 : 2;
+  return `[Copy-${n}] ${match[2]}`;
+}
+
+function findInTree(nodes: FileTreeNode[], key: string): FileTreeNode | undefined {
+  for (const node of nodes) {
+    if (node.key === key) return node;
+    const inner = node.children ? findInTree(node.children, key) : undefined;
+    if (inner) return inner;
+  }
+  return undefined;
+}
+
+function contentError(error: unknown): TrellisError {
+  if (error instanceof TrellisError) return error;
+  if (error instanceof ContentError) {
+    return new TrellisError('bad_request', error.reason === 'invalid_markdown_ir' ? 'invalid_markdown_ir' : error.reason === 'duplicate_block_id' ? 'duplicate_block_id' : 'invalid_content', error.message, {
+      details: [{ field: error.path, constraint: error.reason, message: error.message }],
+    });
+  }
+  return new TrellisError('internal', 'internal_error', 'An internal error occurred.', { cause: error });
+}
+
+declare module '../../../kernel/hooks.js' {
+  interface TrellisHooks {
+    /** A document's stored content changed (any road: REST, collaborative mirror, rollback, ...). */
+    'document.content_changed': { documentId: string; version: string; source: VersionSource; authorId: string | null };
+    /** A document was soft-deleted. */
+    'document.deleted': { documentId: string; projectId: string };
+  }
+}

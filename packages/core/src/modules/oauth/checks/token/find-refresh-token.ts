@@ -1,0 +1,22 @@
+import { sha256Hex } from '../../../../kernel/crypto.js';
+import { OAuthToken } from '../../entities/oauth-token.entity.js';
+import { InvalidGrant } from '../../oauth-errors.js';
+import { REFRESH_TOKEN_PREFIX } from '../../token-prefixes.js';
+import { invalidRefreshDescription, type TokenCheck } from './token-request.js';
+
+/** The refresh token must be one this server issued (looked up by SHA-256 digest only). */
+export const findRefreshToken: TokenCheck = {
+  name: 'refresh token exists',
+  rule: 'RFC 6749 §6, §5.2 (invalid_grant)',
+  async run(request, { em }) {
+    const presented = request.params.refresh_token!;
+    if (!presented.startsWith(REFRESH_TOKEN_PREFIX)) throw new InvalidGrant(invalidRefreshDescription);
+    const token = await em.findOne(
+      OAuthToken,
+      { tokenHash: sha256Hex(presented), kind: 'refresh' },
+      { populate: ['tokenFamily', 'user'] },
+    );
+    if (!token) throw new InvalidGrant(invalidRefreshDescription);
+    request.refreshToken = token;
+  },
+};

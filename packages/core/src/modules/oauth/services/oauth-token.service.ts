@@ -1,0 +1,262 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import type { Logger } from 'pino';
+import type { Authenticator } from '../../../kernel/auth/authenticator.js';
+import { generateOpaqueToken, sha256Hex } from '../../../kernel/crypto.js';
+import type { Hooks } from '../../../kernel/hooks.js';
+import { authenticatorServiceIdentifier, hooksServiceIdentifier, loggerServiceIdentifier, ormServiceIdentifier } from '../../../kernel/tokens.js';
+import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
+import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { User } from '../../identity/entities/user.entity.js';
+import {
+  authorizationCodeChecks,
+  invalidCodeDescription,
+  invalidRefreshDescription,
+  refreshTokenChecks,
+  type ReuseKind,
+  type TokenCheck,
+  type TokenCheckContext,
+  type TokenParams,
+  type TokenRequest,
+} from '../checks/token/index.js';
+import { oauthConfigServiceIdentifier, type OAuthConfig } from '../config.js';
+import { OAuthAuthorizationCode } from '../entities/authorization-code.entity.js';
+import { OAuthApp } from '../entities/oauth-app.entity.js';
+import { OAuthToken } from '../entities/oauth-token.entity.js';
+import { OAuthTokenFamily, type RevocationReason } from '../entities/token-family.entity.js';
+import { InvalidGrant, InvalidRequest, UnsupportedGrantType } from '../oauth-errors.js';
+import '../hooks.js';
+import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from '../token-prefixes.js';
+import { OAuthAuditService } from './oauth-audit.service.js';
+
+/** RFC 6749 §5.1. */
+export interface TokenResponse {
+  access_token: string;
+  token_type: 'Bearer';
+  expires_in: number;
+  refresh_token: string;
+  scope: string;
+}
+
+export interface RequestMeta {
+  ip: string;
+  userAgent: string;
+}
+
+const grants: Readonly<Record<string, readonly TokenCheck[]>> = {
+  authorization_code: authorizationCodeChecks,
+  refresh_token: refreshTokenChecks,
+};
+
+/**
+ * The token endpoint and everything that ends tokens. Tokens are opaque (`toa_`, `tor_`, 256 bits
+ * of randomness) and stored as SHA-256 digests. Every claim of a single-use secret (a code, a
+ * refresh token) is a conditional update inside the transaction that issues its successors, so
+ * concurrent requests with the same secret cannot both succeed, on SQLite and PostgreSQL alike.
+ */
+@injectable()
+export class OAuthTokenService {
+  private readonly log: Logger;
+
+  constructor(
+    @inject(oauthConfigServiceIdentifier) private readonly config: OAuthConfig,
+    @inject(ormServiceIdentifier) private readonly orm: MikroORM,
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+    @inject(clockServiceIdentifier) private readonly clock: Clock,
+    @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
+    @inject(OAuthAuditService) private readonly audit: OAuthAuditService,
+    @inject(loggerServiceIdentifier) log: Logger,
+  ) {
+    this.log = log.child({ module: 'oauth' });
+  }
+
+  /** POST /oauth/token: runs the grant's checks in order, then issues a token pair. */
+  async grant(em: EntityManager, params: TokenParams, meta: RequestMeta): Promise<TokenResponse> {
+    const grantType = params.grant_type;
+    if (!grantType) throw new InvalidRequest('grant_type is required.');
+    const checks = Object.hasOwn(grants, grantType) ? grants[grantType] : undefined;
+    if (!checks) throw new UnsupportedGrantType('grant_type must be authorization_code or refresh_token.');
+    const request: TokenRequest = { params };
+    const ctx: TokenCheckContext = {
+      em,
+      now: this.clock.now(),
+      graceMs: this.config.refreshGraceSeconds * 1000,
+      onReuse: (kind, familyId, req) => this.reuseDetected(kind, familyId, req, meta),
+    };
+    for (const check of checks) await check.run(request, ctx);
+    return grantType === 'authorization_code' ? this.exchangeCode(em, request, meta) : this.rotate(em, request, meta);
+  }
+
+  /** RFC 7009 §2.1: revokes a token if it is one of ours (and of `clientId`, when given). Never says which. */
+  async revoke(em: EntityManager, token: string, clientId: string | undefined): Promise<void> {
+    if (!token.startsWith(ACCESS_TOKEN_PREFIX) && !token.startsWith(REFRESH_TOKEN_PREFIX)) return;
+    const row = await em.findOne(OAuthToken, { tokenHash: sha256Hex(token) }, { populate: ['app'] });
+    if (!row) return;
+    if (clientId !== undefined && row.app.clientId !== clientId) return;
+    if (row.kind === 'refresh') {
+      // RFC 7009 §2.1: revoking a refresh token also ends the access tokens of the same grant.
+      await this.revokeFamily(em, row.tokenFamily.id, 'revoked');
+      return;
+    }
+    await em.nativeUpdate(OAuthToken, { id: row.id, revokedAt: null }, { revokedAt: this.clock.now(), revokedReason: 'revoked' });
+    this.authenticator.invalidateWhere((principal) => principal.kind === 'oauth' && principal.credentialId === row.id);
+  }
+
+  /** Ends a token family and every token in it, and drops its access tokens from the credential cache. */
+  async revokeFamily(em: EntityManager, familyId: string, reason: RevocationReason): Promise<void> {
+    const now = this.clock.now();
+    await em.nativeUpdate(OAuthTokenFamily, { id: familyId, revokedAt: null }, { revokedAt: now, revokedReason: reason });
+    await em.nativeUpdate(OAuthToken, { tokenFamily: familyId, revokedAt: null }, { revokedAt: now, revokedReason: reason });
+    const live = await em.find(OAuthToken, { tokenFamily: familyId, kind: 'access', expiresAt: { $gt: now } }, { fields: ['id'] });
+    const ids = new Set(live.map((token) => token.id));
+    if (ids.size) this.authenticator.invalidateWhere((principal) => principal.kind === 'oauth' && ids.has(principal.credentialId ?? ''));
+  }
+
+  /**
+   * Ends every grant of an app: its epoch moves on (codes and families of older epochs are dead,
+   * including any being written right now), and its families and tokens are marked revoked.
+   */
+  async revokeApp(em: EntityManager, app: OAuthApp, reason: 'app_changed' | 'app_disabled' | 'app_deleted'): Promise<void> {
+    const now = this.clock.now();
+    await em.transactional(async (tx) => {
+      await tx.nativeUpdate(OAuthApp, { id: app.id }, { tokenEpoch: app.tokenEpoch + 1 });
+      await tx.nativeUpdate(OAuthTokenFamily, { app: app.id, revokedAt: null }, { revokedAt: now, revokedReason: reason });
+      await tx.nativeUpdate(OAuthToken, { app: app.id, revokedAt: null }, { revokedAt: now, revokedReason: reason });
+    });
+    this.authenticator.invalidateWhere((principal) => principal.kind === 'oauth' && principal.clientId === app.clientId);
+    try {
+      await this.hooks.emit('oauth.app_tokens_revoked', { clientId: app.clientId, reason });
+    } catch (error) {
+      this.log.error({ err: error }, 'an oauth.app_tokens_revoked hook failed');
+    }
+  }
+
+  private async exchangeCode(em: EntityManager, request: TokenRequest, meta: RequestMeta): Promise<TokenResponse> {
+    const code = request.code!;
+    const app = request.app!;
+    const now = this.clock.now();
+    const lifetime = this.config.familyLifetimeSeconds;
+    const issued = await em.transactional(async (tx) => {
+      const claimed = await tx.nativeUpdate(OAuthAuthorizationCode, { id: code.id, consumedAt: null }, { consumedAt: now });
+      if (claimed !== 1) return null;
+      const family = tx.create(OAuthTokenFamily, {
+        id: code.tokenFamilyId,
+        app: tx.getReference(OAuthApp, app.id),
+        user: tx.getReference(User, code.user.id),
+        scope: code.scope,
+        appEpoch: code.appEpoch,
+        expiresAt: lifetime > 0 ? new Date(now.getTime() + lifetime * 1000) : null,
+        revokedAt: null,
+        revokedReason: null,
+        createdAt: now,
+      } as OAuthTokenFamily);
+      return this.issuePair(tx, family, app.id, code.user.id, request.scopes!, now);
+    });
+    if (!issued) {
+      // Another exchange of this code committed first: this is a second use.
+      await this.reuseDetected('authorization_code', code.tokenFamilyId, request, meta);
+      throw new InvalidGrant(invalidCodeDescription);
+    }
+    await this.announce(app.clientId, code.user.id, code.tokenFamilyId, 'authorization_code');
+    return issued;
+  }
+
+  private async rotate(em: EntityManager, request: TokenRequest, meta: RequestMeta, retried = false): Promise<TokenResponse> {
+    const old = request.refreshToken!;
+    const app = request.app!;
+    const family = old.tokenFamily;
+    const now = this.clock.now();
+    const issued = await em.transactional(async (tx) => {
+      if (!request.graceReplay) {
+        const claimed = await tx.nativeUpdate(
+          OAuthToken,
+          { id: old.id, revokedAt: null },
+          { revokedAt: now, revokedReason: 'rotated', lastUsedAt: now, lastUsedIp: meta.ip.slice(0, 64), lastUsedUserAgent: meta.userAgent.slice(0, 512) },
+        );
+        if (claimed !== 1) return null;
+      }
+      // A reuse or an app change may have revoked the family since the checks read it.
+      const live = await tx.count(OAuthTokenFamily, { id: family.id, revokedAt: null, appEpoch: app.tokenEpoch });
+      if (live !== 1) throw new InvalidGrant(invalidRefreshDescription);
+      return this.issuePair(tx, tx.getReference(OAuthTokenFamily, family.id), app.id, old.user.id, request.scopes!, now, family.expiresAt);
+    });
+    if (!issued) {
+      // A concurrent request rotated this token first. Within the grace window that is a benign
+      // double refresh; otherwise it is reuse.
+      const fresh = await this.orm.em.fork().findOne(OAuthToken, { id: old.id }, { populate: ['tokenFamily'] });
+      const graceMs = this.config.refreshGraceSeconds * 1000;
+      const rotated = fresh?.revokedReason === 'rotated' && fresh.revokedAt;
+      if (rotated && !retried && graceMs > 0 && this.clock.nowMs() - fresh.revokedAt!.getTime() <= graceMs && !fresh.tokenFamily.revokedAt) {
+        request.graceReplay = true;
+        return this.rotate(em, request, meta, true);
+      }
+      if (rotated) await this.reuseDetected('refresh_token', family.id, request, meta);
+      throw new InvalidGrant(invalidRefreshDescription);
+    }
+    await this.announce(app.clientId, old.user.id, family.id, 'refresh_token');
+    return issued;
+  }
+
+  private issuePair(
+    tx: EntityManager,
+    family: OAuthTokenFamily,
+    appId: string,
+    userId: string,
+    scopes: readonly string[],
+    now: Date,
+    familyExpiresAt: Date | null = family.expiresAt ?? null,
+  ): TokenResponse {
+    const cap = (seconds: number) => {
+      const end = now.getTime() + seconds * 1000;
+      return new Date(familyExpiresAt ? Math.min(end, familyExpiresAt.getTime()) : end);
+    };
+    const scope = scopes.join(' ');
+    const accessToken = generateOpaqueToken(ACCESS_TOKEN_PREFIX);
+    const refreshToken = generateOpaqueToken(REFRESH_TOKEN_PREFIX);
+    const accessExpiresAt = cap(this.config.accessTokenTtlSeconds);
+    const base = {
+      tokenFamily: family,
+      app: tx.getReference(OAuthApp, appId),
+      user: tx.getReference(User, userId),
+      scope,
+      revokedAt: null,
+      revokedReason: null,
+      lastUsedAt: null,
+      lastUsedIp: null,
+      lastUsedUserAgent: null,
+      createdAt: now,
+    };
+    tx.create(OAuthToken, { ...base, id: this.ids.next(), kind: 'access', tokenHash: sha256Hex(accessToken), expiresAt: accessExpiresAt } as OAuthToken);
+    tx.create(OAuthToken, {
+      ...base,
+      id: this.ids.next(),
+      kind: 'refresh',
+      tokenHash: sha256Hex(refreshToken),
+      expiresAt: cap(this.config.refreshTokenTtlSeconds),
+    } as OAuthToken);
+    return {
+      access_token: accessToken,
+      token_type: 'Bearer',
+      expires_in: Math.max(1, Math.round((accessExpiresAt.getTime() - now.getTime()) / 1000)),
+      refresh_token: refreshToken,
+      scope,
+    };
+  }
+
+  /** Revokes the family a reused secret belongs to, then records and announces the event. */
+  private async reuseDetected(kind: ReuseKind, familyId: string, request: TokenRequest, meta: RequestMeta): Promise<void> {
+    await this.revokeFamily(this.orm.em.fork(), familyId, kind === 'authorization_code' ? 'code_reuse' : 'reuse_detected');
+    const userId = request.code?.user.id ?? request.refreshToken?.user.id ?? null;
+    await this.audit.reuseDetected({ kind, clientId: request.app!.clientId, userId, tokenFamily: familyId, ...meta });
+  }
+
+  private async announce(clientId: string, userId: string, tokenFamily: string, grantType: 'authorization_code' | 'refresh_token'): Promise<void> {
+    try {
+      await this.hooks.emit('oauth.tokens_issued', { clientId, userId, tokenFamily, grantType });
+    } catch (error) {
+      // The tokens are committed and about to be returned; a listener cannot take them back.
+      this.log.error({ err: error }, 'an oauth.tokens_issued hook failed');
+    }
+  }
+}

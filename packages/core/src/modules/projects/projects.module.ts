@@ -1,0 +1,23 @@
+import { ContainerModule } from 'inversify';
+import { defineModule } from '../../kernel/module.js';
+import { ProjectNodeSchema } from './entities/project-node.entity.js';
+import { ProjectSchema } from './entities/project.entity.js';
+import { migrations } from './migrations/index.js';
+import { projectRoutes } from './routes.js';
+import { ProjectService } from './services/project.service.js';
+
+/**
+ * Projects: the container of documents, its file tree (`filesFolder`) and the access model
+ * (owner, team members, public readers; read, write and execute permissions).
+ */
+export const projectsModule = defineModule({
+  name: 'projects',
+  dependsOn: ['identity'],
+  entities: [ProjectSchema, ProjectNodeSchema],
+  migrations,
+  container: () =>
+    new ContainerModule(({ bind }) => {
+      bind(ProjectService).toSelf();
+    }),
+  routes: projectRoutes,
+});

@@ -1,0 +1,146 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import type { Logger } from 'pino';
+import { extractBearer, type Authenticator } from '../../../kernel/auth/authenticator.js';
+import type { Principal } from '../../../kernel/auth/principal.js';
+import type { TrellisConfig } from '../../../kernel/config/config.js';
+import { TrellisError } from '../../../kernel/errors.js';
+import type { Kernel } from '../../../kernel/kernel.js';
+import type { RpcContext, RpcMethodDefinition } from '../../../kernel/module.js';
+import {
+  authenticatorServiceIdentifier,
+  configServiceIdentifier,
+  kernelServiceIdentifier,
+  loggerServiceIdentifier,
+  ormServiceIdentifier,
+} from '../../../kernel/tokens.js';
+import type { ChannelSession, ChannelUpgradeRequest, SocketLike } from '../../../kernel/ws/channel.js';
+import { channelTargetResolverServiceIdentifier, type ChannelTarget, type ChannelTargetResolver } from '../channel-targets.js';
+import { realtimeSection, type RealtimeConfig } from '../realtime.config.js';
+import { RealtimeSession } from '../session/realtime-session.js';
+import { channelKinds, type ChannelKind } from '../topics.js';
+import { ConnectionRegistry } from './connection-registry.js';
+import { PushHub } from './push-hub.js';
+
+const uuidShape = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const reservedMethods = new Set(['auth', 'ping']);
+
+/**
+ * Accepts or refuses upgrades to the realtime channels and builds the session of each socket:
+ * `handleConnection(socket, accepted)` is all a transport binding calls (through the kernel's
+ * channel table).
+ *
+ * At the upgrade the token (query `token`, or an `Authorization: Bearer` header) must be valid
+ * (401 otherwise). On `/v3/wss/{id}` the id is looked up through the `ChannelTargetResolver` to
+ * tell an application from a hardware device: 404 when it names neither, 503 when no resolver is
+ * bound. Ownership is checked by the `auth` request (-32002).
+ */
+@injectable()
+export class RealtimeGateway {
+  private readonly config: RealtimeConfig;
+  private methodTables?: ReadonlyMap<ChannelKind, ReadonlyMap<string, RpcMethodDefinition>>;
+
+  constructor(
+    @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
+    @inject(kernelServiceIdentifier) private readonly kernel: Kernel,
+    @inject(ormServiceIdentifier) private readonly orm: MikroORM,
+    @inject(PushHub) private readonly hub: PushHub,
+    @inject(ConnectionRegistry) private readonly registry: ConnectionRegistry,
+    @inject(configServiceIdentifier) config: TrellisConfig,
+    @inject(loggerServiceIdentifier) private readonly log: Logger,
+  ) {
+    this.config = realtimeSection(config);
+  }
+
+  /** `/v3/wss`: the user channel of the token's user. */
+  async acceptUser(request: ChannelUpgradeRequest): Promise<(socket: SocketLike) => ChannelSession> {
+    const principal = await this.authenticateUpgrade(request);
+    return (socket) => this.handleConnection(socket, { kind: 'user', targetId: principal.userId, principal });
+  }
+
+  /** `/v3/wss/{id}`: an application or a hardware device, told apart by looking the id up. */
+  async acceptTarget(request: ChannelUpgradeRequest): Promise<(socket: SocketLike) => ChannelSession> {
+    const principal = await this.authenticateUpgrade(request);
+    const id = request.params['id'] ?? '';
+    const target = await this.resolve(id);
+    if (!target) throw new TrellisError('not_found', 'channel_target_not_found', 'No application or hardware device has this id.');
+    return (socket) => this.handleConnection(socket, { kind: target.kind, targetId: target.id, principal });
+  }
+
+  /** Builds the session of one accepted socket. */
+  handleConnection(socket: SocketLike, accepted: { kind: ChannelKind; targetId: string; principal: Principal }): RealtimeSession {
+    const log = this.log.child({ channel: `realtime.${accepted.kind}`, targetId: accepted.targetId });
+    return new RealtimeSession(socket, {
+      kind: accepted.kind,
+      targetId: accepted.targetId,
+      upgradePrincipal: accepted.principal,
+      config: this.config,
+      methods: this.methodsFor(accepted.kind),
+      authenticate: (token) => this.authenticator.authenticate(token, { ip: socket.remoteAddress, userAgent: '' }),
+      resolveTarget: (id) => this.resolve(id),
+      hub: this.hub,
+      registry: this.registry,
+      context: () => this.rpcContext(log),
+      log,
+    }).start();
+  }
+
+  private async authenticateUpgrade(request: ChannelUpgradeRequest): Promise<Principal> {
+    const token = request.query.get('token') || extractBearer(request.headers);
+    if (!token) {
+      throw new TrellisError('unauthenticated', 'missing_credentials', 'Give a token in the token query parameter.', {
+        headers: { 'www-authenticate': 'Bearer' },
+      });
+    }
+    return this.authenticator.authenticate(token, { ip: request.remoteAddress, userAgent: request.headers['user-agent'] ?? '' });
+  }
+
+  private async resolve(id: string): Promise<ChannelTarget | null> {
+    // Ids are UUIDs; anything else names nothing (and must not reach a uuid column).
+    if (!uuidShape.test(id)) return null;
+    const container = this.kernel.container;
+    if (!container.isBound(channelTargetResolverServiceIdentifier)) {
+      throw new TrellisError(
+        'unavailable',
+        'realtime_targets_unavailable',
+        'Application and hardware channels need a ChannelTargetResolver; load the developer module (or bind your own).',
+      );
+    }
+    const resolver: ChannelTargetResolver = container.get(channelTargetResolverServiceIdentifier);
+    return resolver.resolve(this.orm.em.fork(), id);
+  }
+
+  private methodsFor(kind: ChannelKind): ReadonlyMap<string, RpcMethodDefinition> {
+    this.methodTables ??= buildMethodTables(this.kernel.rpcMethods);
+    return this.methodTables.get(kind)!;
+  }
+
+  private rpcContext(log: Logger): RpcContext {
+    let em: EntityManager | undefined;
+    const orm = this.orm;
+    return {
+      log,
+      get: (id) => this.kernel.get(id),
+      get em() {
+        return (em ??= orm.em.fork());
+      },
+    };
+  }
+}
+
+/** Indexes the JSON-RPC methods modules declared, per channel kind; refuses reserved or duplicate names. */
+export function buildMethodTables(definitions: readonly RpcMethodDefinition[]): ReadonlyMap<ChannelKind, ReadonlyMap<string, RpcMethodDefinition>> {
+  const tables = new Map<ChannelKind, Map<string, RpcMethodDefinition>>(channelKinds.map((kind) => [kind, new Map()]));
+  for (const definition of definitions) {
+    if (reservedMethods.has(definition.method) || definition.method.startsWith('rpc.')) {
+      throw new Error(`The JSON-RPC method name "${definition.method}" is reserved by the realtime channels.`);
+    }
+    for (const channel of definition.channels) {
+      const table = tables.get(channel as ChannelKind);
+      if (!table) continue; // a channel of another module
+      if (table.has(definition.method)) throw new Error(`Two modules declare the JSON-RPC method "${definition.method}" on the ${channel} channel.`);
+      table.set(definition.method, definition);
+    }
+  }
+  return tables;
+}

@@ -1,0 +1,393 @@
+import type { Logger } from 'pino';
+import type { Principal } from '../../../kernel/auth/principal.js';
+import { TrellisError } from '../../../kernel/errors.js';
+import type { RpcContext, RpcMethodDefinition } from '../../../kernel/module.js';
+import { validateInput } from '../../../kernel/validation.js';
+import type { ChannelSession, SocketLike } from '../../../kernel/ws/channel.js';
+import type { ChannelTarget } from '../channel-targets.js';
+import type { RealtimeConfig } from '../realtime.config.js';
+import type { TrackedConnection } from '../services/connection-registry.js';
+import type { Attachment, PushHub, PushSubscriber, ResumePoint } from '../services/push-hub.js';
+import type { ChannelKind } from '../topics.js';
+import { parseErrorResponse, parseRequest, RpcError, rpcCodes, toRpcError, type RpcRequest, type RpcResponse } from './json-rpc.js';
+
+/** Close codes of the realtime channels (documented in docs/http/websocket.md). */
+export const realtimeCloseCodes = {
+  /** Standard: a message above `realtime.maxMessageBytes`. */
+  messageTooBig: 1009,
+  /** `auth` not completed within `realtime.authTimeoutMs`. */
+  authTimeout: 4401,
+  /** The credential the socket authenticated with was revoked. */
+  credentialRevoked: 4403,
+  /** Nothing received within `realtime.heartbeatTimeoutMs`. */
+  heartbeatTimeout: 4408,
+  /** The user, application or device already has the most sockets allowed. */
+  tooManyConnections: 4429,
+  /** The client reads too slowly: more than 1 MiB waits in its send buffer. */
+  slowConsumer: 4503,
+} as const;
+
+/** Above this many bytes waiting in a socket's send buffer the client counts as too slow. */
+const SLOW_CONSUMER_BYTES = 1 << 20;
+
+/** The field of the `auth` result (and params) that names the channel's own id. */
+const idField: Record<ChannelKind, 'userId' | 'appId' | 'hdId'> = { user: 'userId', application: 'appId', hardware: 'hdId' };
+const variantName: Record<ChannelKind, string> = { user: 'User', application: 'Application', hardware: 'Hardware' };
+
+/** What a JSON-RPC method added by a module sees of the socket that called it (`ctx.session`). */
+export interface RealtimeSessionInfo {
+  readonly kind: ChannelKind;
+  /** The user id (user channel), application id or device id the socket is attached to. */
+  readonly targetId: string;
+  /** The authenticated user: the socket's own user, or the owner of the application or device. */
+  readonly userId: string;
+  /** The principal of the `auth` request (the connection URL's before `auth`). */
+  readonly principal: Principal;
+  readonly authenticated: boolean;
+  readonly remoteAddress: string;
+}
+
+export interface RealtimeSessionDeps {
+  kind: ChannelKind;
+  targetId: string;
+  /** The principal of the token in the connection URL. */
+  upgradePrincipal: Principal;
+  config: RealtimeConfig;
+  /** Methods other modules offer on this kind of channel, by name. */
+  methods: ReadonlyMap<string, RpcMethodDefinition>;
+  authenticate(token: string): Promise<Principal>;
+  /** Looks the channel's id up again at `auth` (application and hardware channels). */
+  resolveTarget(id: string): Promise<ChannelTarget | null>;
+  hub: PushHub;
+  registry: { add(connection: TrackedConnection): boolean; remove(connection: TrackedConnection): void };
+  /** A fresh context for one method call. */
+  context(): RpcContext;
+  log: Logger;
+}
+
+/**
+ * One JSON-RPC 2.0 WebSocket, transport-free: the host feeds it messages and tells it when the
+ * socket closed; it answers through `SocketLike`. It implements the `auth` handshake, `ping`,
+ * batches and notifications, dispatches other methods to the modules that declared them, and
+ * delivers the pushes of its user, application or device with their sequence numbers.
+ */
+export class RealtimeSession implements ChannelSession, TrackedConnection, PushSubscriber {
+  readonly kind: ChannelKind;
+  readonly targetId: string;
+  private principal: Principal | null = null;
+  private attachment?: Attachment;
+  /** Pushes that arrive between attaching and sending the `auth` reply wait here. */
+  private held: string[] | null = null;
+  /** Messages that arrive while an `auth` is being processed wait for it. */
+  private gate?: Promise<void>;
+  private closed = false;
+  private cleaned = false;
+  private readonly openedAt = Date.now();
+  private lastActivity = this.openedAt;
+  readonly info: RealtimeSessionInfo;
+
+  constructor(
+    private readonly socket: SocketLike,
+    private readonly deps: RealtimeSessionDeps,
+  ) {
+    this.kind = deps.kind;
+    this.targetId = deps.targetId;
+    const current = () => this.principal;
+    this.info = Object.freeze({
+      kind: deps.kind,
+      targetId: deps.targetId,
+      remoteAddress: socket.remoteAddress,
+      get userId() {
+        return (current() ?? deps.upgradePrincipal).userId;
+      },
+      get principal() {
+        return current() ?? deps.upgradePrincipal;
+      },
+      get authenticated() {
+        return current() !== null;
+      },
+    });
+  }
+
+  /** Registers the socket; closes it at once (4429) when its user or target has too many. */
+  start(): this {
+    if (!this.deps.registry.add(this)) {
+      this.cleaned = true;
+      this.closed = true;
+      this.socket.close(realtimeCloseCodes.tooManyConnections, 'too_many_connections');
+    }
+    return this;
+  }
+
+  get credentialIds(): readonly string[] {
+    const ids: string[] = [];
+    if (this.deps.upgradePrincipal.credentialId) ids.push(this.deps.upgradePrincipal.credentialId);
+    if (this.principal?.credentialId) ids.push(this.principal.credentialId);
+    return ids;
+  }
+
+  // --- ChannelSession ----------------------------------------------------------------------
+
+  onMessage(data: string | Uint8Array, _isBinary: boolean): void {
+    if (this.closed) return;
+    this.lastActivity = Date.now();
+    const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
+    if (size > this.deps.config.maxMessageBytes) {
+      this.close(realtimeCloseCodes.messageTooBig, 'message_too_big');
+      return;
+    }
+    const text = typeof data === 'string' ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('utf8');
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch {
+      this.sendJson(parseErrorResponse());
+      return;
+    }
+    const run = () => this.handle(message);
+    const previous = this.gate;
+    const task = previous ? previous.then(run) : run();
+    if (containsAuth(message)) {
+      const gate: Promise<void> = task.then(
+        () => undefined,
+        () => undefined,
+      );
+      this.gate = gate;
+      void gate.then(() => {
+        if (this.gate === gate) this.gate = undefined;
+      });
+    }
+    task.catch((error: unknown) => this.deps.log.error({ err: error }, 'realtime: handling a message failed'));
+  }
+
+  onClose(_code: number, _reason: string): void {
+    this.closed = true;
+    this.cleanup();
+  }
+
+  // --- TrackedConnection -------------------------------------------------------------------
+
+  checkDeadlines(nowMs: number): void {
+    if (this.closed) return;
+    if (!this.principal && nowMs - this.openedAt >= this.deps.config.authTimeoutMs) {
+      this.close(realtimeCloseCodes.authTimeout, 'auth_timeout');
+    } else if (nowMs - this.lastActivity >= this.deps.config.heartbeatTimeoutMs) {
+      this.close(realtimeCloseCodes.heartbeatTimeout, 'heartbeat_timeout');
+    }
+  }
+
+  close(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.cleanup();
+    try {
+      this.socket.close(code, reason);
+    } catch {
+      // already gone
+    }
+  }
+
+  // --- PushSubscriber ----------------------------------------------------------------------
+
+  deliver(frame: string): void {
+    if (this.closed) return;
+    if (this.held) this.held.push(frame);
+    else this.send(frame);
+  }
+
+  // --- JSON-RPC ----------------------------------------------------------------------------
+
+  private async handle(message: unknown): Promise<void> {
+    const after: Array<() => void> = [];
+    if (Array.isArray(message)) {
+      if (message.length === 0) {
+        this.sendJson(invalid('an empty batch is not a request'));
+        return;
+      }
+      if (message.length > this.deps.config.maxBatchSize) {
+        this.sendJson({
+          jsonrpc: '2.0',
+          id: null,
+          error: {
+            code: rpcCodes.invalidRequest,
+            message: `Invalid Request: a batch holds at most ${this.deps.config.maxBatchSize} requests`,
+            data: { error: 'batch_too_large', max: this.deps.config.maxBatchSize },
+          },
+        });
+        return;
+      }
+      const responses: RpcResponse[] = [];
+      for (const item of message) {
+        const response = await this.call(item, after);
+        if (response) responses.push(response);
+      }
+      if (responses.length > 0) this.sendJson(responses);
+    } else {
+      const response = await this.call(message, after);
+      if (response) this.sendJson(response);
+    }
+    for (const step of after) step();
+  }
+
+  private async call(item: unknown, after: Array<() => void>): Promise<RpcResponse | null> {
+    const request = parseRequest(item);
+    if ('invalid' in request) return request.invalid;
+    try {
+      const result = await this.dispatch(request, after);
+      return request.notification ? null : { jsonrpc: '2.0', id: request.id ?? null, result: result === undefined ? null : result };
+    } catch (thrown) {
+      const { error, unexpected } = toRpcError(thrown);
+      if (unexpected) this.deps.log.error({ err: thrown, method: request.method }, 'realtime: method failed');
+      return request.notification ? null : { jsonrpc: '2.0', id: request.id ?? null, error };
+    }
+  }
+
+  private async dispatch(request: RpcRequest, after: Array<() => void>): Promise<unknown> {
+    if (request.method === 'auth') return this.auth(request.params, after);
+    if (request.method === 'ping') return 'pong';
+    const definition = this.deps.methods.get(request.method);
+    if (!this.principal) throw this.authFailed('not_authenticated', 'send the auth request first');
+    if (!definition) {
+      throw new RpcError(rpcCodes.methodNotFound, `Method not found: ${request.method}`, { error: 'method_not_found' });
+    }
+    let params = request.params;
+    if (definition.params) {
+      if (params === undefined) params = {};
+      if (typeof params !== 'object' || params === null || Array.isArray(params)) {
+        throw new RpcError(rpcCodes.invalidParams, 'Invalid params: expected an object', { error: 'invalid_params' });
+      }
+      params = await validateInput(definition.params, params, 'params', { status: 422, code: 'invalid_params' });
+    }
+    return definition.handler(params, { ...this.deps.context(), session: this.info });
+  }
+
+  private async auth(params: unknown, after: Array<() => void>): Promise<unknown> {
+    const { kind, targetId } = this;
+    if (typeof params !== 'object' || params === null || Array.isArray(params)) {
+      throw invalidParams('auth params must be an object with token');
+    }
+    const p = params as Record<string, unknown>;
+    if (typeof p.token !== 'string' || p.token.length === 0) throw invalidParams('token is required');
+    if (kind !== 'user') {
+      const field = idField[kind];
+      const given = p[field];
+      if (typeof given !== 'string' || given.length === 0) throw invalidParams(`${field} is required`);
+      if (given.toLowerCase() !== targetId.toLowerCase()) throw this.authFailed('target_mismatch', `${field} does not match the id in the connection URL`);
+    }
+    const resume = readResumePoint(p);
+
+    let principal: Principal;
+    try {
+      principal = await this.deps.authenticate(p.token);
+    } catch (error) {
+      if (error instanceof TrellisError && error.kind === 'unauthenticated') throw this.authFailed(error.code, error.message);
+      throw error;
+    }
+    if (principal.userId !== this.deps.upgradePrincipal.userId) {
+      throw this.authFailed('token_mismatch', 'the token belongs to another user than the token in the connection URL');
+    }
+    // A device token (its principal names the device) opens that device's own channel only.
+    for (const used of [principal, this.deps.upgradePrincipal]) {
+      if (kind === 'user' && (used.kind === 'device' || used.device)) {
+        throw this.authFailed('credential_not_allowed', 'a device token opens its own device channel, not the user channel');
+      }
+      if (kind !== 'user' && used.device && (used.device.kind !== kind || used.device.id.toLowerCase() !== targetId.toLowerCase())) {
+        throw this.authFailed('device_token_mismatch', `the device token belongs to another ${used.device.kind === 'hardware' ? 'hardware device' : 'application'}`);
+      }
+    }
+    if (kind !== 'user') {
+      const target = await this.deps.resolveTarget(targetId);
+      if (!target || target.kind !== kind) throw this.authFailed('target_not_found', `no ${kind === 'application' ? 'application' : 'hardware device'} has this id`);
+      if (target.ownerId !== principal.userId) {
+        throw new RpcError(rpcCodes.insufficientPermission, `Insufficient permission: the ${kind === 'application' ? 'application' : 'hardware device'} belongs to another user`, {
+          error: 'insufficient_permission',
+        });
+      }
+    }
+    if (this.attachment) {
+      // Authenticating again on a live socket (a refreshed token): pushes keep flowing as they were.
+      this.principal = principal;
+      return { status: 'authenticated', [idField[kind]]: targetId, epoch: this.attachment.epoch, seq: this.attachment.seq };
+    }
+    if (this.closed) throw new RpcError(rpcCodes.internalError, 'The socket closed during authentication', { error: 'socket_closed' });
+    this.held = [];
+    let attachment: Attachment;
+    try {
+      attachment = await this.deps.hub.attach(kind, targetId, this, resume);
+    } catch (error) {
+      this.held = null;
+      throw error;
+    }
+    if (this.closed) {
+      attachment.detach();
+      throw new RpcError(rpcCodes.internalError, 'The socket closed during authentication', { error: 'socket_closed' });
+    }
+    this.attachment = attachment;
+    this.principal = principal;
+    after.push(() => this.release(attachment));
+    return { status: 'authenticated', [idField[kind]]: targetId, epoch: attachment.epoch, seq: attachment.seq };
+  }
+
+  /** After the `auth` reply: what the client missed (or a resync notice), then live pushes. */
+  private release(attachment: Attachment): void {
+    const { outcome } = attachment;
+    if (outcome.kind === 'resumed') for (const frame of outcome.frames) this.send(frame);
+    if (outcome.kind === 'resync') {
+      this.sendJson({ jsonrpc: '2.0', method: 'resync_required', params: { epoch: attachment.epoch, seq: attachment.seq, reason: outcome.reason } });
+    }
+    const held = this.held ?? [];
+    this.held = null;
+    for (const frame of held) this.send(frame);
+  }
+
+  private authFailed(reason: string, detail: string): RpcError {
+    return new RpcError(rpcCodes.authenticationFailed, `${variantName[this.kind]} authentication failed: ${detail}`, {
+      error: `${this.kind}_auth_failed`,
+      reason,
+    });
+  }
+
+  // --- output ------------------------------------------------------------------------------
+
+  private sendJson(value: unknown): void {
+    this.send(JSON.stringify(value));
+  }
+
+  private send(text: string): void {
+    if (this.closed) return;
+    this.socket.send(text, false);
+    if (this.socket.bufferedAmount > SLOW_CONSUMER_BYTES) this.close(realtimeCloseCodes.slowConsumer, 'slow_consumer');
+  }
+
+  private cleanup(): void {
+    if (this.cleaned) return;
+    this.cleaned = true;
+    this.held = null;
+    this.deps.registry.remove(this);
+    this.attachment?.detach();
+  }
+}
+
+function invalid(why: string): RpcResponse {
+  return { jsonrpc: '2.0', id: null, error: { code: rpcCodes.invalidRequest, message: `Invalid Request: ${why}`, data: { error: 'invalid_request' } } };
+}
+
+function invalidParams(why: string): RpcError {
+  return new RpcError(rpcCodes.invalidParams, `Invalid params: ${why}`, { error: 'invalid_params' });
+}
+
+/** `lastSeq` and `epoch` of the `auth` params: both or neither. */
+function readResumePoint(p: Record<string, unknown>): ResumePoint | undefined {
+  const hasSeq = p.lastSeq !== undefined && p.lastSeq !== null;
+  const hasEpoch = p.epoch !== undefined && p.epoch !== null;
+  if (!hasSeq && !hasEpoch) return undefined;
+  if (!hasSeq || !hasEpoch) throw invalidParams('lastSeq and epoch go together (both from earlier pushes and the earlier auth result)');
+  if (typeof p.lastSeq !== 'number' || !Number.isSafeInteger(p.lastSeq) || p.lastSeq < 0) throw invalidParams('lastSeq must be a non-negative integer');
+  if (typeof p.epoch !== 'string' || p.epoch.length === 0 || p.epoch.length > 64) throw invalidParams('epoch must be the string from the earlier auth result');
+  return { epoch: p.epoch, lastSeq: p.lastSeq };
+}
+
+function containsAuth(message: unknown): boolean {
+  const isAuth = (item: unknown) => typeof item === 'object' && item !== null && (item as { method?: unknown }).method === 'auth';
+  return Array.isArray(message) ? message.some(isAuth) : isAuth(message);
+}
