@@ -186,7 +186,7 @@ function startServer(target, db) {
       if (!line) return;
       child.stdout.off('data', onData);
       child.stdout.resume();
-      const { port, ready, ...info } = JSON.parse(line);
+      const { port, ready: _ready, ...info } = JSON.parse(line);
       resolve({
         port,
         info,

@@ -17,14 +17,24 @@ export default async function setup(): Promise<void> {
     throw new Error(`TRELLIS_TEST_POSTGRES_URL is set but PostgreSQL is unreachable at ${url}: ${(error as Error).message}`);
   }
   try {
-    const stale = await client.query<{ datname: string }>(
-      "SELECT datname FROM pg_database WHERE datname LIKE 'trellis_t_%' AND datname NOT LIKE 'trellis_t_' || $1 || '%'",
-      [String(process.pid)],
-    );
-    for (const { datname } of stale.rows) {
+    // Test databases are named trellis_t_<pid>_<random>. Drop those whose process is gone (a
+    // crashed run); leave those of live processes alone, since another run may be using them.
+    const candidates = await client.query<{ datname: string }>("SELECT datname FROM pg_database WHERE datname LIKE 'trellis\\_t\\_%'");
+    for (const { datname } of candidates.rows) {
+      const pid = Number(/^trellis_t_(\d+)_/.exec(datname)?.[1]);
+      if (Number.isInteger(pid) && isAlive(pid)) continue;
       await client.query(`DROP DATABASE IF EXISTS "${datname}" WITH (FORCE)`).catch(() => undefined);
     }
   } finally {
     await client.end();
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

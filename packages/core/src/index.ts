@@ -57,4 +57,7 @@ export * from './modules/audit/index.js';
 export * from './modules/developer/index.js';
 export * from './modules/admin/index.js';
 export * from './modules/oauth/index.js';
+export * from './modules/projects/index.js';
+export * from './modules/documents/index.js';
+export * from './modules/collab/index.js';
 export { systemModule } from './modules/system/system.module.js';

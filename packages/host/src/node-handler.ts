@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isStreamBody, type Kernel, type KernelRequest, type KernelResponse } from '@trellis/core';
 import { internalErrorBody, JSON_TYPE, LazyAbort } from './shared.js';
@@ -5,7 +6,8 @@ import { internalErrorBody, JSON_TYPE, LazyAbort } from './shared.js';
 export interface NodeHandlerOptions {
   /**
    * Mount prefix to strip from the URL (`/api`). Leave it out when the framework already strips
-   * it (Express `app.use('/api', handler)` does).
+   * it (Express `app.use('/api', handler)` does), or when the kernel has `server.basePath` set:
+   * then the handler claims the paths under the base path and leaves the stripping to the kernel.
    */
   prefix?: string;
 }
@@ -22,17 +24,21 @@ export type NodeHandler = (req: IncomingMessage, res: ServerResponse, next?: (er
  */
 export function toNodeHandler(kernel: Kernel, options: NodeHandlerOptions = {}): NodeHandler {
   const prefix = normalisePrefix(options.prefix);
+  // Without a prefix to strip, a kernel with `server.basePath` still only claims its own paths
+  // (it strips the base path itself).
+  const claimed = prefix || kernel.http.basePath;
   return (req, res, next) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     let path = q === -1 ? url : url.slice(0, q);
-    if (prefix) {
-      if (path !== prefix && !path.startsWith(`${prefix}/`)) {
+    if (claimed) {
+      if (path !== claimed && !path.startsWith(`${claimed}/`)) {
         if (next) return next();
-        res.writeHead(404, { 'content-type': JSON_TYPE }).end('{"error":"route_not_found","message":"No route here."}');
+        const body = `{"error":"route_not_found","message":"No route matches ${jsonEscape(`${req.method ?? 'GET'} ${path}`)}."}`;
+        res.writeHead(404, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(body), 'x-request-id': randomUUID() }).end(body);
         return;
       }
-      path = path.slice(prefix.length) || '/';
+      if (prefix) path = path.slice(prefix.length) || '/';
     }
     handleNodeRequest(kernel, req, res, path, q === -1 ? '' : url.slice(q + 1)).catch((error: unknown) => {
       kernel.log.error({ err: error }, 'request handling failed outside the dispatcher');
@@ -215,6 +221,10 @@ export function flattenHeaders(req: IncomingMessage): Record<string, string> {
     out[name] = typeof value === 'string' ? value : value.join(', ');
   }
   return out;
+}
+
+function jsonEscape(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
 }
 
 export function normalisePrefix(prefix: string | undefined): string {

@@ -121,15 +121,37 @@ describe.each(testDatabases())('OAuth flow on $name', (db) => {
 
     it('lets exactly one of two parallel refreshes with the same token succeed, then revokes the family', async () => {
       const user = await t.register();
-      const tokens = await exchange(as, app, await authorize(t, app, user.token));
-      const body = { grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: app.client_id };
-      const results = await Promise.all([t.form('/oauth/token', body), t.form('/oauth/token', body)]);
-      expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
-      const loser = results.find((r) => r.status === 400)!;
-      expect(oauthError(loser)).toBe('invalid_grant');
-      const winner = results.find((r) => r.status === 200)!;
-      // the loser's request was reuse: the winner's tokens are revoked with the family
-      expect((await t.request('GET', '/oauth/userinfo', { token: winner.body.access_token })).status).toBe(401);
+      for (let round = 0; round < 5; round++) {
+        const tokens = await exchange(as, app, await authorize(t, app, user.token));
+        const body = { grant_type: 'refresh_token', refresh_token: tokens.refresh_token!, client_id: app.client_id };
+        const results = await Promise.all([t.form('/oauth/token', body), t.form('/oauth/token', body)]);
+        expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
+        const loser = results.find((r) => r.status === 400)!;
+        expect(oauthError(loser)).toBe('invalid_grant');
+        const winner = results.find((r) => r.status === 200)!;
+        // the loser's request was reuse: the winner's tokens are revoked with the family
+        expect((await t.request('GET', '/oauth/userinfo', { token: winner.body.access_token })).status).toBe(401);
+        expect((await t.form('/oauth/token', { ...body, refresh_token: winner.body.refresh_token })).status).toBe(400);
+      }
+    });
+
+    it('lets exactly one of two parallel exchanges of the same code succeed', async () => {
+      const user = await t.register();
+      for (let round = 0; round < 5; round++) {
+        const flow = await authorize(t, app, user.token);
+        const body = {
+          grant_type: 'authorization_code',
+          code: new URL(flow.redirectTo).searchParams.get('code')!,
+          client_id: app.client_id,
+          redirect_uri: app.redirect_uris[0]!,
+          code_verifier: flow.verifier,
+        };
+        const results = await Promise.all([t.form('/oauth/token', body), t.form('/oauth/token', body)]);
+        expect(results.map((r) => r.status).sort()).toEqual([200, 400]);
+        expect(oauthError(results.find((r) => r.status === 400)!)).toBe('invalid_grant');
+        // a second use revokes what the first issued
+        expect((await t.request('GET', '/oauth/userinfo', { token: results.find((r) => r.status === 200)!.body.access_token })).status).toBe(401);
+      }
     });
 
     it('answers a second use of a refresh token like any invalid token (no oracle)', async () => {

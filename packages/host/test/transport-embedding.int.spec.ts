@@ -80,6 +80,24 @@ describe('embedding in a foreign node:http server', () => {
     }
   });
 
+  it('lets a kernel with server.basePath claim its own paths without a prefix option', async () => {
+    const based = await startTestKernel(sqlite, { config: { server: { basePath: '/api' } } });
+    const handler = toNodeHandler(based.kernel);
+    const own = createServer((req, res) => handler(req, res, () => res.writeHead(200).end('app')));
+    const attached = attachWebSockets(own, based.kernel);
+    const ownUrl = await listen(own);
+    try {
+      expect(await (await fetch(`${ownUrl}/api/healthz`)).json()).toEqual({ status: 'ok' });
+      expect(await (await fetch(`${ownUrl}/healthz`)).text()).toBe('app');
+      const openapi = await (await fetch(`${ownUrl}/api/openapi.json`)).json();
+      expect(openapi.servers).toEqual([{ url: '/api' }]);
+    } finally {
+      await attached.close();
+      await close(own);
+      await based.close();
+    }
+  });
+
   it('uses a body a framework already parsed', async () => {
     const register = await fetch(`${url}/api/auth/register`, {
       method: 'POST',

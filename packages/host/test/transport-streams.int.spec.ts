@@ -143,6 +143,16 @@ describe.each(transports)('streams and bodies over %s', (transport) => {
     expect(body.equals(patternBytes(bytes))).toBe(true);
   });
 
+  it('gives handlers the same view of a request on every transport', async () => {
+    const response = await fetch(`${t.url}/test/whoami?x=1`, { headers: { 'user-agent': 'probe/1.0', 'x-twice': 'a', 'X-Mixed-Case': 'B' } });
+    const seen = await response.json();
+    expect(seen.ip).toBe('127.0.0.1');
+    expect(seen.userAgent).toBe('probe/1.0');
+    expect(seen.method).toBe('GET');
+    expect(seen.headers['x-mixed-case']).toBe('B');
+    expect(seen.headers['host']).toBe(`127.0.0.1:${port}`);
+  });
+
   it('answers HEAD with the GET head and no body, and keeps the connection usable', async () => {
     const get = await t.request('GET', '/healthz');
     const raw = await RawConnection.open(port);
@@ -182,6 +192,7 @@ describe.each(transports)('streams and bodies over %s', (transport) => {
       expect((await based.request('GET', '/healthz')).status).toBe(200);
       const outside = await fetch(`${based.url.replace(/\/api$/, '')}/healthz`);
       expect(outside.status).toBe(404);
+      expect(outside.headers.get('x-request-id')).toMatch(/.+/);
       expect((await outside.json()).error).toBe('route_not_found');
     } finally {
       await based.close();

@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
+import { billingCommand } from './billing.js';
 import { doctorCommand } from './doctor.js';
 import { initCommand } from './init.js';
 import { migrateCommand } from './migrate.js';
+import { oauthAppCommand } from './oauth-app.js';
 import { openapiCommand } from './openapi.js';
 import { startCommand } from './start.js';
 import { userCommand } from './user.js';
@@ -18,6 +20,8 @@ export const commands: ReadonlyArray<{ register(program: Command): void }> = [
   startCommand,
   migrateCommand,
   userCommand,
+  oauthAppCommand,
   openapiCommand,
   doctorCommand,
+  billingCommand,
 ];

@@ -170,3 +170,12 @@ export async function getJson(url: string, token?: string): Promise<{ status: nu
   }
   return { status: response.status, body };
 }
+
+/**
+ * A database URL a second process can open: a SQLite file in `dir`, or a fresh PostgreSQL
+ * database (from @trellis/test-support) dropped by `drop()`.
+ */
+export async function cliDatabase(db: { name: 'sqlite' | 'postgres'; create(): Promise<{ url: string; drop(): Promise<void> }> }, dir: string, file = 'trellis.db'): Promise<{ url: string; drop(): Promise<void> }> {
+  if (db.name === 'sqlite') return { url: `sqlite:${join(dir, file)}`, drop: async () => undefined };
+  return db.create();
+}

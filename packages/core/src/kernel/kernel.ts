@@ -246,7 +246,7 @@ export function createKernel(options: KernelOptions): Kernel {
         for (const timer of timers) clearInterval(timer);
         jobsAbort.abort();
         await Promise.allSettled(runningJobs);
-        for (const module of [...modules].reverse()) await module.onStop?.();
+        for (const module of [...modules].reverse()) await module.onStop?.({ ...moduleContext(module), get });
         await container.get(pubSubServiceIdentifier).close();
         if (orm) await orm.close(true);
         orm = undefined;

@@ -75,7 +75,8 @@ export interface TrellisModule {
   jobs?: readonly JobDefinition[];
   /** Runs after the database is ready, before the kernel accepts requests. */
   onStart?(ctx: ModuleContext & { get<T>(id: ServiceIdentifier<T>): T }): Promise<void> | void;
-  onStop?(): Promise<void> | void;
+  /** Runs when the kernel stops, after in-flight requests drained and sockets closed, before the database closes. */
+  onStop?(ctx: ModuleContext & { get<T>(id: ServiceIdentifier<T>): T }): Promise<void> | void;
 }
 
 export function defineModule(module: TrellisModule): TrellisModule {

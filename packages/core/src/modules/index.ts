@@ -10,8 +10,11 @@ import { auditModule } from './audit/audit.module.js';
 import { developerModule } from './developer/developer.module.js';
 import { adminModule } from './admin/admin.module.js';
 import { oauthModule } from './oauth/oauth.module.js';
+import { projectsModule } from './projects/projects.module.js';
+import { documentsModule } from './documents/documents.module.js';
+import { collabModule } from './collab/collab.module.js';
 
 /**
  * Every built-in area, in load order. A new area is a folder under `modules/` and one line here.
  */
-export const coreModules: readonly TrellisModule[] = [systemModule, identityModule, billingModule, realtimeModule, botsModule, conversationsModule, aiModule, auditModule, developerModule, adminModule, oauthModule];
+export const coreModules: readonly TrellisModule[] = [systemModule, identityModule, billingModule, realtimeModule, botsModule, conversationsModule, aiModule, auditModule, developerModule, adminModule, oauthModule, projectsModule, documentsModule, collabModule];

@@ -50,6 +50,7 @@ const int = (value: unknown, fallback: number) => {
  * - `GET /test/ticker?id`: an endless slow producer (disconnects, shutdown);
  * - `GET /test/burst?bytes&id`: a burst of bytes, then silence until released;
  * - `GET /test/slow?id`: answers once the test releases it, after a database read;
+ * - `GET /test/whoami`: what the request context saw;
  * - `GET /test/big?bytes`, `GET /test/big-stream?bytes&chunk`: large bodies;
  * - channels `/test/echo` (max payload 1024 bytes; `?deny=forbidden|unauthenticated|boom`),
  *   `/test/rooms/:room` and `/test/flood`.
@@ -198,6 +199,14 @@ export function transportTestModule(probe: TransportProbe): TrellisModule {
           probe.events.push(`slow-finished:${id}`);
           return { id, users };
         },
+      }),
+      defineRoute({
+        method: 'GET',
+        path: '/test/whoami',
+        tags,
+        hidden: true,
+        auth: 'none',
+        handler: (ctx) => ({ ip: ctx.ip, userAgent: ctx.userAgent, method: ctx.method, headers: ctx.headers }),
       }),
       defineRoute({
         method: 'GET',

@@ -150,7 +150,7 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
     components: {
       schemas,
       securitySchemes: {
-        bearer: { type: 'http', scheme: 'bearer', description: 'A user JWT, API key (trk_), agent token (tra_) or OAuth access token (toa_).' },
+        bearer: { type: 'http', scheme: 'bearer', description: 'A user JWT, API key (trk_), agent token (tra_), OAuth access token (toa_) or device token (tdv_).' },
         apiKey: { type: 'apiKey', in: 'header', name: 'X-API-Key' },
       },
     },

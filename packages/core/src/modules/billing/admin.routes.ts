@@ -1,9 +1,7 @@
 import { IdParams } from '../../kernel/http/dto/id-params.js';
 import { Reply } from '../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
-import { TrellisError } from '../../kernel/errors.js';
 import { AdminCouponQuery, AdminOrderQuery, CreateCouponBody } from './dto/admin.dto.js';
-import { ManualPaymentProvider } from './providers/manual-payment-provider.js';
 import { couponSchema, orderSchema, pageOfSchema } from './schemas.js';
 import { CouponService } from './services/coupon.service.js';
 import { OrderService } from './services/order.service.js';
@@ -61,20 +59,8 @@ export const adminBillingRoutes: RouteDefinition[] = [
       409: 'The order is paid through a payment provider (order_not_manual), or was cancelled (order_not_payable)',
     },
     async handler(ctx) {
-      const orders = ctx.get(OrderService);
-      const order = await orders.get(ctx.em, ctx.params.id);
-      if (order.provider !== ManualPaymentProvider.identifier) {
-        throw new TrellisError('conflict', 'order_not_manual', `This order is paid through ${order.provider}; it is marked paid when the provider reports the payment.`);
-      }
-      try {
-        const paid = await orders.markPaid(ctx.em, order.id, { kind: 'admin', userId: ctx.requirePrincipal().userId });
-        return { order: toOrderView(paid.order), alreadyPaid: paid.alreadyPaid };
-      } catch (error) {
-        if (error instanceof TrellisError && error.code === 'ORDER_NOT_PENDING') {
-          throw new TrellisError('conflict', 'order_not_payable', error.message);
-        }
-        throw error;
-      }
+      const paid = await ctx.get(OrderService).confirmManually(ctx.em, ctx.params.id, { kind: 'admin', userId: ctx.requirePrincipal().userId });
+      return { order: toOrderView(paid.order), alreadyPaid: paid.alreadyPaid };
     },
   }),
   defineRoute({

@@ -44,6 +44,16 @@ export class CouponService {
 
   async create(em: EntityManager, input: CreateCouponInput, createdBy: string | null): Promise<Coupon> {
     const now = this.clock.now();
+    const problems: Array<[string, string]> = [];
+    if (!/^[A-Za-z0-9_-]{3,64}$/.test(input.code.trim())) problems.push(['code', 'must be 3 to 64 letters, digits, _ or -']);
+    if (input.percentOff != null && !(Number.isInteger(input.percentOff) && input.percentOff >= 1 && input.percentOff <= 100)) problems.push(['percentOff', 'must be an integer from 1 to 100']);
+    if (input.amountOff != null && !(Number.isSafeInteger(input.amountOff) && input.amountOff >= 1)) problems.push(['amountOff', 'must be a positive integer']);
+    if (input.maxRedemptions != null && !(Number.isSafeInteger(input.maxRedemptions) && input.maxRedemptions >= 1)) problems.push(['maxRedemptions', 'must be a positive integer']);
+    if (problems.length) {
+      throw new TrellisError('validation', 'invalid_coupon', `Invalid coupon: ${problems[0]![0]} ${problems[0]![1]}.`, {
+        details: problems.map(([field, message]) => ({ field, constraint: 'coupon', message })),
+      });
+    }
     if ((input.percentOff == null) === (input.amountOff == null)) {
       throw new TrellisError('validation', 'invalid_coupon', 'Give exactly one of percentOff and amountOff.', {
         details: [{ field: 'percentOff', constraint: 'exactlyOne', message: 'give exactly one of percentOff and amountOff' }],

@@ -13,6 +13,7 @@ import type { BillingConfig } from '../billing.config.js';
 import { PaymentEventRecord } from '../entities/payment-event.entity.js';
 import { PaymentOrder, type OrderKind, type OrderStatus } from '../entities/payment-order.entity.js';
 import { billingErrors } from '../errors.js';
+import { ManualPaymentProvider } from '../providers/manual-payment-provider.js';
 import type { BillingPeriod } from '../periods.js';
 import { isUuid } from '../rows.js';
 import { billingConfigServiceIdentifier } from '../tokens.js';
@@ -41,8 +42,8 @@ export interface PlacedOrder {
   payment: PaymentGuidance | null;
 }
 
-/** Who marked an order paid. */
-export type PaidVia = { kind: 'admin'; userId: string } | { kind: 'provider'; eventId: string } | { kind: 'free' };
+/** Who marked an order paid: an administrator over HTTP, an operator with the CLI, the provider, or nobody (nothing to pay). */
+export type PaidVia = { kind: 'admin'; userId: string } | { kind: 'cli'; operator: string } | { kind: 'provider'; eventId: string } | { kind: 'free' };
 
 export interface PaidOrder {
   order: PaymentOrder;
@@ -226,15 +227,33 @@ export class OrderService {
 
   /**
    * Marks an order paid and applies it, once: a second call answers `alreadyPaid`. An
-   * administrator may confirm a pending or expired order (of a provider that takes manual
-   * confirmation); a provider event may also pay an expired or cancelled order, since the money
-   * moved. 404 ORDER_NOT_FOUND, 409 ORDER_NOT_PENDING.
+   * administrator (or the CLI) may confirm a pending or expired order; a provider event may also
+   * pay an expired or cancelled order, since the money moved. 404 ORDER_NOT_FOUND, 409
+   * ORDER_NOT_PENDING. Callers check that the order's provider takes manual confirmation.
    */
   async markPaid(em: EntityManager, orderId: string, via: PaidVia): Promise<PaidOrder> {
-    const allowed: OrderStatus[] = via.kind === 'provider' ? ['pending', 'expired', 'canceled'] : via.kind === 'admin' ? ['pending', 'expired'] : ['pending'];
+    const allowed: OrderStatus[] = via.kind === 'provider' ? ['pending', 'expired', 'canceled'] : via.kind === 'free' ? ['pending'] : ['pending', 'expired'];
     const effects = await em.transactional((tx) => this.payIn(tx, orderId, allowed, via));
     await this.announce(effects);
     return { order: await this.reload(em, orderId), alreadyPaid: effects.alreadyPaid };
+  }
+
+  /**
+   * An administrator's (or operator's) confirmation that a manual-payment order was paid.
+   * 404 `order_not_found`; 409 `order_not_manual` for orders of a provider that reports payments
+   * itself; 409 `order_not_payable` for a cancelled order. Confirming a paid order is a no-op.
+   */
+  async confirmManually(em: EntityManager, orderId: string, via: Extract<PaidVia, { kind: 'admin' | 'cli' }>): Promise<PaidOrder> {
+    const order = await this.get(em, orderId);
+    if (order.provider !== ManualPaymentProvider.identifier) {
+      throw new TrellisError('conflict', 'order_not_manual', `This order is paid through ${order.provider}; it is marked paid when the provider reports the payment.`);
+    }
+    try {
+      return await this.markPaid(em, order.id, via);
+    } catch (error) {
+      if (error instanceof TrellisError && error.code === 'ORDER_NOT_PENDING') throw new TrellisError('conflict', 'order_not_payable', error.message);
+      throw error;
+    }
   }
 
   private async payIn(tx: EntityManager, orderId: string, allowed: readonly OrderStatus[], via: PaidVia): Promise<PaidEffects> {
@@ -243,7 +262,8 @@ export class OrderService {
     if (!before) throw billingErrors.orderNotFound();
     if (before.status === 'paid') return { order: before, alreadyPaid: true, change: null };
     if (!allowed.includes(before.status)) throw billingErrors.orderNotPending(before.status);
-    const paidVia = via.kind === 'admin' ? `admin:${via.userId}` : via.kind === 'provider' ? `provider:${via.eventId}` : 'free';
+    const paidVia =
+      via.kind === 'admin' ? `admin:${via.userId}` : via.kind === 'cli' ? `cli:${via.operator}`.slice(0, 300) : via.kind === 'provider' ? `provider:${via.eventId}`.slice(0, 300) : 'free';
     const changed = await tx.nativeUpdate(
       PaymentOrder,
       { id: orderId, status: before.status },

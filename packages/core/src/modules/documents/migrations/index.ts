@@ -1,3 +1,5 @@
 import type { MigrationDefinition } from '../../../ports/database.js';
+import { migration as m0 } from './20261122194042_documents_init.js';
 
-export const migrations: readonly MigrationDefinition[] = [];
+/** This module's migrations, oldest first. */
+export const migrations: readonly MigrationDefinition[] = [m0];

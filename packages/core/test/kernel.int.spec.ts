@@ -2,9 +2,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { sqliteDatabase } from '@trellis/db-sqlite';
-import { coreModules } from '../modules/index.js';
-import { createKernel } from './kernel.js';
-import { defineModule } from './module.js';
+import { coreModules, createKernel, defineModule } from '@trellis/core';
 
 function capturingLogger() {
   const lines: Array<Record<string, unknown>> = [];

@@ -1,0 +1,228 @@
+import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
+import type { ModuleContext } from '../../kernel/module.js';
+import type { DocumentsConfig } from '../documents/documents.config.js';
+import { DocumentParams, SmartEditBody } from '../documents/dto/document.dto.js';
+import { combinedAuth, documentValidation } from '../documents/routes.js';
+import { DocumentService } from '../documents/services/document.service.js';
+import { CollabEditBody, CollabLeaveBody, YjsStateBody } from './dto/collab.dto.js';
+import { CollabService } from './services/collab.service.js';
+import { SmartEditService } from './services/smart-edit.service.js';
+import { YjsStateService } from './services/yjs-state.service.js';
+
+const tags = ['Collaboration'];
+const missing = 'No such document, or no access to it (document_not_found)';
+const readOnly = 'You may read but not write this document (write_permission_required)';
+
+const collaboratorSchema = {
+  type: 'object',
+  required: ['clientId', 'userId', 'name', 'color', 'cursor', 'selection'],
+  properties: {
+    clientId: { type: 'integer', description: 'The Yjs client id of the editor.' },
+    userId: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+    name: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+    color: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+    cursor: { anyOf: [{ type: 'object', properties: { anchor: { type: 'number' }, head: { type: 'number' } } }, { type: 'null' }] },
+    selection: { anyOf: [{ type: 'object', properties: { blockId: { type: 'string' }, blockType: { type: 'string' }, text: { type: 'string' } } }, { type: 'null' }] },
+  },
+};
+
+const editResponse = {
+  type: 'object',
+  required: ['success', 'mode', 'version'],
+  properties: {
+    success: { const: true },
+    mode: { enum: ['rest', 'collab'], description: 'The road the edit took.' },
+    version: { type: 'string', description: 'The content_hash after the edit.' },
+    results: { type: 'array', items: { type: 'object' } },
+  },
+};
+
+/** Smart-edit, awareness, yjs-state and the REST side of collaborative editing. */
+export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
+  const documents = ctx.config.documents as DocumentsConfig;
+  const contentBody = Math.max(ctx.config.server.maxBodyBytes, documents.maxContentBytes * 2 + 65_536);
+  const stateBody = Math.max(ctx.config.server.maxBodyBytes, documents.maxContentBytes * 16);
+  return [
+    defineRoute({
+      method: 'POST',
+      path: '/documents/:documentId/smart-edit',
+      summary: 'Edit a document by whichever road is open (REST or the collaborative channel)',
+      description:
+        'A document in collab mode is edited through the collaborative channel: the edit is one Yjs transaction that connected editors receive live (`mode: collab`). Otherwise the REST edit is tried; a 423 switches to the collaborative channel; a 409 when you gave no base_version is retried once after checking content_source again.',
+      tags: ['Documents', ...tags],
+      auth: ['jwt', 'agent_token'],
+      params: DocumentParams,
+      body: SmartEditBody,
+      maxBodyBytes: contentBody,
+      validationError: documentValidation,
+      response: { schema: editResponse },
+      errors: {
+        400: 'Bad request or a failed command (validation_failed, command_failed, invalid_content, invalid_markdown_ir)',
+        403: `Not a JWT or agent token (credential_not_allowed); ${readOnly}`,
+        404: missing,
+        409: 'version_conflict (only when you supplied base_version); comment_preservation_required (an agent token replacing the whole content of a document with comments: use commands mode)',
+        413: 'The content is too large (content_too_large)',
+      },
+      async handler(ctx) {
+        const outcome = await ctx.get(SmartEditService).edit(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.body);
+        return { success: true, mode: outcome.mode, version: outcome.version, results: outcome.results };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/documents/:documentId/awareness',
+      summary: 'Online collaborators of a document (this process)',
+      description: '`scope` is always `local`: only collaboration connections held by the process that answers are counted.',
+      tags,
+      auth: combinedAuth,
+      params: DocumentParams,
+      response: {
+        schema: {
+          type: 'object',
+          required: ['collaborators', 'active_connections', 'scope'],
+          properties: { collaborators: { type: 'array', items: collaboratorSchema }, active_connections: { type: 'integer' }, scope: { const: 'local' } },
+        },
+      },
+      errors: { 404: missing },
+      async handler(ctx) {
+        await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, ctx.requirePrincipal());
+        const { collaborators, activeConnections } = ctx.get(CollabService).awareness(ctx.params.documentId);
+        return { collaborators, active_connections: activeConnections, scope: 'local' };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/documents/:documentId/yjs-state',
+      summary: 'The stored collaboration (Yjs) state; null when there is none',
+      tags,
+      auth: ['jwt', 'api_key'],
+      params: DocumentParams,
+      response: { schema: { type: 'object', required: ['state'], properties: { state: { anyOf: [{ type: 'array', items: { type: 'integer' } }, { type: 'null' }] } } } },
+      errors: { 403: 'Not a JWT or API key (credential_not_allowed)', 404: missing },
+      async handler(ctx) {
+        return { state: await ctx.get(YjsStateService).read(ctx.em, ctx.requirePrincipal(), ctx.params.documentId) };
+      },
+    }),
+    defineRoute({
+      method: 'PUT',
+      path: '/documents/:documentId/yjs-state',
+      summary: 'Store the collaboration (Yjs) state',
+      description:
+        'While a collaborative session holds the document the state is applied to it as a Yjs update; otherwise it replaces the stored state and the JSON content is mirrored from it (a new version, source `yjs_state`).',
+      tags,
+      auth: ['jwt', 'api_key'],
+      params: DocumentParams,
+      body: YjsStateBody,
+      maxBodyBytes: stateBody,
+      validationError: documentValidation,
+      response: { schema: { type: 'object', required: ['success'], properties: { success: { const: true } } } },
+      errors: {
+        400: 'state missing or not an array of bytes (validation_failed); not a decodable Yjs update (invalid_yjs_state)',
+        403: `Not a JWT or API key (credential_not_allowed); ${readOnly}`,
+        404: missing,
+        413: 'The content the state holds is too large (content_too_large)',
+      },
+      async handler(ctx) {
+        await ctx.get(YjsStateService).write(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.body.state);
+        return { success: true };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/documents/:documentId/collab/join',
+      summary: 'Join collaborative editing over REST (the document enters collab mode)',
+      description:
+        'Registers you as a participant for `collab.participantTtlMs` (renewed by each collab edit or join). Answers where editors connect (`websocket_path`, y-websocket protocol, fragment `default`) and the current Yjs state.',
+      tags,
+      auth: combinedAuth,
+      params: DocumentParams,
+      response: {
+        schema: {
+          type: 'object',
+          required: ['success', 'participant_id', 'content_source', 'active_connections', 'websocket_path', 'protocol', 'fragment', 'expires_at', 'state'],
+          properties: {
+            success: { const: true },
+            participant_id: { type: 'string' },
+            content_source: { const: 'collab' },
+            active_connections: { type: 'integer' },
+            websocket_path: { type: 'string', description: '/v3/collab/{documentId}; add ?token=<bearer token>.' },
+            protocol: { const: 'y-websocket' },
+            fragment: { const: 'default' },
+            expires_at: { type: 'string', format: 'date-time' },
+            state: { type: 'array', items: { type: 'integer' } },
+          },
+        },
+      },
+      errors: { 404: missing },
+      async handler(ctx) {
+        const principal = ctx.requirePrincipal();
+        await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, principal);
+        const joined = await ctx.get(CollabService).join(ctx.params.documentId, principal);
+        return {
+          success: true,
+          participant_id: joined.participantId,
+          content_source: 'collab',
+          active_connections: joined.activeConnections,
+          websocket_path: `/v3/collab/${ctx.params.documentId}`,
+          protocol: 'y-websocket',
+          fragment: 'default',
+          expires_at: joined.expiresAt.toISOString(),
+          state: Array.from(joined.state),
+        };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/documents/:documentId/collab/leave',
+      summary: 'Leave collaborative editing over REST',
+      description: 'When nobody else collaborates, pending changes are mirrored and the document returns to rest mode.',
+      tags,
+      auth: combinedAuth,
+      params: DocumentParams,
+      body: CollabLeaveBody,
+      validationError: documentValidation,
+      response: {
+        schema: {
+          type: 'object',
+          required: ['success', 'left', 'active_connections'],
+          properties: { success: { const: true }, left: { type: 'integer', description: 'Participations removed.' }, active_connections: { type: 'integer' } },
+        },
+      },
+      errors: { 404: missing },
+      async handler(ctx) {
+        const principal = ctx.requirePrincipal();
+        await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, principal);
+        const collab = ctx.get(CollabService);
+        const left = await collab.leave(ctx.params.documentId, principal, ctx.body.participant_id);
+        return { success: true, left, active_connections: collab.localConnections(ctx.params.documentId) };
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/documents/:documentId/collab/edit',
+      summary: 'Edit through the collaborative channel (a Yjs transaction editors receive live)',
+      tags,
+      auth: combinedAuth,
+      params: DocumentParams,
+      body: CollabEditBody,
+      maxBodyBytes: contentBody,
+      validationError: documentValidation,
+      response: { schema: editResponse },
+      errors: {
+        400: 'Bad request or a failed command (validation_failed, command_failed, invalid_content)',
+        403: readOnly,
+        404: missing,
+        409: 'An agent token replacing the whole content of a document with comments (comment_preservation_required)',
+        413: 'The content is too large (content_too_large)',
+      },
+      async handler(ctx) {
+        const principal = ctx.requirePrincipal();
+        await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, principal, 'write');
+        const collab = ctx.get(CollabService);
+        collab.touch(ctx.params.documentId, principal);
+        const { version, results } = await collab.edit(ctx.params.documentId, ctx.body, principal, 'collab_edit');
+        return { success: true, mode: 'collab', version, results };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,82 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runCli } from '@trellis/cli';
+import { testDatabases } from '@trellis/test-support';
+
+/** Runs `trellis <args>` in process and captures what it prints. */
+async function trellis(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((stdout += String(chunk)), true));
+  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
+  try {
+    const code = await runCli(['node', 'trellis', ...args]);
+    return { code, stdout, stderr };
+  } finally {
+    out.mockRestore();
+    err.mockRestore();
+  }
+}
+
+// `trellis oauth-app create|list|disable|enable` against a real database.
+describe.each(testDatabases())('trellis oauth-app on $name', (db) => {
+  let url: string;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    if (db.name === 'sqlite') {
+      const dir = await mkdtemp(join(tmpdir(), 'trellis-oauth-cli-'));
+      url = `sqlite:${join(dir, 'cli.db')}`;
+      cleanup = () => rm(dir, { recursive: true, force: true });
+    } else {
+      const handle = await db.create();
+      url = handle.url;
+      cleanup = () => handle.drop();
+    }
+  });
+  afterAll(() => cleanup?.());
+
+  it('creates, lists, disables and enables apps', async () => {
+    const created = await trellis(['oauth-app', 'create', '-d', url, '--name', 'CLI notes', '--redirect-uri', 'https://notes.example/cb', '--redirect-uri', 'com.example.notes:/cb', '--scope', 'profile:read', '--scope', 'chat:completions']);
+    expect(created.code, created.stderr).toBe(0);
+    const clientId = created.stdout.trim();
+    expect(clientId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+
+    const chosen = await trellis(['oauth-app', 'create', '-d', url, '--name', 'Fixed', '--client-id', 'cli-fixed', '--redirect-uri', 'https://fixed.example/cb', '--json']);
+    expect(chosen.code, chosen.stderr).toBe(0);
+    expect(JSON.parse(chosen.stdout)).toMatchObject({ client_id: 'cli-fixed', scopes: ['profile:read'], status: 'active' });
+
+    const list = await trellis(['oauth-app', 'list', '-d', url]);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^CLIENT_ID\s+STATUS\s+SCOPES\s+NAME/);
+    expect(list.stdout).toContain(clientId);
+    expect(list.stdout).toMatch(/cli-fixed\s+active\s+profile:read\s+Fixed/);
+
+    const disabled = await trellis(['oauth-app', 'disable', '-d', url, clientId]);
+    expect(disabled.code).toBe(0);
+    expect(disabled.stdout.trim()).toBe(`${clientId} disabled`);
+    const json = JSON.parse((await trellis(['oauth-app', 'list', '-d', url, '--search', 'cli notes', '--json'])).stdout);
+    expect(json).toMatchObject({ total: 1, page: 1, size: 20 });
+    expect(json.items[0]).toMatchObject({ client_id: clientId, status: 'disabled' });
+
+    expect((await trellis(['oauth-app', 'enable', '-d', url, clientId])).stdout.trim()).toBe(`${clientId} enabled`);
+  });
+
+  it('exits 2 on invalid values and 1 on a taken client_id or an unknown app', async () => {
+    const badUri = await trellis(['oauth-app', 'create', '-d', url, '--name', 'Bad', '--redirect-uri', 'http://plain.example/cb']);
+    expect(badUri.code).toBe(2);
+    expect(badUri.stderr).toMatch(/redirect_uris\.0 may use http only on a loopback host/);
+    const badScope = await trellis(['oauth-app', 'create', '-d', url, '--name', 'Bad', '--redirect-uri', 'https://ok.example/cb', '--scope', 'mobile:full']);
+    expect(badScope.code).toBe(2);
+    expect(badScope.stderr).toMatch(/mobile:full/);
+    await trellis(['oauth-app', 'create', '-d', url, '--name', 'Once', '--client-id', 'cli-once', '--redirect-uri', 'https://once.example/cb']);
+    const taken = await trellis(['oauth-app', 'create', '-d', url, '--name', 'Twice', '--client-id', 'cli-once', '--redirect-uri', 'https://once.example/cb']);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toMatch(/already in use/);
+    const unknown = await trellis(['oauth-app', 'disable', '-d', url, 'no-such-app']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/No OAuth app has the client_id no-such-app/);
+  });
+});
