@@ -103,7 +103,10 @@ async function measureFanout(target) {
     const sockets = await openSockets(server.port, clientCount, auth);
     const runs = [];
     await fanOut(server, sockets, 10, auth.userId); // warm-up
-    for (let round = 0; round < rounds; round++) runs.push(await fanOut(server, sockets, pushCount, auth.userId));
+    for (let round = 0; round < rounds; round++) {
+      runs.push(await fanOut(server, sockets, pushCount, auth.userId));
+      if (process.env.BENCH_VERBOSE) console.error(target.name, 'round', round, JSON.stringify(runs.at(-1)));
+    }
     await closeSockets(sockets);
     runs.sort((a, b) => a.wallMs - b.wallMs);
     return runs[Math.floor(runs.length / 2)];
@@ -127,7 +130,9 @@ async function fanOut(server, sockets, count, userId) {
   const cpuBefore = (await server.ask({ cmd: 'cpu' })).cpu;
   const started = performance.now();
   const pushed = server.ask({ cmd: 'push', count, userId, payload });
+  const watchdog = setTimeout(() => console.error(`! fan-out stalled: ${pending} of ${sockets.length} clients still waiting`), 30_000);
   await all;
+  clearTimeout(watchdog);
   const wallMs = performance.now() - started;
   const publishMs = (await pushed).cpuMicros;
   const cpuAfter = (await server.ask({ cmd: 'cpu' })).cpu;

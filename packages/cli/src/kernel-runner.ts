@@ -97,12 +97,24 @@ export async function withKernel<T>(
   work: (kernel: Kernel) => Promise<T>,
   options: { migrate?: boolean; start?: boolean } = {},
 ): Promise<T> {
-  const { host } = await createCliHost(flags, { oneShot: true });
+  const { host, log } = await createCliHost(flags, { oneShot: true });
   try {
     if (options.start ?? true) await withDatabaseContext(host, () => host.kernel.start({ migrate: options.migrate, jobs: false }));
     return await work(host.kernel);
   } finally {
-    await host.kernel.stop();
+    await stopQuietly(host.kernel, log);
+  }
+}
+
+/**
+ * Stops a kernel that a one-shot command started or connected, without letting a failure to stop
+ * hide the command's own result or error (a module's onStop may expect a started kernel).
+ */
+export async function stopQuietly(kernel: Kernel, log: Logger): Promise<void> {
+  try {
+    await kernel.stop();
+  } catch (error) {
+    log.warn({ err: error }, 'the kernel did not stop cleanly');
   }
 }
 

@@ -1,8 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { runCli, tempDir } from './support/cli.js';
+
+// Every test runs the CLI in child processes (each boots Node and the framework): on a busy CI
+// machine a few of them take a while, so the limit is generous. Nothing here asserts timings.
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 // Help, usage errors and configuration errors, as a shell user meets them: exit 0 for help,
 // 2 for every usage or configuration error (commander's included), a message on stderr.

@@ -1,6 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testDatabases } from '@trellis/test-support';
 import { cliDatabase, runCli, startCli, tempDir } from './support/cli.js';
+
+// Every test runs the CLI in child processes (each boots Node and the framework): on a busy CI
+// machine a few of them take a while, so the limit is generous. Nothing here asserts timings.
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 interface Status {
   executed: string[];

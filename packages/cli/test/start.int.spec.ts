@@ -2,9 +2,13 @@ import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { transports } from '@trellis/test-support';
-import { getJson, logLines, runCli, startCli, tempDir, type RunningCli } from './support/cli.js';
+import { getJson, logLines, runCli, startCli, tempDir } from './support/cli.js';
+
+// Every test runs the CLI in child processes (each boots Node and the framework): on a busy CI
+// machine a few of them take a while, so the limit is generous. Nothing here asserts timings.
+vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 const listeningLine = /^Trellis is listening on (http:\/\/127\.0\.0\.1:(\d+)) \(API docs: \1\/docs\)$/;
 

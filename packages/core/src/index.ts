@@ -34,6 +34,7 @@ export { WsDispatcher, type UpgradeDecision, type UpgradeInput } from './kernel/
 // Auth
 export { Authenticator, credentialVerifierServiceIdentifier, extractBearer, type CredentialMeta, type CredentialVerifier } from './kernel/auth/authenticator.js';
 export { allCredentialKinds, hasPermission, type CredentialKind, type Permission, type Principal, type PrincipalDevice, type PrincipalUser } from './kernel/auth/principal.js';
+export { requireScopes, scopesAllow } from './kernel/auth/scopes.js';
 export { generateOpaqueToken, randomSecret, safeEqual, sha256Hex, uuidv7 } from './kernel/crypto.js';
 
 // Ports

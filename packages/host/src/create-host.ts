@@ -1,3 +1,4 @@
+import { createRequire } from 'node:module';
 import { coreModules, createKernel, type AdapterBinding, type DatabaseAdapter, type Kernel, type TrellisConfigInput, type TrellisModule } from '@trellis/core';
 import type { Logger } from 'pino';
 import { databaseFromUrl } from './database-from-url.js';
@@ -13,8 +14,11 @@ export interface HostOptions {
   /** Default: every built-in module. */
   modules?: readonly TrellisModule[];
   logger?: Logger;
+  /** Version shown in the OpenAPI document; default: this package's version. */
   version?: string;
 }
+
+const hostVersion = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
 
 export interface Host {
   readonly kernel: Kernel;
@@ -38,7 +42,7 @@ export function createHost(options: HostOptions = {}): Host {
     adapters: options.adapters,
     modules: options.modules ?? coreModules,
     logger: options.logger,
-    version: options.version,
+    version: options.version ?? hostVersion,
   });
   let transport: Transport | undefined;
   let port = 0;

@@ -92,10 +92,8 @@ function readBody(req: IncomingMessage, limit: number): Promise<Uint8Array | und
     req.resume();
     return Promise.resolve('too_large');
   }
-  if (req.method === 'GET' || req.method === 'HEAD' || declared === 0) {
-    req.resume();
-    return Promise.resolve(undefined);
-  }
+  // Node discards an unread body itself once the response is finished.
+  if (req.method === 'GET' || req.method === 'HEAD' || declared === 0) return Promise.resolve(undefined);
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

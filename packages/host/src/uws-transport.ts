@@ -433,6 +433,11 @@ function wrapSocket(ws: WebSocket<SocketData>): SocketLike {
     get bufferedAmount() {
       return data.closed ? 0 : ws.getBufferedAmount();
     },
+    cork(callback) {
+      // Outside uWS's own callbacks every send is a system call; corked sends leave as one write.
+      if (data.closed) callback();
+      else ws.cork(callback);
+    },
     remoteAddress,
   };
 }

@@ -1,8 +1,8 @@
 import { PaymentOrder, paymentProviderServiceIdentifier, provide } from '@trellis/core';
-import { StripePaymentProvider, stripeSignatureHeader } from '@trellis/payments-stripe';
+import { StripePaymentProvider } from '@trellis/payments-stripe';
 import { testDatabases, transports } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkoutCompletedEvent, StripeStandIn } from '../../adapters/payments-stripe/test/stripe-stand-in.js';
+import { checkoutCompletedEvent, signLikeStripe, StripeStandIn } from '../../adapters/payments-stripe/test/stripe-stand-in.js';
 import { expectBalanceMatchesLedger, member, runExpiry, startBillingHost, userWith, type BillingHost } from './billing-helpers.js';
 
 const secretKey = 'sk_test_trellis_host';
@@ -35,7 +35,7 @@ describe.each(testDatabases())('billing with Stripe on $name', (db) => {
     });
 
     /** POSTs a delivery exactly as Stripe would: the raw bytes, signed. */
-    const deliver = (body: string | Buffer, header = stripeSignatureHeader(webhookSecret, body)) =>
+    const deliver = (body: string | Buffer, header = signLikeStripe(webhookSecret, body)) =>
       t.request('POST', '/billing/webhooks/stripe', { raw: body, headers: { 'content-type': 'application/json; charset=utf-8', 'stripe-signature': header } });
 
     const paidEvent = (order: { id: string; amount: number; currency: string; providerReference: string }, overrides: { amount?: number } = {}) =>
@@ -110,11 +110,11 @@ describe.each(testDatabases())('billing with Stripe on $name', (db) => {
       const user = await member(t);
       const { order } = await upgrade(user.token, user.teamId);
       const body = paidEvent(order);
-      const cases = [
+      const cases: Array<{ name: string; headers: Record<string, string>; raw?: string }> = [
         { name: 'missing', headers: { 'content-type': 'application/json' } },
-        { name: 'other secret', headers: { 'content-type': 'application/json', 'stripe-signature': stripeSignatureHeader('whsec_wrong', body) } },
-        { name: 'stale', headers: { 'content-type': 'application/json', 'stripe-signature': stripeSignatureHeader(webhookSecret, body, Math.floor(Date.now() / 1000) - 3600) } },
-        { name: 'body changed', headers: { 'content-type': 'application/json', 'stripe-signature': stripeSignatureHeader(webhookSecret, body) }, raw: body.replace('"paid"', '"unpaid"') },
+        { name: 'other secret', headers: { 'content-type': 'application/json', 'stripe-signature': signLikeStripe('whsec_wrong', body) } },
+        { name: 'stale', headers: { 'content-type': 'application/json', 'stripe-signature': signLikeStripe(webhookSecret, body, Math.floor(Date.now() / 1000) - 3600) } },
+        { name: 'body changed', headers: { 'content-type': 'application/json', 'stripe-signature': signLikeStripe(webhookSecret, body) }, raw: body.replace('"paid"', '"unpaid"') },
       ];
       for (const c of cases) {
         const r = await t.request('POST', '/billing/webhooks/stripe', { raw: c.raw ?? body, headers: c.headers });

@@ -1,3 +1,4 @@
+import { AbstractPaymentProvider, paymentProviderServiceIdentifier, provide, type Checkout, type PaymentEvent } from '@trellis/core';
 import { testDatabases, transports } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectBalanceMatchesLedger, leaveAllTeams, member, sharedTeam, startBillingHost, userWith, type BillingHost } from './billing-helpers.js';
@@ -253,6 +254,36 @@ describe.each(testDatabases())('billing endpoints on $name', (db) => {
       expect(r.body.data.plans.map((p: { code: string }) => p.code)).toEqual(['free', 'pro', 'team']);
       expect(r.body.data.plans[1]).toEqual({ code: 'pro', name: 'Pro', rank: 10, monthlyCredits: 2000, monthlyPrice: 2000, yearlyPrice: 20000, currency: 'usd' });
       expect(r.body.data.creditPacks.length).toBeGreaterThan(0);
+    });
+  });
+});
+
+/** A provider with a bug: its webhook parser throws a plain Error that names a secret. */
+class FaultyProvider extends AbstractPaymentProvider {
+  static override readonly identifier = 'faulty';
+  readonly manualConfirmation = false;
+  async createCheckout(): Promise<Checkout> {
+    return { reference: 'x', url: 'https://pay.example/x', instructions: null, expiresAt: null };
+  }
+  async parseWebhook(): Promise<PaymentEvent[]> {
+    throw new Error('connection to vault failed with password hunter2');
+  }
+}
+
+// The spec's 500 row: an unexpected failure answers 500 in the billing envelope and reveals nothing.
+describe.each(testDatabases())('billing 500 on $name', (db) => {
+  describe.each(transports)('over %s', (transport) => {
+    let t: BillingHost;
+    beforeAll(async () => {
+      t = await startBillingHost(db, transport, { adapters: [provide(paymentProviderServiceIdentifier, new FaultyProvider())] });
+    });
+    afterAll(() => t?.close());
+
+    it('answers 500 internal_error with the request id and no internals', async () => {
+      const r = await t.request('POST', '/billing/webhooks/faulty', { raw: '{}', headers: { 'content-type': 'application/json', 'x-request-id': 'billing-500-check' } });
+      expect(r.status).toBe(500);
+      expect(r.body).toEqual({ success: false, error: 'internal_error', message: 'An internal error occurred (request billing-500-check).' });
+      expect(r.text).not.toContain('hunter2');
     });
   });
 });

@@ -380,6 +380,39 @@ describe.each(testDatabases())('documents on $name', (db) => {
       });
     });
 
+    it('answers 401 without credentials on every document route', async () => {
+      const d = await createDocument(t, owner.token, projectId);
+      const v = (await t.request('GET', `/documents/${d.id}/versions`, { token: owner.token })).body.items[0].id;
+      const routes: Array<[string, string]> = [
+        ['GET', `/documents/${d.id}/content`],
+        ['POST', '/documents'],
+        ['POST', `/documents/${d.id}/edit`],
+        ['POST', `/documents/${d.id}/smart-edit`],
+        ['DELETE', `/documents/${d.id}`],
+        ['POST', `/documents/${projectId}/duplicate`],
+        ['GET', `/documents/${d.id}/awareness`],
+        ['GET', `/documents/${d.id}/yjs-state`],
+        ['PUT', `/documents/${d.id}/yjs-state`],
+        ['GET', `/documents/${d.id}/versions`],
+        ['GET', `/documents/${d.id}/versions/${v}`],
+        ['POST', `/documents/${d.id}/versions/${v}/rollback`],
+        ['POST', `/documents/${d.id}/ui-annotations`],
+        ['POST', `/documents/${d.id}/ui-pending-changes`],
+        ['POST', `/documents/${d.id}/ui-preview-state`],
+        ['POST', `/documents/${d.id}/ui-save`],
+        ['PATCH', `/documents/${d.id}/ui-thumbnail`],
+        ['GET', `/documents/${d.id}/ui-state`],
+        ['POST', `/documents/${d.id}/collab/join`],
+        ['POST', `/documents/${d.id}/collab/leave`],
+        ['POST', `/documents/${d.id}/collab/edit`],
+      ];
+      for (const [method, path] of routes) {
+        const r = await t.request(method, path, method === 'GET' || method === 'DELETE' ? {} : { body: {} });
+        expect([method, path, r.status, r.body.error]).toEqual([method, path, 401, 'missing_credentials']);
+      }
+      expect((await content(d.id)).body.content_hash).toBe(d.content_hash);
+    });
+
     describe('UI preview', () => {
       it('stores annotations, pending changes, preview state and thumbnail, and saves editor output', async () => {
         const d = await createDocument(t, owner.token, projectId, { content: doc(paragraph('a', 'ui')) });

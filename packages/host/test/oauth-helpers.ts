@@ -122,6 +122,8 @@ export async function exchange(as: oauth.AuthorizationServer, app: AdminApp, flo
 /** The `error` of an OAuth error body, asserting the body has only the RFC's fields. */
 export function oauthError(r: TestResponse): string {
   expect(Object.keys(r.body).sort(), r.text).toEqual(['error', 'error_description']);
+  // RFC 6749 §5.2: error_description uses %x20-21 / %x23-5B / %x5D-7E only.
+  expect(r.body.error_description).toMatch(/^[\x20-\x21\x23-\x5B\x5D-\x7E]+$/);
   return r.body.error;
 }
 
@@ -130,5 +132,7 @@ export function redirectedError(r: TestResponse): URLSearchParams {
   expect(r.status, r.text).toBe(302);
   const location = r.headers.get('location')!;
   expect(location.startsWith(`${REDIRECT_URI}?`), location).toBe(true);
-  return new URL(location).searchParams;
+  const params = new URL(location).searchParams;
+  expect(params.get('error_description') ?? '').toMatch(/^[\x20-\x21\x23-\x5B\x5D-\x7E]*$/);
+  return params;
 }

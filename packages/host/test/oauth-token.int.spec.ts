@@ -2,7 +2,7 @@ import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { clockServiceIdentifier, defineModule, defineRoute, ManualClock, OAuthToken, provide, sha256Hex, UserService } from '@trellis/core';
 import { testDatabases, transports } from '@trellis/test-support';
-import { authorize, discover, exchange, insecure, oauthError, REDIRECT_URI, startOAuthHost, type AdminApp, type OAuthTestHost } from './oauth-helpers.js';
+import { authorize, discover, exchange, oauthError, REDIRECT_URI, startOAuthHost, type AdminApp, type OAuthTestHost } from './oauth-helpers.js';
 
 /** A route that accepts OAuth tokens without listing scopes: only full-access scopes pass. */
 const probeModule = defineModule({

@@ -131,7 +131,7 @@ export class StripePaymentProvider extends AbstractPaymentProvider {
     };
     if (idempotencyKey) headers['idempotency-key'] = `trellis:${idempotencyKey}`;
     if (this.options.apiVersion) headers['stripe-version'] = this.options.apiVersion;
-    const body = new URLSearchParams(Object.entries(form).map(([k, v]) => [k, String(v)])).toString();
+    const body = new URLSearchParams(Object.entries(form).map(([k, v]): [string, string] => [k, String(v)])).toString();
     const response = await this.options.fetch(`${this.options.apiBaseUrl}${path}`, { method, headers, body, signal: AbortSignal.timeout(this.options.timeoutMs) });
     const text = await response.text();
     let parsed: unknown;

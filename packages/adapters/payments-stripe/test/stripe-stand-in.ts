@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -99,4 +100,15 @@ export function checkoutCompletedEvent(
       },
     },
   };
+}
+
+/**
+ * Signs a webhook body the way Stripe documents it, written independently of the adapter:
+ * `Stripe-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>" keyed with the endpoint secret>`.
+ */
+export function signLikeStripe(secret: string, body: string | Buffer, timestamp = Math.floor(Date.now() / 1000)): string {
+  const mac = createHmac('sha256', secret);
+  mac.update(`${timestamp}.`);
+  mac.update(body);
+  return `t=${timestamp},v1=${mac.digest('hex')}`;
 }

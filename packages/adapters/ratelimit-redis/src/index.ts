@@ -7,7 +7,7 @@ export interface RedisRateLimiterOptions {
   /** An existing connection to use; it is left open by `close()`. */
   client?: Redis;
   /** Extra ioredis options when this adapter opens its own connection. */
-  redisOptions?: RedisOptions;
+  redis?: RedisOptions;
   /** Prefix of every key (default `trellis:ratelimit:`), so several deployments can share one Redis. */
   keyPrefix?: string;
 }
@@ -42,7 +42,7 @@ export class RedisRateLimiter implements RateLimiter {
   constructor(options: RedisRateLimiterOptions = {}) {
     RedisRateLimiter.checkOptions(options);
     this.owned = !options.client;
-    this.redis = options.client ?? new Redis(options.url ?? 'redis://127.0.0.1:6379', { lazyConnect: false, maxRetriesPerRequest: 2, ...options.redisOptions });
+    this.redis = options.client ?? new Redis(options.url ?? 'redis://127.0.0.1:6379', { lazyConnect: false, maxRetriesPerRequest: 2, ...options.redis });
     this.prefix = options.keyPrefix ?? 'trellis:ratelimit:';
   }
 

@@ -36,7 +36,7 @@ export const doctorCommand = {
 };
 
 async function doctor(flags: DoctorFlags): Promise<void> {
-  const [{ loadUwsTransport }, { createCliHost }] = await Promise.all([import('@trellis/host'), import('../kernel-runner.js')]);
+  const [{ loadUwsTransport }, { createCliHost, stopQuietly }] = await Promise.all([import('@trellis/host'), import('../kernel-runner.js')]);
   const results: CheckResult[] = [];
   const add = (name: string, status: Status, detail: string) => results.push({ name, status, detail });
 
@@ -60,8 +60,10 @@ async function doctor(flags: DoctorFlags): Promise<void> {
     if (config.server.transport === 'uws' && !uws.ok) add('transport', 'warn', 'server.transport is uws but the binary cannot load: node:http will be used');
     else add('transport', 'ok', `${config.server.transport}`);
 
-    for (const check of await checkDatabase(cli)) add(check.name, check.status, check.detail);
-    await host.kernel.stop().catch(() => undefined);
+    const database = await checkDatabase(cli);
+    const connected = database.some((c) => c.name === 'database' && c.status === 'ok' && c.detail.endsWith('answers'));
+    for (const check of database) add(check.name, check.status, check.detail);
+    if (connected) await stopQuietly(host.kernel, cli.log);
 
     const { host: address, port } = config.server;
     if (port === 0) add('port', 'ok', `0: a free port is picked at start (${address})`);

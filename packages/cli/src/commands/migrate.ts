@@ -52,12 +52,12 @@ export const migrateCommand = {
 
 /** Connects through the kernel's migrator only: modules are not started and nothing listens. */
 async function withMigrator(flags: KernelFlags, work: (kernel: Kernel) => Promise<void>): Promise<void> {
-  const { createCliHost, withDatabaseContext } = await import('../kernel-runner.js');
-  const { host } = await createCliHost(flags, { oneShot: true });
+  const { createCliHost, stopQuietly, withDatabaseContext } = await import('../kernel-runner.js');
+  const { host, log } = await createCliHost(flags, { oneShot: true });
   try {
     await withDatabaseContext(host, () => work(host.kernel));
   } finally {
-    await host.kernel.stop();
+    await stopQuietly(host.kernel, log);
   }
 }
 

@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
-import type { KernelFlags } from '../config-loader.js';
+import { CliError, type KernelFlags } from '../config-loader.js';
 import { withKernelOptions } from '../options.js';
 
 interface OpenApiFlags extends KernelFlags {
@@ -23,20 +23,21 @@ export const openapiCommand = {
 
 async function openapi(flags: OpenApiFlags): Promise<void> {
   const { createCliHost } = await import('../kernel-runner.js');
+  // The kernel is composed but never started or connected: nothing to stop afterwards.
   const { host } = await createCliHost(flags, { oneShot: true });
-  try {
-    const document = host.kernel.openapi();
-    const text = `${JSON.stringify(document, null, 2)}\n`;
-    if (flags.out) {
-      const file = resolve(flags.out);
-      await mkdir(dirname(file), { recursive: true });
-      await writeFile(file, text);
-      const paths = Object.keys((document['paths'] as Record<string, unknown> | undefined) ?? {}).length;
-      process.stdout.write(`Wrote the OpenAPI document (${paths} paths) to ${file}\n`);
-    } else {
-      process.stdout.write(text);
-    }
-  } finally {
-    await host.kernel.stop();
+  const document = host.kernel.openapi();
+  const text = `${JSON.stringify(document, null, 2)}\n`;
+  if (!flags.out) {
+    process.stdout.write(text);
+    return;
   }
+  const file = resolve(flags.out);
+  try {
+    await mkdir(dirname(file), { recursive: true });
+    await writeFile(file, text);
+  } catch (error) {
+    throw new CliError(`Cannot write ${file}: ${(error as Error).message}`);
+  }
+  const paths = Object.keys((document['paths'] as Record<string, unknown> | undefined) ?? {}).length;
+  process.stdout.write(`Wrote the OpenAPI document (${paths} paths) to ${file}\n`);
 }

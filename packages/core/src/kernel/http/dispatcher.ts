@@ -3,6 +3,7 @@ import type { ServiceIdentifier } from 'inversify';
 import type { Logger } from 'pino';
 import { extractBearer, type Authenticator } from '../auth/authenticator.js';
 import { hasPermission, type Permission, type Principal } from '../auth/principal.js';
+import { requireScopes } from '../auth/scopes.js';
 import type { KernelConfig } from '../config/config.js';
 import { TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
@@ -270,23 +271,9 @@ export class HttpDispatcher {
         throw new TrellisError('forbidden', 'permission_denied', `This operation needs the ${permission} permission.`);
       }
     }
-    this.checkScopes(route, principal);
+    // A scoped credential needs one of the route's scopes or a full-access scope (RFC 6750 §3.1).
+    requireScopes(principal, route.scopes ?? [], this.deps.config.auth.fullAccessScopes);
     return principal;
-  }
-
-  /**
-   * A scoped credential passes when it carries one of the route's `scopes` or a full-access scope
-   * (`auth.fullAccessScopes`); an unscoped one keeps the user's full authority (RFC 6750 §3.1).
-   */
-  private checkScopes(route: RouteDefinition, principal: Principal): void {
-    if (principal.scopes === undefined) return;
-    const accepted = route.scopes ?? [];
-    const full = this.deps.config.auth.fullAccessScopes;
-    if (principal.scopes.some((scope) => accepted.includes(scope) || full.includes(scope))) return;
-    const needed = [...accepted, ...full].join(' ');
-    throw new TrellisError('forbidden', 'insufficient_scope', `This operation needs a credential with one of the scopes: ${needed}.`, {
-      headers: { 'www-authenticate': `Bearer error="insufficient_scope", scope="${needed}"` },
-    });
   }
 
   private parseBody(route: RouteDefinition, request: KernelRequest): unknown {

@@ -29,4 +29,9 @@ describe('oauthErrorBody', () => {
       error_description: 'An internal error occurred.',
     });
   });
+
+  it('keeps error_description within the RFC 6749 §5.2 character set', () => {
+    const error = new TrellisError('bad_request', 'invalid_request', 'x');
+    expect(oauthErrorBody(error, 'say "hi" \\ café\n').error_description).toBe('say hi  caf');
+  });
 });

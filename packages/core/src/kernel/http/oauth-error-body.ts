@@ -42,7 +42,9 @@ const fallbackByKind: Partial<Record<ErrorKind, OAuthErrorCode>> = {
  * `server_error` for anything not exposed.
  */
 export function oauthErrorBody(error: TrellisError, message: string): { error: OAuthErrorCode; error_description: string } {
-  if (!error.exposed) return { error: 'server_error', error_description: message };
+  // RFC 6749 §5.2: error_description holds %x20-21 / %x23-5B / %x5D-7E only.
+  const description = message.replace(/[^\x20-\x21\x23-\x5B\x5D-\x7E]/g, '');
+  if (!error.exposed) return { error: 'server_error', error_description: description };
   const code = known.has(error.code) ? (error.code as OAuthErrorCode) : (fallbackByKind[error.kind] ?? 'invalid_request');
-  return { error: code, error_description: message };
+  return { error: code, error_description: description };
 }

@@ -7,6 +7,11 @@ export interface SocketLike {
   close(code?: number, reason?: string): void;
   /** Bytes queued for this socket and not yet written. */
   readonly bufferedAmount: number;
+  /**
+   * Optional: runs `callback` with its sends joined into one write (uWS `cork`). Transports
+   * without it send each message on its own; callers fall back to calling `callback()`.
+   */
+  cork?(callback: () => void): void;
   readonly remoteAddress: string;
 }
 

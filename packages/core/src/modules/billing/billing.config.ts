@@ -56,7 +56,7 @@ export const billingConfigSchema = s.object({
     .describe('How long a payment order stays payable (30 minutes to 24 hours, the range Stripe Checkout accepts).'),
   renewalGraceDays: s
     .int()
-    .range(0, 90)
+    .range(1, 90)
     .default(7)
     .describe('Days a renewed paid subscription stays usable (status past_due) while its renewal order is unpaid; then the team falls back to the fallback plan.'),
   reservationTtlSeconds: s

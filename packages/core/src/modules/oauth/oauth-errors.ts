@@ -2,22 +2,29 @@ import { TrellisError, type ErrorKind } from '../../kernel/errors.js';
 import type { OAuthErrorCode } from '../../kernel/http/oauth-error-body.js';
 
 /**
- * OAuth errors exactly as the RFCs name them: one class per `error` code. Routes with
- * `errorFormat: 'oauth'` serialise only `error` and `error_description`; anything not exposed
- * becomes `server_error`. The authorization endpoint may instead redirect the error to the
- * client (RFC 6749 §4.1.2.1), using the same two fields.
+ * OAuth errors exactly as the RFCs name them: one class per `error` code this module answers.
+ * Routes with `errorFormat: 'oauth'` serialise only `error` and `error_description`; the kernel
+ * turns its own errors on those routes into RFC codes too (`server_error` for anything not
+ * exposed, `insufficient_scope` for a missing scope, `access_denied` for a refused credential
+ * kind: see `kernel/http/oauth-error-body.ts`). The authorization endpoint may instead redirect
+ * the error to the client (RFC 6749 §4.1.2.1), with the same two fields.
  */
 export abstract class OAuthError extends TrellisError {
   declare readonly code: OAuthErrorCode;
 
   protected constructor(kind: ErrorKind, code: OAuthErrorCode, description: string, headers?: Record<string, string>, status?: number) {
-    super(kind, code, description, { ...(headers ? { headers } : {}), ...(status ? { status } : {}) });
+    super(kind, code, asDescription(description), { ...(headers ? { headers } : {}), ...(status ? { status } : {}) });
   }
 
   /** `error_description` (RFC 6749 §5.2: human-readable ASCII). */
   get description(): string {
     return this.message;
   }
+}
+
+/** RFC 6749 §5.2: error_description holds %x20-21 / %x23-5B / %x5D-7E only (no quote, no backslash). */
+function asDescription(text: string): string {
+  return text.replace(/[^\x20-\x21\x23-\x5B\x5D-\x7E]/g, '');
 }
 
 export const isOAuthError = (value: unknown): value is OAuthError => value instanceof OAuthError;
@@ -46,13 +53,6 @@ export class InvalidGrant extends OAuthError {
   }
 }
 
-/** RFC 6749 §4.1.2.1 / §5.2: this client may not use this grant or response type. */
-export class UnauthorizedClient extends OAuthError {
-  constructor(description: string) {
-    super('bad_request', 'unauthorized_client', description);
-  }
-}
-
 /** RFC 6749 §5.2: the grant type is not one this server supports. */
 export class UnsupportedGrantType extends OAuthError {
   constructor(description: string) {
@@ -71,13 +71,6 @@ export class UnsupportedResponseType extends OAuthError {
 export class InvalidScope extends OAuthError {
   constructor(description: string) {
     super('bad_request', 'invalid_scope', description);
-  }
-}
-
-/** RFC 6749 §4.1.2.1: the resource owner or the server denied the request. */
-export class AccessDenied extends OAuthError {
-  constructor(description: string) {
-    super('forbidden', 'access_denied', description);
   }
 }
 
@@ -107,29 +100,5 @@ export class InvalidToken extends OAuthError {
     const challenge =
       options.tokenSent === false ? `Bearer ${realm}` : `Bearer ${realm}, error="invalid_token", error_description="${quoted(description)}"`;
     super('unauthenticated', 'invalid_token', description, { 'www-authenticate': challenge });
-  }
-}
-
-/** RFC 6750 §3.1: the token lacks the scope the resource needs. 403 with the scope in the challenge. */
-export class InsufficientScope extends OAuthError {
-  constructor(description: string, scope: string) {
-    super('forbidden', 'insufficient_scope', description, {
-      'www-authenticate': `Bearer ${realm}, error="insufficient_scope", scope="${quoted(scope)}"`,
-    });
-  }
-}
-
-/** RFC 7009 §2.2.1: the server cannot revoke this type of token. */
-export class UnsupportedTokenType extends OAuthError {
-  constructor(description: string) {
-    super('bad_request', 'unsupported_token_type', description);
-  }
-}
-
-/** RFC 6749 §4.1.2.1 / §5.2: an unexpected failure. Its description never reveals internals. */
-export class ServerError extends OAuthError {
-  constructor(cause?: unknown) {
-    super('internal', 'server_error', 'The authorization server met an unexpected condition.');
-    if (cause !== undefined) Object.defineProperty(this, 'cause', { value: cause });
   }
 }

@@ -46,4 +46,11 @@ export const oauthModule = defineModule({
     }),
   routes: oauthRoutes,
   jobs: [purgeJob],
+  onStart({ config, log }) {
+    if (!config.publicUrl) {
+      log.warn(
+        'publicUrl is not set: the OAuth issuer (metadata and the iss of every authorization response) is taken from the Host header of each request. Set publicUrl in production.',
+      );
+    }
+  },
 });

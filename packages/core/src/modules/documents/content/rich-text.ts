@@ -183,6 +183,7 @@ function checkJson(value: unknown, path: string, depth: number): JsonValue {
 }
 
 // U+0000, or a surrogate that is not part of a pair.
+// eslint-disable-next-line no-control-regex -- U+0000 is exactly what is refused
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 function checkString(value: string, path: string): void {

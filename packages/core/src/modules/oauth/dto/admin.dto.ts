@@ -111,8 +111,3 @@ export class OAuthAppIdParams {
   @IsUUID('all')
   id!: string;
 }
-
-export class ClientIdParams {
-  @Matches(clientIdPattern)
-  clientId!: string;
-}

@@ -1,6 +1,6 @@
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 
-const hostPattern = /^[A-Za-z0-9.\-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
+const hostPattern = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
 
 /**
  * The issuer identifier (RFC 8414 §2): `publicUrl` when configured, otherwise the scheme and host

@@ -26,8 +26,8 @@ describe('PushHub', () => {
     const { hub, push } = hubWith();
     const a: string[] = [];
     const b: string[] = [];
-    const first = await hub.attach('user', 'u1', { deliver: (f) => a.push(f) });
-    const second = await hub.attach('user', 'u1', { deliver: (f) => b.push(f) });
+    const first = await hub.attach('user', 'u1', { deliver: (f) => a.push(...f) });
+    const second = await hub.attach('user', 'u1', { deliver: (f) => b.push(...f) });
     expect(first.epoch).toBe(second.epoch);
     expect(first.outcome).toEqual({ kind: 'fresh' });
     await push('u1', 'x');
@@ -91,10 +91,27 @@ describe('PushHub', () => {
     expect(other.hub.targets).toBe(0);
   });
 
+  it('hands the pushes of one tick to each subscriber in one call, and never twice to one that resumes meanwhile', async () => {
+    const { hub, pubsub } = hubWith();
+    const calls: string[][] = [];
+    const first = await hub.attach('user', 'u', { deliver: (f) => calls.push([...f]) });
+    const envelope = (content: string) => encodeEnvelope({ method: 'system', params: { type: 't', content } });
+    await pubsub.publish(pushTopic('user', 'u'), envelope('a'));
+    await pubsub.publish(pushTopic('user', 'u'), envelope('b'));
+    // Both are numbered now (a microtask each), their delivery waits for the check phase.
+    const late: string[] = [];
+    const second = await hub.attach('user', 'u', { deliver: (f) => late.push(...f) }, { epoch: first.epoch, lastSeq: 0 });
+    expect(second.outcome.kind).toBe('resumed');
+    expect(contents((second.outcome as { frames: string[] }).frames).map((p) => p.content)).toEqual(['a', 'b']);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(calls.map((frames) => contents(frames).map((p) => p.content))).toEqual([['a', 'b']]);
+    expect(late).toEqual([]);
+  });
+
   it('ignores messages on its topics that are not push envelopes', async () => {
     const { hub, pubsub } = hubWith();
     const got: string[] = [];
-    await hub.attach('user', 'u', { deliver: (f) => got.push(f) });
+    await hub.attach('user', 'u', { deliver: (f) => got.push(...f) });
     await pubsub.publish(pushTopic('user', 'u'), 'not json');
     await pubsub.publish(pushTopic('user', 'u'), JSON.stringify({ method: 'x', params: [1] }));
     await new Promise((resolve) => setImmediate(resolve));

@@ -9,8 +9,11 @@ import { decodeEnvelope, pushTopic, type ChannelKind } from '../topics.js';
 
 /** A socket (or anything else) that receives the pushes of one target. */
 export interface PushSubscriber {
-  /** One encoded JSON-RPC notification, `seq` already in its params. */
-  deliver(frame: string): void;
+  /**
+   * Encoded JSON-RPC notifications, `seq` already in their params, oldest first: every push of
+   * the target that arrived in one tick, so a socket can write them together.
+   */
+  deliver(frames: readonly string[]): void;
 }
 
 /** What a reconnecting client says it has seen. */
@@ -71,6 +74,9 @@ class TargetStream {
   ready!: Promise<void>;
   unsubscribe?: () => Promise<void>;
   linger?: NodeJS.Timeout;
+  /** Numbered pushes not yet handed to the subscribers (they go out together at the next check phase). */
+  pending: string[] = [];
+  flushScheduled = false;
 
   constructor(
     readonly topic: string,
@@ -127,7 +133,9 @@ export class PushHub {
     }
     stream.attaching--;
     // From here to the return nothing awaits: a push is either counted in `seq` (and replayed if
-    // asked for) or delivered live, never both and never neither.
+    // asked for) or delivered live, never both and never neither. Pushes already numbered go to
+    // the current subscribers first.
+    this.flush(stream);
     const outcome = this.resumeOutcome(stream, resume);
     stream.subscribers.add(subscriber);
     const attached = stream;
@@ -175,9 +183,22 @@ export class PushHub {
     const seq = ++stream.seq;
     const frame = JSON.stringify({ jsonrpc: '2.0', method: envelope.method, params: { ...envelope.params, seq } });
     stream.ring.push(frame);
+    stream.pending.push(frame);
+    if (!stream.flushScheduled) {
+      stream.flushScheduled = true;
+      setImmediate(() => this.flush(stream));
+    }
+  }
+
+  /** Hands the pushes numbered since the last flush to every subscriber, in one call each. */
+  private flush(stream: TargetStream): void {
+    stream.flushScheduled = false;
+    if (stream.dead || stream.pending.length === 0) return;
+    const frames = stream.pending;
+    stream.pending = [];
     for (const subscriber of stream.subscribers) {
       try {
-        subscriber.deliver(frame);
+        subscriber.deliver(frames);
       } catch (error) {
         this.log.error({ err: error, topic: stream.topic }, 'realtime: delivering a push failed');
       }
@@ -212,6 +233,7 @@ export class PushHub {
     if (stream.linger) clearTimeout(stream.linger);
     stream.linger = undefined;
     stream.dead = true;
+    stream.pending = [];
     if (this.streams.get(stream.topic) === stream) this.streams.delete(stream.topic);
     const unsubscribe = stream.unsubscribe;
     stream.unsubscribe = undefined;

@@ -17,7 +17,7 @@ import {
 import type { ChannelSession, ChannelUpgradeRequest, SocketLike } from '../../../kernel/ws/channel.js';
 import { channelTargetResolverServiceIdentifier, type ChannelTarget, type ChannelTargetResolver } from '../channel-targets.js';
 import { realtimeSection, type RealtimeConfig } from '../realtime.config.js';
-import { RealtimeSession } from '../session/realtime-session.js';
+import { RealtimeSession, type AcceptedConnection, type RealtimeSessionEnv } from '../session/realtime-session.js';
 import { channelKinds, type ChannelKind } from '../topics.js';
 import { ConnectionRegistry } from './connection-registry.js';
 import { PushHub } from './push-hub.js';
@@ -38,7 +38,7 @@ const reservedMethods = new Set(['auth', 'ping']);
 @injectable()
 export class RealtimeGateway {
   private readonly config: RealtimeConfig;
-  private methodTables?: ReadonlyMap<ChannelKind, ReadonlyMap<string, RpcMethodDefinition>>;
+  private env?: RealtimeSessionEnv;
 
   constructor(
     @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
@@ -68,21 +68,22 @@ export class RealtimeGateway {
   }
 
   /** Builds the session of one accepted socket. */
-  handleConnection(socket: SocketLike, accepted: { kind: ChannelKind; targetId: string; principal: Principal }): RealtimeSession {
-    const log = this.log.child({ channel: `realtime.${accepted.kind}`, targetId: accepted.targetId });
-    return new RealtimeSession(socket, {
-      kind: accepted.kind,
-      targetId: accepted.targetId,
-      upgradePrincipal: accepted.principal,
+  handleConnection(socket: SocketLike, accepted: AcceptedConnection): RealtimeSession {
+    return new RealtimeSession(socket, this.sessionEnv(), accepted).start();
+  }
+
+  /** Shared by every session: per-socket state stays in the session itself. */
+  private sessionEnv(): RealtimeSessionEnv {
+    return (this.env ??= {
       config: this.config,
-      methods: this.methodsFor(accepted.kind),
-      authenticate: (token) => this.authenticator.authenticate(token, { ip: socket.remoteAddress, userAgent: '' }),
+      methods: buildMethodTables(this.kernel.rpcMethods),
+      authenticate: (token, ip) => this.authenticator.authenticate(token, { ip, userAgent: '' }),
       resolveTarget: (id) => this.resolve(id),
       hub: this.hub,
       registry: this.registry,
-      context: () => this.rpcContext(log),
-      log,
-    }).start();
+      context: () => this.rpcContext(),
+      log: this.log.child({ module: 'realtime' }),
+    });
   }
 
   private async authenticateUpgrade(request: ChannelUpgradeRequest): Promise<Principal> {
@@ -110,16 +111,11 @@ export class RealtimeGateway {
     return resolver.resolve(this.orm.em.fork(), id);
   }
 
-  private methodsFor(kind: ChannelKind): ReadonlyMap<string, RpcMethodDefinition> {
-    this.methodTables ??= buildMethodTables(this.kernel.rpcMethods);
-    return this.methodTables.get(kind)!;
-  }
-
-  private rpcContext(log: Logger): RpcContext {
+  private rpcContext(): RpcContext {
     let em: EntityManager | undefined;
     const orm = this.orm;
     return {
-      log,
+      log: this.sessionEnv().log,
       get: (id) => this.kernel.get(id),
       get em() {
         return (em ??= orm.em.fork());

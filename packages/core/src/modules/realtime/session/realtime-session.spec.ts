@@ -23,19 +23,20 @@ function session(overrides: Partial<RealtimeConfig> = {}) {
     remoteAddress: '127.0.0.1',
   };
   const registry = new ConnectionRegistry(trellis);
-  const s = new RealtimeSession(socket, {
-    kind: 'user',
-    targetId: 'u1',
-    upgradePrincipal: principal,
-    config,
-    methods: new Map(),
-    authenticate: async () => principal,
-    resolveTarget: async () => null,
-    hub: new PushHub(new InProcessPubSub(), trellis, pino({ level: 'silent' })),
-    registry,
-    context: () => ({ log: pino({ level: 'silent' }), get: () => undefined as never, em: undefined as never }),
-    log: pino({ level: 'silent' }),
-  }).start();
+  const s = new RealtimeSession(
+    socket,
+    {
+      config,
+      methods: new Map(),
+      authenticate: async () => principal,
+      resolveTarget: async () => null,
+      hub: new PushHub(new InProcessPubSub(), trellis, pino({ level: 'silent' })),
+      registry,
+      context: () => ({ log: pino({ level: 'silent' }), get: () => undefined as never, em: undefined as never }),
+      log: pino({ level: 'silent' }),
+    },
+    { kind: 'user', targetId: 'u1', principal },
+  ).start();
   const settle = () => new Promise((resolve) => setImmediate(resolve));
   return { s, sent, closes, registry, config, settle };
 }

@@ -47,15 +47,12 @@ export interface RealtimeSessionInfo {
   readonly remoteAddress: string;
 }
 
-export interface RealtimeSessionDeps {
-  kind: ChannelKind;
-  targetId: string;
-  /** The principal of the token in the connection URL. */
-  upgradePrincipal: Principal;
+/** What every session of one gateway shares (built once, not per socket). */
+export interface RealtimeSessionEnv {
   config: RealtimeConfig;
-  /** Methods other modules offer on this kind of channel, by name. */
-  methods: ReadonlyMap<string, RpcMethodDefinition>;
-  authenticate(token: string): Promise<Principal>;
+  /** Methods other modules offer, per kind of channel, by name. */
+  methods: ReadonlyMap<ChannelKind, ReadonlyMap<string, RpcMethodDefinition>>;
+  authenticate(token: string, ip: string): Promise<Principal>;
   /** Looks the channel's id up again at `auth` (application and hardware channels). */
   resolveTarget(id: string): Promise<ChannelTarget | null>;
   hub: PushHub;
@@ -63,6 +60,13 @@ export interface RealtimeSessionDeps {
   /** A fresh context for one method call. */
   context(): RpcContext;
   log: Logger;
+}
+
+/** What the upgrade established: the kind of channel, its id, and the principal of the URL's token. */
+export interface AcceptedConnection {
+  kind: ChannelKind;
+  targetId: string;
+  principal: Principal;
 }
 
 /**
@@ -84,34 +88,45 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
   private cleaned = false;
   private readonly openedAt = Date.now();
   private lastActivity = this.openedAt;
-  readonly info: RealtimeSessionInfo;
+  private readonly upgradePrincipal: Principal;
+  private sessionInfo?: RealtimeSessionInfo;
 
   constructor(
     private readonly socket: SocketLike,
-    private readonly deps: RealtimeSessionDeps,
+    private readonly env: RealtimeSessionEnv,
+    accepted: AcceptedConnection,
   ) {
-    this.kind = deps.kind;
-    this.targetId = deps.targetId;
-    const current = () => this.principal;
-    this.info = Object.freeze({
-      kind: deps.kind,
-      targetId: deps.targetId,
-      remoteAddress: socket.remoteAddress,
-      get userId() {
-        return (current() ?? deps.upgradePrincipal).userId;
-      },
-      get principal() {
-        return current() ?? deps.upgradePrincipal;
-      },
-      get authenticated() {
-        return current() !== null;
-      },
-    });
+    this.kind = accepted.kind;
+    this.targetId = accepted.targetId;
+    this.upgradePrincipal = accepted.principal;
+  }
+
+  /** What module methods see as `ctx.session` (built on first use). */
+  get info(): RealtimeSessionInfo {
+    if (!this.sessionInfo) {
+      const current = () => this.principal ?? this.upgradePrincipal;
+      const authenticated = () => this.principal !== null;
+      this.sessionInfo = Object.freeze({
+        kind: this.kind,
+        targetId: this.targetId,
+        remoteAddress: this.socket.remoteAddress,
+        get userId() {
+          return current().userId;
+        },
+        get principal() {
+          return current();
+        },
+        get authenticated() {
+          return authenticated();
+        },
+      });
+    }
+    return this.sessionInfo;
   }
 
   /** Registers the socket; closes it at once (4429) when its user or target has too many. */
   start(): this {
-    if (!this.deps.registry.add(this)) {
+    if (!this.env.registry.add(this)) {
       this.cleaned = true;
       this.closed = true;
       this.socket.close(realtimeCloseCodes.tooManyConnections, 'too_many_connections');
@@ -121,7 +136,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
 
   get credentialIds(): readonly string[] {
     const ids: string[] = [];
-    if (this.deps.upgradePrincipal.credentialId) ids.push(this.deps.upgradePrincipal.credentialId);
+    if (this.upgradePrincipal.credentialId) ids.push(this.upgradePrincipal.credentialId);
     if (this.principal?.credentialId) ids.push(this.principal.credentialId);
     return ids;
   }
@@ -132,7 +147,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
     if (this.closed) return;
     this.lastActivity = Date.now();
     const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
-    if (size > this.deps.config.maxMessageBytes) {
+    if (size > this.env.config.maxMessageBytes) {
       this.close(realtimeCloseCodes.messageTooBig, 'message_too_big');
       return;
     }
@@ -157,7 +172,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
         if (this.gate === gate) this.gate = undefined;
       });
     }
-    task.catch((error: unknown) => this.deps.log.error({ err: error }, 'realtime: handling a message failed'));
+    task.catch((error: unknown) => this.env.log.error({ err: error, channel: this.kind, targetId: this.targetId }, 'realtime: handling a message failed'));
   }
 
   onClose(_code: number, _reason: string): void {
@@ -169,9 +184,9 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
 
   checkDeadlines(nowMs: number): void {
     if (this.closed) return;
-    if (!this.principal && nowMs - this.openedAt >= this.deps.config.authTimeoutMs) {
+    if (!this.principal && nowMs - this.openedAt >= this.env.config.authTimeoutMs) {
       this.close(realtimeCloseCodes.authTimeout, 'auth_timeout');
-    } else if (nowMs - this.lastActivity >= this.deps.config.heartbeatTimeoutMs) {
+    } else if (nowMs - this.lastActivity >= this.env.config.heartbeatTimeoutMs) {
       this.close(realtimeCloseCodes.heartbeatTimeout, 'heartbeat_timeout');
     }
   }
@@ -189,10 +204,10 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
 
   // --- PushSubscriber ----------------------------------------------------------------------
 
-  deliver(frame: string): void {
+  deliver(frames: readonly string[]): void {
     if (this.closed) return;
-    if (this.held) this.held.push(frame);
-    else this.send(frame);
+    if (this.held) this.held.push(...frames);
+    else this.sendAll(frames);
   }
 
   // --- JSON-RPC ----------------------------------------------------------------------------
@@ -204,14 +219,14 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
         this.sendJson(invalid('an empty batch is not a request'));
         return;
       }
-      if (message.length > this.deps.config.maxBatchSize) {
+      if (message.length > this.env.config.maxBatchSize) {
         this.sendJson({
           jsonrpc: '2.0',
           id: null,
           error: {
             code: rpcCodes.invalidRequest,
-            message: `Invalid Request: a batch holds at most ${this.deps.config.maxBatchSize} requests`,
-            data: { error: 'batch_too_large', max: this.deps.config.maxBatchSize },
+            message: `Invalid Request: a batch holds at most ${this.env.config.maxBatchSize} requests`,
+            data: { error: 'batch_too_large', max: this.env.config.maxBatchSize },
           },
         });
         return;
@@ -237,7 +252,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
       return request.notification ? null : { jsonrpc: '2.0', id: request.id ?? null, result: result === undefined ? null : result };
     } catch (thrown) {
       const { error, unexpected } = toRpcError(thrown);
-      if (unexpected) this.deps.log.error({ err: thrown, method: request.method }, 'realtime: method failed');
+      if (unexpected) this.env.log.error({ err: thrown, method: request.method, channel: this.kind, targetId: this.targetId }, 'realtime: method failed');
       return request.notification ? null : { jsonrpc: '2.0', id: request.id ?? null, error };
     }
   }
@@ -245,7 +260,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
   private async dispatch(request: RpcRequest, after: Array<() => void>): Promise<unknown> {
     if (request.method === 'auth') return this.auth(request.params, after);
     if (request.method === 'ping') return 'pong';
-    const definition = this.deps.methods.get(request.method);
+    const definition = this.env.methods.get(this.kind)?.get(request.method);
     if (!this.principal) throw this.authFailed('not_authenticated', 'send the auth request first');
     if (!definition) {
       throw new RpcError(rpcCodes.methodNotFound, `Method not found: ${request.method}`, { error: 'method_not_found' });
@@ -258,7 +273,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
       }
       params = await validateInput(definition.params, params, 'params', { status: 422, code: 'invalid_params' });
     }
-    return definition.handler(params, { ...this.deps.context(), session: this.info });
+    return definition.handler(params, { ...this.env.context(), session: this.info });
   }
 
   private async auth(params: unknown, after: Array<() => void>): Promise<unknown> {
@@ -278,16 +293,16 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
 
     let principal: Principal;
     try {
-      principal = await this.deps.authenticate(p.token);
+      principal = await this.env.authenticate(p.token, this.socket.remoteAddress);
     } catch (error) {
       if (error instanceof TrellisError && error.kind === 'unauthenticated') throw this.authFailed(error.code, error.message);
       throw error;
     }
-    if (principal.userId !== this.deps.upgradePrincipal.userId) {
+    if (principal.userId !== this.upgradePrincipal.userId) {
       throw this.authFailed('token_mismatch', 'the token belongs to another user than the token in the connection URL');
     }
     // A device token (its principal names the device) opens that device's own channel only.
-    for (const used of [principal, this.deps.upgradePrincipal]) {
+    for (const used of [principal, this.upgradePrincipal]) {
       if (kind === 'user' && (used.kind === 'device' || used.device)) {
         throw this.authFailed('credential_not_allowed', 'a device token opens its own device channel, not the user channel');
       }
@@ -296,7 +311,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
       }
     }
     if (kind !== 'user') {
-      const target = await this.deps.resolveTarget(targetId);
+      const target = await this.env.resolveTarget(targetId);
       if (!target || target.kind !== kind) throw this.authFailed('target_not_found', `no ${kind === 'application' ? 'application' : 'hardware device'} has this id`);
       if (target.ownerId !== principal.userId) {
         throw new RpcError(rpcCodes.insufficientPermission, `Insufficient permission: the ${kind === 'application' ? 'application' : 'hardware device'} belongs to another user`, {
@@ -313,7 +328,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
     this.held = [];
     let attachment: Attachment;
     try {
-      attachment = await this.deps.hub.attach(kind, targetId, this, resume);
+      attachment = await this.env.hub.attach(kind, targetId, this, resume);
     } catch (error) {
       this.held = null;
       throw error;
@@ -331,13 +346,13 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
   /** After the `auth` reply: what the client missed (or a resync notice), then live pushes. */
   private release(attachment: Attachment): void {
     const { outcome } = attachment;
-    if (outcome.kind === 'resumed') for (const frame of outcome.frames) this.send(frame);
+    const frames = outcome.kind === 'resumed' ? [...outcome.frames] : [];
     if (outcome.kind === 'resync') {
-      this.sendJson({ jsonrpc: '2.0', method: 'resync_required', params: { epoch: attachment.epoch, seq: attachment.seq, reason: outcome.reason } });
+      frames.push(JSON.stringify({ jsonrpc: '2.0', method: 'resync_required', params: { epoch: attachment.epoch, seq: attachment.seq, reason: outcome.reason } }));
     }
-    const held = this.held ?? [];
+    frames.push(...(this.held ?? []));
     this.held = null;
-    for (const frame of held) this.send(frame);
+    this.sendAll(frames);
   }
 
   private authFailed(reason: string, detail: string): RpcError {
@@ -359,11 +374,24 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
     if (this.socket.bufferedAmount > SLOW_CONSUMER_BYTES) this.close(realtimeCloseCodes.slowConsumer, 'slow_consumer');
   }
 
+  /** Several messages in one write where the transport can cork. */
+  private sendAll(texts: readonly string[]): void {
+    if (this.closed || texts.length === 0) return;
+    if (texts.length === 1) return this.send(texts[0]!);
+    const { socket } = this;
+    const write = () => {
+      for (const text of texts) socket.send(text, false);
+    };
+    if (socket.cork) socket.cork(write);
+    else write();
+    if (socket.bufferedAmount > SLOW_CONSUMER_BYTES) this.close(realtimeCloseCodes.slowConsumer, 'slow_consumer');
+  }
+
   private cleanup(): void {
     if (this.cleaned) return;
     this.cleaned = true;
     this.held = null;
-    this.deps.registry.remove(this);
+    this.env.registry.remove(this);
     this.attachment?.detach();
   }
 }

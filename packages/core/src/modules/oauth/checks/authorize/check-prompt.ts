@@ -16,7 +16,7 @@ export const checkPrompt: AuthorizationCheck = {
     const list = raw.split(' ').filter((value) => value.length > 0);
     if (list.length === 0) throw new InvalidRequest('prompt names no value.');
     for (const value of list) {
-      if (!values.has(value)) throw new InvalidRequest(`Unknown prompt value ${value}.`);
+      if (!values.has(value)) throw new InvalidRequest('prompt holds a value other than login, consent, select_account and none.');
       request.prompt.add(value as PromptValue);
     }
     if (request.prompt.has('none') && request.prompt.size > 1) throw new InvalidRequest('prompt=none cannot be combined with other values.');

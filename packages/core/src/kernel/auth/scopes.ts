@@ -1,0 +1,26 @@
+import { TrellisError } from '../errors.js';
+import type { Principal } from './principal.js';
+
+/**
+ * Whether a credential may be used where `accepted` scopes are asked for. A credential without
+ * scopes (a JWT, an unscoped API key) keeps the user's full authority; a scoped one (an OAuth
+ * access token, a scoped API key or agent token) needs one of `accepted` or of `fullAccess`
+ * (`auth.fullAccessScopes`).
+ */
+export function scopesAllow(principal: Principal, accepted: readonly string[], fullAccess: readonly string[]): boolean {
+  if (principal.scopes === undefined) return true;
+  return principal.scopes.some((scope) => accepted.includes(scope) || fullAccess.includes(scope));
+}
+
+/**
+ * Throws 403 `insufficient_scope` with an RFC 6750 §3.1 challenge unless `scopesAllow`. The
+ * dispatcher applies it to every route (with the route's `scopes`); WebSocket channels and other
+ * entry points that authenticate by themselves call it too.
+ */
+export function requireScopes(principal: Principal, accepted: readonly string[], fullAccess: readonly string[]): void {
+  if (scopesAllow(principal, accepted, fullAccess)) return;
+  const needed = [...accepted, ...fullAccess].join(' ');
+  throw new TrellisError('forbidden', 'insufficient_scope', `This operation needs a credential with one of the scopes: ${needed}.`, {
+    headers: { 'www-authenticate': `Bearer error="insufficient_scope", scope="${needed}"` },
+  });
+}

@@ -1,0 +1,129 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InProcessPubSub, provide, pubSubServiceIdentifier, type DatabaseAdapter } from '@trellis/core';
+import { postgresDatabase } from '@trellis/db-postgres';
+import { sqliteDatabase } from '@trellis/db-sqlite';
+import { createHost, type Host } from '@trellis/host';
+import { testDatabases, testJwtSecret } from '@trellis/test-support';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { WebsocketProvider } from 'y-websocket';
+import * as Y from 'yjs';
+import { doc, eventually, paragraph } from './documents.fixtures.js';
+
+// Two host processes (one on uWebSockets.js, one on node:http) share a database and a PubSub
+// backend, as several processes behind a load balancer do. Yjs updates and awareness travel
+// through the PubSub port, so clients connected to different processes edit together.
+describe.each(testDatabases())('collaboration across host processes on $name', (db) => {
+  let hosts: Host[] = [];
+  let cleanup: () => Promise<void> = async () => undefined;
+  const clients: Array<{ provider: WebsocketProvider; ydoc: Y.Doc }> = [];
+
+  beforeAll(async () => {
+    let adapters: [DatabaseAdapter, DatabaseAdapter];
+    if (db.name === 'sqlite') {
+      const dir = mkdtempSync(join(tmpdir(), 'trellis-collab-'));
+      const path = join(dir, 'shared.db');
+      adapters = [sqliteDatabase({ path }), sqliteDatabase({ path })];
+      cleanup = async () => rmSync(dir, { recursive: true, force: true });
+    } else {
+      const handle = await db.create();
+      adapters = [handle.adapter, postgresDatabase({ url: handle.url, pool: { min: 1, max: 5 } })];
+      cleanup = () => handle.drop();
+    }
+    const pubsub = new InProcessPubSub();
+    hosts = (['uws', 'node'] as const).map((transport, i) =>
+      createHost({
+        config: {
+          server: { host: '127.0.0.1', port: 0, transport },
+          auth: { jwtSecret: testJwtSecret },
+          collab: { mirrorDebounceMs: 20, mirrorMaxWaitMs: 200 },
+        },
+        database: adapters[i],
+        adapters: [provide(pubSubServiceIdentifier, pubsub)],
+        logger: pino({ level: process.env.TRELLIS_TEST_LOG ?? 'silent' }),
+      }),
+    );
+    for (const host of hosts) await host.start();
+  });
+
+  afterAll(async () => {
+    for (const client of clients) client.provider.destroy();
+    for (const host of hosts) await host.stop();
+    await cleanup();
+  });
+
+  const request = async (host: Host, method: string, path: string, token?: string, body?: unknown) => {
+    const response = await fetch(`${host.url}${path}`, {
+      method,
+      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as any };
+  };
+
+  async function connect(host: Host, documentId: string, token: string) {
+    const ydoc = new Y.Doc();
+    const provider = new WebsocketProvider(`${host.url.replace(/^http/, 'ws')}/v3/collab`, documentId, ydoc, {
+      params: { token },
+      WebSocketPolyfill: WebSocket as unknown as typeof globalThis.WebSocket,
+      disableBc: true,
+    });
+    clients.push({ provider, ydoc });
+    await new Promise<void>((resolve) => provider.once('sync', () => resolve()));
+    return { ydoc, provider, fragment: ydoc.getXmlFragment('default') };
+  }
+
+  const texts = (fragment: Y.XmlFragment) => fragment.toArray().map((node) => ((node as Y.XmlElement).get(0) as Y.XmlText | undefined)?.toString() ?? '');
+
+  it('clients on different processes edit one document together, and REST on either process sees it', async () => {
+    const [one, two] = hosts as [Host, Host];
+    const registered = await request(one, 'POST', '/auth/register', undefined, { email: `multi-${Date.now()}@example.com`, password: 'correct horse battery' });
+    const token = registered.body.token as string;
+    const project = await request(one, 'POST', '/project', token, { name: 'Shared', tools: [], access: 'private' });
+    const created = await request(two, 'POST', '/documents', token, { projectId: project.body.id, title: 'Together', content: doc(paragraph('p1', 'One')) });
+    expect(created.status).toBe(201);
+    const id = created.body.id as string;
+
+    const a = await connect(one, id, token);
+    const b = await connect(two, id, token);
+    expect(texts(b.fragment)).toEqual(['One']);
+
+    a.ydoc.transact(() => ((a.fragment.get(0) as Y.XmlElement).get(0) as Y.XmlText).insert(3, ' from A'));
+    await eventually(async () => texts(b.fragment), (list) => list[0] === 'One from A', 'B on the other process to see A');
+    b.ydoc.transact(() => {
+      const element = new Y.XmlElement('paragraph');
+      b.fragment.push([element]);
+      element.setAttribute('id', 'p2');
+      element.insert(0, [new Y.XmlText('Two from B')]);
+    });
+    await eventually(async () => texts(a.fragment), (list) => list.length === 2, 'A to see B');
+
+    // Awareness crosses processes, but each process reports only its own connections.
+    a.provider.awareness.setLocalState({ user: { name: 'A' } });
+    await eventually(async () => b.provider.awareness.getStates().get(a.ydoc.clientID)?.user?.name, (name) => name === 'A', 'awareness across processes');
+    const local = await request(two, 'GET', `/documents/${id}/awareness`, token);
+    expect(local.body).toMatchObject({ active_connections: 1, scope: 'local' });
+    expect(local.body.collaborators.map((c: any) => c.clientId)).not.toContain(a.ydoc.clientID);
+
+    // REST edits are locked on both processes; a smart-edit on one reaches a client of the other.
+    const locked = await request(two, 'POST', `/documents/${id}/edit`, token, { base_version: created.body.content_hash, mode: 'commands', commands: [{ op: 'list' }] });
+    expect(locked.status).toBe(423);
+    const smart = await request(two, 'POST', `/documents/${id}/smart-edit`, token, { mode: 'commands', commands: [{ op: 'insert', block: paragraph('p3', 'Three by smart-edit') }] });
+    expect(smart.body.mode).toBe('collab');
+    await eventually(async () => texts(a.fragment), (list) => list.length === 3 && list[2] === 'Three by smart-edit', 'the smart-edit on process one');
+
+    for (const host of hosts) {
+      const read = await eventually(() => request(host, 'GET', `/documents/${id}/content`, token), (r) => r.body.content?.content?.length === 3, 'the mirrored content');
+      expect(read.body.content).toEqual(doc(paragraph('p1', 'One from A'), paragraph('p2', 'Two from B'), paragraph('p3', 'Three by smart-edit')));
+    }
+
+    a.provider.destroy();
+    b.provider.destroy();
+    const rest = await eventually(() => request(one, 'GET', `/documents/${id}/content`, token), (r) => r.body.content_source === 'rest', 'rest mode on both processes');
+    const edit = await request(one, 'POST', `/documents/${id}/edit`, token, { base_version: rest.body.content_hash, mode: 'commands', commands: [{ op: 'delete', blockId: 'p3' }] });
+    expect(edit.status).toBe(200);
+  });
+});
