@@ -13,6 +13,9 @@
 // last push; with one client process the clients can be the limit, so the server's own CPU time
 // per delivered message is printed too (it compares servers even then).
 //
+// BENCH_VERBOSE=1 prints every fan-out round; BENCH_CPU_PROF_DIR=<dir> runs the servers with
+// --cpu-prof into that directory.
+//
 // Not a test: it prints figures and never fails on them.
 import { execFileSync, fork } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';

@@ -5,7 +5,7 @@
 // pinned to one core; the load generator (autocannon, in this process) is pinned to another.
 //
 //   pnpm bench                      (builds the packages first)
-//   node bench/run.mjs [--duration 10] [--warmup 3] [--connections 64] [--rounds 1] [--only a,b] [--json out.json]
+//   node bench/run.mjs [--duration 10] [--warmup 3] [--connections 64] [--rounds 1] [--nice=-10] [--loader autocannon|wrk] [--only a,b] [--json out.json]
 //
 // With --rounds N every target runs N times, interleaved, and the median round is reported.
 // "server CPU" is the share of its core the server process used while measured: below ~90% the
@@ -15,7 +15,7 @@
 // Not a test: it prints figures and never fails on them.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, setPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -28,6 +28,11 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '64' },
     only: { type: 'string' },
     rounds: { type: 'string', default: '1' },
+    // A negative niceness (root only) keeps other work on a shared machine from skewing figures.
+    nice: { type: 'string' },
+    // autocannon (default, a bench dependency) or wrk (if installed: a C load generator, for
+    // when one Node process cannot load the fastest servers fully).
+    loader: { type: 'string', default: 'autocannon' },
     json: { type: 'string' },
   },
 });
@@ -52,6 +57,7 @@ const SERVER_CORE = '0';
 const LOAD_CORE = '1';
 const pinned = availableParallelism() >= 2 && hasTaskset();
 if (pinned) execFileSync('taskset', ['-a', '-cp', LOAD_CORE, String(process.pid)], { stdio: 'ignore' });
+if (args.nice !== undefined) setPriority(0, Number(args.nice));
 else console.warn('! taskset or a second core is missing: server and load generator share the CPU; figures are not comparable.');
 
 const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0123';
@@ -69,7 +75,7 @@ const dir = mkdtempSync(join(tmpdir(), 'trellis-bench-'));
 const dbPath = join(dir, 'bench.db');
 try {
   const token = await prepareDatabase(dbPath);
-  console.log(`GET /auth/me, ${connections} connections, ${warmup} s warm-up + ${duration} s measured per target, Node ${process.version}${pinned ? `, servers on core ${SERVER_CORE}, autocannon on core ${LOAD_CORE}` : ''}\n`);
+  console.log(`GET /auth/me, ${connections} connections, ${warmup} s warm-up + ${duration} s measured per target, Node ${process.version}${pinned ? `, servers on core ${SERVER_CORE}, ${args.loader} on core ${LOAD_CORE}` : ''}${args.nice !== undefined ? `, niceness ${args.nice}` : ''}\n`);
   const samples = {};
   let reference;
   for (let round = 1; round <= rounds; round++) {
@@ -94,7 +100,7 @@ try {
   }
   printRatios(results);
   console.log(`\nLoad average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on this machine skews figures; compare rounds).`);
-  if (args.json) writeFileSync(args.json, JSON.stringify({ connections, duration, rounds, node: process.version, pinned, results }, null, 2));
+  if (args.json) writeFileSync(args.json, JSON.stringify({ loader: args.loader, connections, duration, rounds, node: process.version, pinned, results }, null, 2));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
@@ -115,13 +121,13 @@ async function measure(target, token, checkBody) {
     const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
     const cpu = cpuSeconds(server.pid) - cpuBefore;
     return {
-      requestsPerSecond: Math.round(result.requests.average),
-      p50: result.latency.p50,
-      p99: result.latency.p99,
+      requestsPerSecond: Math.round(result.requestsPerSecond),
+      p50: result.p50,
+      p99: result.p99,
       serverCpu: cpu / elapsed,
-      requestsPerCpuSecond: cpu > 0 ? Math.round(result.requests.total / cpu) : undefined,
+      requestsPerCpuSecond: cpu > 0 ? Math.round(result.total / cpu) : undefined,
       non2xx: result.non2xx,
-      errors: result.errors + result.timeouts,
+      errors: result.errors,
       ...server.info,
     };
   } finally {
@@ -171,8 +177,12 @@ async function prepareDatabase(path) {
 
 function startServer(target, db) {
   const script = join(here, 'servers', target.script);
-  const command = pinned ? 'taskset' : process.execPath;
-  const argv = pinned ? ['-c', SERVER_CORE, process.execPath, script] : [script];
+  let command = pinned ? 'taskset' : process.execPath;
+  let argv = pinned ? ['-c', SERVER_CORE, process.execPath, script] : [script];
+  if (args.nice !== undefined) {
+    argv = ['-n', args.nice, command, ...argv];
+    command = 'nice';
+  }
   const child = spawn(command, argv, {
     cwd: here,
     env: { ...process.env, BENCH_DB: db, BENCH_JWT_SECRET: JWT_SECRET, ...target.env },
@@ -190,7 +200,7 @@ function startServer(target, db) {
       resolve({
         port,
         info,
-        // taskset execs node in place: the child's pid is the server's.
+        // nice and taskset exec in place: the child's pid is the server's.
         pid: child.pid,
         stop: () =>
           new Promise((done) => {
@@ -206,9 +216,53 @@ function startServer(target, db) {
   });
 }
 
+/** Loads `url` for `seconds`: requests/s, p50 and p99 latency (ms), totals. */
 function load(url, headers, seconds) {
+  return args.loader === 'wrk' ? loadWithWrk(url, headers, seconds) : loadWithAutocannon(url, headers, seconds);
+}
+
+function loadWithAutocannon(url, headers, seconds) {
   return new Promise((resolve, reject) => {
-    autocannon({ url, headers, connections, duration: seconds, pipelining: 1 }, (error, result) => (error ? reject(error) : resolve(result)));
+    autocannon({ url, headers, connections, duration: seconds, pipelining: 1 }, (error, result) =>
+      error
+        ? reject(error)
+        : resolve({
+            requestsPerSecond: result.requests.average,
+            p50: result.latency.p50,
+            p99: result.latency.p99,
+            total: result.requests.total,
+            non2xx: result.non2xx,
+            errors: result.errors + result.timeouts,
+          }),
+    );
+  });
+}
+
+function loadWithWrk(url, headers, seconds) {
+  const argv = ['-t1', `-c${connections}`, `-d${seconds}s`, '--latency'];
+  for (const [name, value] of Object.entries(headers)) argv.push('-H', `${name}: ${value}`);
+  return new Promise((resolve, reject) => {
+    // Inherits this process's core.
+    const child = spawn('wrk', [...argv, url], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) return reject(new Error(`wrk exited with ${code}: ${out}`));
+      const ms = (text) => {
+        const [, value, unit] = /([\d.]+)(us|ms|s)/.exec(text);
+        return Number(value) * (unit === 'us' ? 0.001 : unit === 's' ? 1000 : 1);
+      };
+      const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+      resolve({
+        requestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]),
+        p50: Number(ms(/50%\s+(\S+)/.exec(out)[1]).toFixed(2)),
+        p99: Number(ms(/99%\s+(\S+)/.exec(out)[1]).toFixed(2)),
+        total: Number(/(\d+) requests in/.exec(out)[1]),
+        non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
+        errors: socketErrors ? socketErrors.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
+      });
+    });
   });
 }
 

@@ -28,6 +28,8 @@ export interface CliHostOptions {
   override?: (config: TrellisConfigInput) => void;
   /** Default: the modules file (`--modules`, TRELLIS_MODULES, ./trellis.modules.mjs) or the built-in modules. */
   modules?: readonly TrellisModule[];
+  /** Runs on the validated configuration before the host is composed (and before anything is logged). */
+  precheck?: (config: TrellisConfig) => Promise<void>;
 }
 
 export interface CliHost {
@@ -52,6 +54,7 @@ export async function createCliHost(flags: KernelFlags, options: CliHostOptions 
   const found = options.modules ? { modules: options.modules, file: undefined } : await loadModules(flags.modules);
   const modules = found.modules;
   const config = validateCliConfig(loaded, modules);
+  await options.precheck?.(config);
 
   // One-shot commands issue no JWTs: a throwaway secret keeps the kernel from warning about it.
   if (options.oneShot && !config.auth.jwtSecret) input.auth = { ...input.auth, jwtSecret: randomSecret() };

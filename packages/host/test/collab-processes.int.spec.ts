@@ -16,8 +16,17 @@ import { doc, eventually, paragraph } from './documents.fixtures.js';
 // Two host processes (one on uWebSockets.js, one on node:http) share a database and a PubSub
 // backend, as several processes behind a load balancer do. Yjs updates and awareness travel
 // through the PubSub port, so clients connected to different processes edit together.
+/** The in-process PubSub, with a switch that loses every message published while it is on. */
+class LossyPubSub extends InProcessPubSub {
+  losing = false;
+  override async publish(topic: string, message: Uint8Array | string): Promise<void> {
+    if (!this.losing) await super.publish(topic, message);
+  }
+}
+
 describe.each(testDatabases())('collaboration across host processes on $name', (db) => {
   let hosts: Host[] = [];
+  let pubsub: LossyPubSub;
   let cleanup: () => Promise<void> = async () => undefined;
   const clients: Array<{ provider: WebsocketProvider; ydoc: Y.Doc }> = [];
 
@@ -33,13 +42,13 @@ describe.each(testDatabases())('collaboration across host processes on $name', (
       adapters = [handle.adapter, postgresDatabase({ url: handle.url, pool: { min: 1, max: 5 } })];
       cleanup = () => handle.drop();
     }
-    const pubsub = new InProcessPubSub();
+    pubsub = new LossyPubSub();
     hosts = (['uws', 'node'] as const).map((transport, i) =>
       createHost({
         config: {
           server: { host: '127.0.0.1', port: 0, transport },
           auth: { jwtSecret: testJwtSecret },
-          collab: { mirrorDebounceMs: 20, mirrorMaxWaitMs: 200 },
+          collab: { mirrorDebounceMs: 20, mirrorMaxWaitMs: 200, leaseMs: 1500 },
         },
         database: adapters[i],
         adapters: [provide(pubSubServiceIdentifier, pubsub)],
@@ -125,5 +134,25 @@ describe.each(testDatabases())('collaboration across host processes on $name', (
     const rest = await eventually(() => request(one, 'GET', `/documents/${id}/content`, token), (r) => r.body.content_source === 'rest', 'rest mode on both processes');
     const edit = await request(one, 'POST', `/documents/${id}/edit`, token, { base_version: rest.body.content_hash, mode: 'commands', commands: [{ op: 'delete', blockId: 'p3' }] });
     expect(edit.status).toBe(200);
+  });
+
+  it('recovers updates the PubSub lost: processes re-sync with each other periodically', async () => {
+    const [one, two] = hosts as [Host, Host];
+    const registered = await request(one, 'POST', '/auth/register', undefined, { email: `lossy-${Date.now()}@example.com`, password: 'correct horse battery' });
+    const token = registered.body.token as string;
+    const project = await request(one, 'POST', '/project', token, { name: 'Lossy', tools: [], access: 'private' });
+    const created = await request(one, 'POST', '/documents', token, { projectId: project.body.id, title: 'Lossy', content: doc(paragraph('p1', 'Base')) });
+    const a = await connect(one, created.body.id, token);
+    const b = await connect(two, created.body.id, token);
+    await eventually(async () => texts(b.fragment), (list) => list[0] === 'Base', 'both connected');
+    pubsub.losing = true;
+    a.ydoc.transact(() => ((a.fragment.get(0) as Y.XmlElement).get(0) as Y.XmlText).insert(4, ' (lost in transit)'));
+    // Process one applied it (its content read shows it) while the PubSub lost what it published.
+    await eventually(() => request(one, 'GET', `/documents/${created.body.id}/content`, token), (r) => r.body.content?.content?.[0]?.content?.[0]?.text === 'Base (lost in transit)', 'process one to apply the edit');
+    expect(texts(b.fragment)).toEqual(['Base']);
+    pubsub.losing = false;
+    await eventually(async () => texts(b.fragment), (list) => list[0] === 'Base (lost in transit)', 'the periodic re-sync to deliver the lost update');
+    a.provider.destroy();
+    b.provider.destroy();
   });
 });

@@ -21,7 +21,7 @@ describe.each(testDatabases())('graceful shutdown on $name', (db) => {
       const url = t.url;
 
       const inFlight = fetch(`${url}/test/slow?id=drain`);
-      await vi.waitFor(() => expect(probe.events).toContain('slow-entered:drain'));
+      await vi.waitFor(() => expect(probe.events).toContain('slow-entered:drain'), { timeout: 10_000 });
 
       const stopped = t.host.stop();
       // The listener is closed at once: a new connection is refused.
@@ -48,7 +48,7 @@ describe.each(testDatabases())('graceful shutdown on $name', (db) => {
       await readAtLeast(res, 10);
       const rest = readAll(res.resume()).catch(() => Buffer.alloc(0));
       await t.host.stop();
-      await vi.waitFor(() => expect(probe.finished.has('endless')).toBe(true));
+      await vi.waitFor(() => expect(probe.finished.has('endless')).toBe(true), { timeout: 10_000 });
       // The client sees its response end (cleanly or cut), it is not left hanging.
       await rest;
       expect(probe.events.at(-1)).toBe('module-stopped');

@@ -95,11 +95,11 @@ describe.each(transports)('streams and bodies over %s', (transport) => {
     await readAtLeast(res, 3 * 'event: tick\ndata: {"i":0}\n\n'.length);
     expect(probe.finished.has('gone-slow')).toBe(false);
     req.destroy();
-    await vi.waitFor(() => expect(probe.finished.has('gone-slow')).toBe(true), { timeout: 5_000 });
+    await vi.waitFor(() => expect(probe.finished.has('gone-slow')).toBe(true), { timeout: 10_000 });
     const after = probe.produced.get('gone-slow');
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(probe.produced.get('gone-slow')).toBe(after);
-    await vi.waitFor(() => expect(t.kernel.http.activeRequests).toBe(0));
+    await vi.waitFor(() => expect(t.kernel.http.activeRequests).toBe(0), { timeout: 10_000 });
   });
 
   it('stops a back-pressured stream when the client disconnects while it waits', async () => {
@@ -108,9 +108,9 @@ describe.each(transports)('streams and bodies over %s', (transport) => {
     await settled(() => probe.produced.get('gone-fast') ?? 0);
     expect(probe.finished.has('gone-fast')).toBe(false);
     req.destroy();
-    await vi.waitFor(() => expect(probe.finished.has('gone-fast')).toBe(true), { timeout: 5_000 });
+    await vi.waitFor(() => expect(probe.finished.has('gone-fast')).toBe(true), { timeout: 10_000 });
     expect(probe.produced.get('gone-fast')!).toBeLessThan(1_000_000);
-    await vi.waitFor(() => expect(t.kernel.http.activeRequests).toBe(0));
+    await vi.waitFor(() => expect(t.kernel.http.activeRequests).toBe(0), { timeout: 10_000 });
   });
 
   it('aborts the request signal of a slow handler when its client disconnects', async () => {
@@ -119,11 +119,11 @@ describe.each(transports)('streams and bodies over %s', (transport) => {
       req.on('error', () => undefined);
       resolve({ req });
     });
-    await vi.waitFor(() => expect(probe.events).toContain('slow-entered:gone-request'));
+    await vi.waitFor(() => expect(probe.events).toContain('slow-entered:gone-request'), { timeout: 10_000 });
     req.destroy();
     // The handler waited on ctx.signal: it goes on (and finishes) without being released.
-    await vi.waitFor(() => expect(probe.events).toContain('slow-finished:gone-request'), { timeout: 5_000 });
-    await vi.waitFor(() => expect(t.kernel.http.activeRequests).toBe(0));
+    await vi.waitFor(() => expect(probe.events).toContain('slow-finished:gone-request'), { timeout: 10_000 });
+    await vi.waitFor(() => expect(t.kernel.http.activeRequests).toBe(0), { timeout: 10_000 });
   });
 
   it('sends a large body whole, with its length', async () => {
@@ -182,7 +182,7 @@ describe.each(transports)('streams and bodies over %s', (transport) => {
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(await response.text()).toBe('');
     expect(probe.produced.get('head-stream')).toBeUndefined();
-    await vi.waitFor(() => expect(t.kernel.http.activeRequests).toBe(0));
+    await vi.waitFor(() => expect(t.kernel.http.activeRequests).toBe(0), { timeout: 10_000 });
   });
 
   it('serves the API under server.basePath on the same transport', async () => {

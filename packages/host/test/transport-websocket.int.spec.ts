@@ -118,7 +118,7 @@ describe.each(transports)('WebSocket channels over %s', (transport) => {
       const socket = (ws as unknown as { _socket: import('node:net').Socket })._socket;
       socket.pause();
       ws.send('go');
-      await vi.waitFor(() => expect(probe.flood.refused).toBe(1));
+      await vi.waitFor(() => expect(probe.flood.refused).toBe(1), { timeout: 10_000 });
       expect(probe.flood.drains).toBe(0);
       // Reading again lets the server's queue drain: the session hears it and says so.
       const drained = new Promise<void>((resolve) => ws.on('message', (data, isBinary) => !isBinary && data.toString() === 'drained' && resolve()));

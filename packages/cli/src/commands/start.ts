@@ -32,16 +32,14 @@ async function start(flags: StartFlags): Promise<void> {
     override: (input) => {
       if (flags.migrate === false) input.database = { ...input.database, migrateOnStart: false };
     },
+    // A taken port is reported before the database is touched.
+    precheck: async ({ server }) => {
+      if (server.port === 0) return;
+      const free = await checkPortFree(server.host, server.port);
+      if (!free.ok) throw new CliError(describeBindFailure(server.host, server.port, free.code));
+    },
   });
   const { host: address, port } = config.server;
-
-  if (port !== 0) {
-    const free = await checkPortFree(address, port);
-    if (!free.ok) {
-      await host.kernel.stop();
-      throw new CliError(describeBindFailure(address, port, free.code));
-    }
-  }
 
   let signalled: NodeJS.Signals | undefined;
   let wake: () => void = () => undefined;

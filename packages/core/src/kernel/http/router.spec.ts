@@ -35,8 +35,24 @@ describe('Router', () => {
     expect(router.find('GET', '/teams/%E0%A4%A')).toBeNull();
   });
 
-  it('refuses duplicate routes and conflicting parameter names', () => {
+  it('lets routes name the same position differently', () => {
+    const r = new Router<string>();
+    r.add('POST', '/documents/:documentId/edit', 'edit');
+    r.add('POST', '/documents/:projectId/duplicate', 'duplicate');
+    expect(r.find('POST', '/documents/p1/duplicate')).toEqual({ value: 'duplicate', params: { projectId: 'p1' } });
+    expect(r.find('POST', '/documents/d1/edit')).toEqual({ value: 'edit', params: { documentId: 'd1' } });
+  });
+
+  it('backtracks parameter values when a static branch fails deeper down', () => {
+    const r = new Router<string>();
+    r.add('GET', '/a/:x/c', 'param');
+    r.add('GET', '/a/b/d', 'static');
+    expect(r.find('GET', '/a/b/c')).toEqual({ value: 'param', params: { x: 'b' } });
+  });
+
+  it('refuses duplicate routes and repeated parameter names', () => {
     expect(() => router.add('GET', '/teams', 'again')).toThrow(/Duplicate route/);
-    expect(() => router.add('GET', '/teams/:id/x', 'conflict')).toThrow(/conflicts/);
+    expect(() => router.add('GET', '/teams/:id', 'again')).toThrow(/Duplicate route/);
+    expect(() => router.add('GET', '/x/:id/y/:id', 'twice')).toThrow(/repeats/);
   });
 });

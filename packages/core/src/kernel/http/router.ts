@@ -1,19 +1,27 @@
 /**
  * Path matching for the route table. Static paths resolve through one map lookup; paths with
- * `:param` segments go through a segment trie where static segments win over parameters.
+ * `:param` segments go through a segment trie where static segments win over parameters. Each
+ * route names its own parameters, so `/documents/:documentId/edit` and
+ * `/documents/:projectId/duplicate` can share a position under different names.
  */
 export interface RouteMatch<T> {
   value: T;
   params: Record<string, string>;
 }
 
-interface Node<T> {
-  statics: Map<string, Node<T>>;
-  param?: { name: string; node: Node<T> };
-  values: Map<string, T>;
+interface Leaf<T> {
+  value: T;
+  /** Parameter names of this route, in path order. */
+  names: string[];
 }
 
-const newNode = <T>(): Node<T> => ({ statics: new Map(), values: new Map() });
+interface Node<T> {
+  statics: Map<string, Node<T>>;
+  param?: Node<T>;
+  leaves: Map<string, Leaf<T>>;
+}
+
+const newNode = <T>(): Node<T> => ({ statics: new Map(), leaves: new Map() });
 
 export class Router<T> {
   private readonly exact = new Map<string, Map<string, T>>();
@@ -21,7 +29,8 @@ export class Router<T> {
 
   add(method: string, path: string, value: T): void {
     const segments = splitPath(path);
-    if (!segments.some((segment) => segment.startsWith(':'))) {
+    const names = segments.filter((segment) => segment.startsWith(':')).map((segment) => segment.slice(1));
+    if (names.length === 0) {
       const key = normalise(path);
       const byMethod = this.exact.get(key) ?? new Map<string, T>();
       if (byMethod.has(method)) throw new Error(`Duplicate route ${method} ${path}`);
@@ -29,23 +38,18 @@ export class Router<T> {
       this.exact.set(key, byMethod);
       return;
     }
+    if (new Set(names).size !== names.length) throw new Error(`Route ${method} ${path} repeats a parameter name`);
     let node = this.root;
     for (const segment of segments) {
-      if (segment.startsWith(':')) {
-        const name = segment.slice(1);
-        if (!node.param) node.param = { name, node: newNode() };
-        else if (node.param.name !== name) {
-          throw new Error(`Route ${method} ${path}: parameter :${name} conflicts with :${node.param.name} at the same position`);
-        }
-        node = node.param.node;
-      } else {
+      if (segment.startsWith(':')) node = node.param ??= newNode();
+      else {
         let next = node.statics.get(segment);
         if (!next) node.statics.set(segment, (next = newNode()));
         node = next;
       }
     }
-    if (node.values.has(method)) throw new Error(`Duplicate route ${method} ${path}`);
-    node.values.set(method, value);
+    if (node.leaves.has(method)) throw new Error(`Duplicate route ${method} ${path}`);
+    node.leaves.set(method, { value, names });
   }
 
   /** The route for this method and path, or the methods the path does answer to (for 405). */
@@ -56,22 +60,26 @@ export class Router<T> {
       const value = byMethod.get(method);
       if (value !== undefined) return { value, params: {} };
     }
-    const params: Record<string, string> = {};
-    const node = this.walk(this.root, splitPath(key), 0, params);
+    const values: string[] = [];
+    const node = this.walk(this.root, splitPath(key), 0, values);
     if (node) {
-      const value = node.values.get(method);
-      if (value !== undefined) return { value, params };
+      const leaf = node.leaves.get(method);
+      if (leaf) {
+        const params: Record<string, string> = {};
+        leaf.names.forEach((name, i) => (params[name] = values[i]!));
+        return { value: leaf.value, params };
+      }
     }
-    const allowed = new Set<string>([...(byMethod?.keys() ?? []), ...(node?.values.keys() ?? [])]);
+    const allowed = new Set<string>([...(byMethod?.keys() ?? []), ...(node?.leaves.keys() ?? [])]);
     return allowed.size > 0 ? { allowed: [...allowed] } : null;
   }
 
-  private walk(node: Node<T>, segments: string[], index: number, params: Record<string, string>): Node<T> | null {
-    if (index === segments.length) return node.values.size > 0 ? node : null;
+  private walk(node: Node<T>, segments: string[], index: number, values: string[]): Node<T> | null {
+    if (index === segments.length) return node.leaves.size > 0 ? node : null;
     const segment = segments[index]!;
     const next = node.statics.get(segment);
     if (next) {
-      const found = this.walk(next, segments, index + 1, params);
+      const found = this.walk(next, segments, index + 1, values);
       if (found) return found;
     }
     if (node.param && segment !== '') {
@@ -81,11 +89,10 @@ export class Router<T> {
       } catch {
         return null;
       }
-      const found = this.walk(node.param.node, segments, index + 1, params);
-      if (found) {
-        params[node.param.name] = decoded;
-        return found;
-      }
+      values.push(decoded);
+      const found = this.walk(node.param, segments, index + 1, values);
+      if (found) return found;
+      values.pop();
     }
     return null;
   }

@@ -8,6 +8,7 @@ import {
   ContentQuery,
   DocumentParams,
   DuplicateBody,
+  DuplicateParams,
   EditBody,
   SaveDocumentBody,
   UiAnnotationsBody,
@@ -167,13 +168,13 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
     }),
     defineRoute({
       method: 'POST',
-      path: '/documents/:documentId/duplicate',
-      summary: 'Duplicate a file or folder of a project file tree (the path segment is the project id)',
+      path: '/documents/:projectId/duplicate',
+      summary: 'Duplicate a file or folder of a project file tree',
       description:
-        'The spec writes this path `/documents/:projectId/duplicate`: the segment holds the **project** id. Copies a document, or a folder with everything below it, next to the original, labelled `[Copy] …` (`[Copy-2] …` when the label already starts with `[Copy]`). JWT only.',
+        'Copies a document, or a folder with everything below it, next to the original, labelled `[Copy] …` (`[Copy-2] …` when the label already starts with `[Copy]`). JWT only.',
       tags,
       auth: ['jwt'],
-      params: DocumentParams,
+      params: DuplicateParams,
       body: DuplicateBody,
       validationError: documentValidation,
       response: { schema: fileNodeResponseSchema },
@@ -183,7 +184,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
         404: 'No such project (project_not_found), or no such node in filesFolder (node_not_found)',
       },
       async handler(ctx) {
-        const node = await ctx.get(DocumentService).duplicate(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.body.nodeKey, ctx.body.nodeType);
+        const node = await ctx.get(DocumentService).duplicate(ctx.em, ctx.requirePrincipal(), ctx.params.projectId, ctx.body.nodeKey, ctx.body.nodeType);
         return { success: true, node };
       },
     }),

@@ -403,6 +403,8 @@ export class CollabSession {
     }
     if (pruned) this.maybeIdle();
     if (this.closed) return;
+    // PubSub delivers at most once: ask the other processes, now and then, for anything missed.
+    this.publish(PeerKind.sync, Y.encodeStateVector(this.doc));
     await this.renewLease().catch((error: unknown) => this.deps.log.warn({ err: error, documentId: this.documentId }, 'could not renew the collaborative lease'));
   }
 

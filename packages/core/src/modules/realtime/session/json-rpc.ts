@@ -73,7 +73,8 @@ export function parseRequest(value: unknown): RpcRequest | { invalid: RpcRespons
 /** Turns anything a method threw into a JSON-RPC error object; unexpected errors reveal nothing. */
 export function toRpcError(thrown: unknown): { error: RpcErrorObject; unexpected: boolean } {
   if (thrown instanceof RpcError) return { error: thrown.toObject(), unexpected: false };
-  if (thrown instanceof TrellisError && thrown.exposed) {
+  // Deliberate failures (`unavailable`, `not_implemented`) say what is wrong; only `internal` hides.
+  if (thrown instanceof TrellisError && thrown.kind !== 'internal') {
     const data: Record<string, unknown> = { error: thrown.code };
     if (thrown.details) data.details = thrown.details;
     if (thrown.extra) Object.assign(data, thrown.extra);
