@@ -59,4 +59,12 @@ describe('createKernel', () => {
     await new Promise((resolve) => setTimeout(resolve, 30));
     expect(runs).toBe(seen);
   });
+
+  it('stops a kernel that never started, and one whose migrations were only inspected', async () => {
+    const idle = createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: coreModules, config: { auth: { jwtSecret: 'k'.repeat(32) } }, logger: pino({ level: 'silent' }) });
+    await expect(idle.stop()).resolves.toBeUndefined();
+    const inspected = createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: coreModules, config: { auth: { jwtSecret: 'k'.repeat(32) } }, logger: pino({ level: 'silent' }) });
+    expect((await inspected.migrate.status()).pending.length).toBeGreaterThan(0);
+    await expect(inspected.stop()).resolves.toBeUndefined();
+  });
 });

@@ -106,6 +106,8 @@ export function createKernel(options: KernelOptions): Kernel {
   const container = new Container({ defaultScope: 'Singleton' });
   let orm: MikroORM | undefined;
   let ready = false;
+  /** Modules whose onStart ran, so stop only stops what started (also after a failed start). */
+  const started: TrellisModule[] = [];
   let stopping: Promise<void> | undefined;
   const timers: NodeJS.Timeout[] = [];
   const jobsAbort = new AbortController();
@@ -230,6 +232,7 @@ export function createKernel(options: KernelOptions): Kernel {
       }
       for (const module of modules) {
         await module.onStart?.({ ...moduleContext(module), get });
+        started.push(module);
       }
       if (startOptions.jobs ?? true) for (const job of jobs) schedule(job);
       ready = true;
@@ -246,7 +249,7 @@ export function createKernel(options: KernelOptions): Kernel {
         for (const timer of timers) clearInterval(timer);
         jobsAbort.abort();
         await Promise.allSettled(runningJobs);
-        for (const module of [...modules].reverse()) await module.onStop?.({ ...moduleContext(module), get });
+        for (const module of started.splice(0).reverse()) await module.onStop?.({ ...moduleContext(module), get });
         await container.get(pubSubServiceIdentifier).close();
         if (orm) await orm.close(true);
         orm = undefined;
