@@ -3,7 +3,6 @@
 // another, and prints the functions with the most self time. For finding hot spots, not figures.
 //
 //   node bench/profile.mjs [trellis-uws-cached|trellis-uws-uncached|trellis-node-cached|fastify|...] [seconds]
-//   HEAP=1 node bench/profile.mjs ...   (sampled allocations instead of CPU time)
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,53 +36,32 @@ try {
   const { token } = JSON.parse(registered.body);
   await kernel.stop();
 
-  const heap = process.env.HEAP === '1';
-  const flags = heap ? ['--heap-prof', `--heap-prof-dir=${dir}`] : ['--cpu-prof', `--cpu-prof-dir=${dir}`];
-  const child = spawn('taskset', ['-c', '0', process.execPath, ...flags, join(here, 'servers', script)], {
+  const child = spawn('taskset', ['-c', '0', process.execPath, '--cpu-prof', `--cpu-prof-dir=${dir}`, join(here, 'servers', script)], {
     env: { ...process.env, ...env, BENCH_DB: db, BENCH_JWT_SECRET: secret },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const port = await new Promise((resolve) => child.stdout.once('data', (d) => resolve(JSON.parse(String(d).split('\n')[0]).port)));
-  const result = await autocannon({ url: `http://127.0.0.1:${port}/auth/me`, headers: { authorization: `Bearer ${token}` }, connections: 64, duration: Number(seconds) });
+  const result = await autocannon({ url: `http://127.0.0.1:${port}${process.env.BENCH_PATH ?? '/auth/me'}`, headers: { authorization: `Bearer ${token}` }, connections: 64, duration: Number(seconds) });
   console.log(`${name}: ${Math.round(result.requests.average)} req/s, p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, non2xx ${result.non2xx}`);
   await new Promise((resolve) => {
     child.once('exit', resolve);
     child.kill('SIGTERM');
   });
-  if (heap) {
-    // Sampled allocations (bytes still sampled at exit are a proxy for allocation volume).
-    const file = readdirSync(dir).find((f) => f.endsWith('.heapprofile'));
-    const profile = JSON.parse(readFileSync(join(dir, file), 'utf8'));
-    const bySite = new Map();
-    let total = 0;
-    const visit = (node) => {
-      const size = node.selfSize ?? 0;
-      total += size;
-      const { functionName, url, lineNumber } = node.callFrame;
-      const key = `${functionName || '(anonymous)'} ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/packages\//, '')}:${lineNumber + 1}`;
-      bySite.set(key, (bySite.get(key) ?? 0) + size);
-      for (const child of node.children ?? []) visit(child);
-    };
-    visit(profile.head);
-    const top = [...bySite.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.TOP ?? 30));
-    for (const [key, size] of top) console.log(`${((size / total) * 100).toFixed(1).padStart(5)}%  ${key}`);
-  } else {
-    const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-    const profile = JSON.parse(readFileSync(join(dir, file), 'utf8'));
-    const self = new Map();
-    const dt = new Map();
-    for (let i = 0; i < profile.samples.length; i++) dt.set(profile.samples[i], (dt.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
-    let total = 0;
-    for (const node of profile.nodes) {
-      const t = dt.get(node.id) ?? 0;
-      total += t;
-      const { functionName, url, lineNumber } = node.callFrame;
-      const key = `${functionName || '(anonymous)'} ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/packages\//, '')}:${lineNumber + 1}`;
-      self.set(key, (self.get(key) ?? 0) + t);
-    }
-    const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.TOP ?? 30));
-    for (const [key, t] of top) console.log(`${((t / total) * 100).toFixed(1).padStart(5)}%  ${key}`);
+  const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
+  const profile = JSON.parse(readFileSync(join(dir, file), 'utf8'));
+  const self = new Map();
+  const dt = new Map();
+  for (let i = 0; i < profile.samples.length; i++) dt.set(profile.samples[i], (dt.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  let total = 0;
+  for (const node of profile.nodes) {
+    const t = dt.get(node.id) ?? 0;
+    total += t;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const key = `${functionName || '(anonymous)'} ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/packages\//, '')}:${lineNumber + 1}`;
+    self.set(key, (self.get(key) ?? 0) + t);
   }
+  const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.TOP ?? 30));
+  for (const [key, t] of top) console.log(`${((t / total) * 100).toFixed(1).padStart(5)}%  ${key}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -96,6 +96,20 @@ describe.each(testDatabases())('developer devices on the realtime channel on $na
       await expect(WsProbe.open(wss(randomUUID(), other.token))).rejects.toMatchObject({ status: 404 });
     });
 
+    it('closes a device\'s open socket when its token is replaced or the device deleted', async () => {
+      const hd = await device();
+      const socket = await open(wss(hd.id, hd.token));
+      expect((await socket.request('auth', { token: hd.token, hdId: hd.id })).result).toMatchObject({ status: 'authenticated' });
+      await t.request('POST', `/dev/hardware/${hd.id}/token`, { token: dev.token });
+      expect((await socket.closed).code).toBe(4403);
+
+      const gone = await device();
+      const second = await open(wss(gone.id, gone.token));
+      expect((await second.request('auth', { token: gone.token, hdId: gone.id })).result).toMatchObject({ status: 'authenticated' });
+      expect((await t.request('DELETE', `/dev/hardware/${gone.id}`, { token: dev.token })).status).toBe(204);
+      expect((await second.closed).code).toBe(4403);
+    });
+
     it('confines a device token to its own device\'s channel', async () => {
       const a = await device();
       const b = await device();

@@ -9,6 +9,7 @@ import { TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
 import { oauthErrorBody } from './oauth-error-body.js';
 import { Reply } from './reply.js';
+import { DispatchedRequestContext } from './request-context.js';
 import type { ErrorFormat, RequestContext, RouteDefinition } from './route.js';
 import { Router } from './router.js';
 import { isStreamBody, type KernelRequest, type KernelResponse } from './types.js';
@@ -204,38 +205,7 @@ export class HttpDispatcher {
     const query = route.query ? await validateInput(route.query, parseQuery(request.query), 'query', failure, lenient) : parseQuery(request.query);
     const body = route.body ? await validateInput(route.body, this.parseBody(route, request), 'body', failure, lenient) : undefined;
 
-    let em: EntityManager | undefined;
-    let log: Logger | undefined;
-    let ownSignal: AbortSignal | undefined;
-    const deps = this.deps;
-    const ctx: RequestContext = {
-      requestId,
-      method: request.method,
-      path: request.path,
-      params,
-      query,
-      body,
-      headers: request.headers,
-      rawBody: request.body ?? EMPTY,
-      principal,
-      requirePrincipal() {
-        if (!principal) throw new TrellisError('unauthenticated', 'missing_credentials', 'This operation needs a bearer token.');
-        return principal;
-      },
-      get em() {
-        return (em ??= deps.fork());
-      },
-      get log() {
-        return (log ??= deps.log.child({ reqId: requestId }));
-      },
-      ip,
-      userAgent,
-      // Read on demand: transports create the request's AbortController lazily (hot path).
-      get signal() {
-        return request.signal ?? (ownSignal ??= new AbortController().signal);
-      },
-      get: (id) => deps.get(id),
-    };
+    const ctx: RequestContext = new DispatchedRequestContext(this.deps, request, requestId, params, query, body, principal, ip, userAgent);
     const result = await route.handler(ctx);
     const headers: Record<string, string> = { 'x-request-id': requestId };
     if (result instanceof Reply) {

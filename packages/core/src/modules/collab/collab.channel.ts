@@ -1,8 +1,10 @@
 import { extractBearer } from '../../kernel/auth/authenticator.js';
 import { TrellisError } from '../../kernel/errors.js';
-import { authenticatorServiceIdentifier, ormServiceIdentifier } from '../../kernel/tokens.js';
+import { requireScopes, scopesAllow } from '../../kernel/auth/scopes.js';
+import { authenticatorServiceIdentifier, configServiceIdentifier, ormServiceIdentifier } from '../../kernel/tokens.js';
 import { defineChannel } from '../../kernel/ws/channel.js';
 import { documentNotFound } from '../documents/errors.js';
+import { documentScopes } from '../documents/scopes.js';
 import { DocumentService } from '../documents/services/document.service.js';
 import { CollabService } from './services/collab.service.js';
 
@@ -29,9 +31,13 @@ export const collabChannel = defineChannel({
     if (!acceptedKinds.has(principal.kind)) {
       throw new TrellisError('forbidden', 'credential_not_allowed', 'Collaborative editing accepts a JWT, an API key or an agent token.');
     }
+    const fullAccess = ctx.get(configServiceIdentifier).auth.fullAccessScopes;
+    requireScopes(principal, documentScopes.read, fullAccess);
     const em = ctx.get(ormServiceIdentifier).em.fork();
     const { permissions } = await ctx.get(DocumentService).requireDocument(em, documentId, principal, 'read');
     const collab = ctx.get(CollabService);
-    return (socket) => collab.connect(documentId, socket, principal, permissions.has('write'));
+    // A credential scoped to reading joins read-only, like a user without write permission.
+    const canWrite = permissions.has('write') && scopesAllow(principal, documentScopes.write, fullAccess);
+    return (socket) => collab.connect(documentId, socket, principal, canWrite);
   },
 });

@@ -6,6 +6,8 @@ import { collabConfigSchema } from './collab.config.js';
 import { DocumentYjsStateSchema } from './entities/document-yjs-state.entity.js';
 import { migrations } from './migrations/index.js';
 import { collabRoutes } from './routes.js';
+import { scopeRoutes } from '../../kernel/auth/scopes.js';
+import { documentScopes } from '../documents/scopes.js';
 import { CollabService } from './services/collab.service.js';
 import { SmartEditService } from './services/smart-edit.service.js';
 import { YjsStateService } from './services/yjs-state.service.js';
@@ -30,7 +32,7 @@ export const collabModule = defineModule({
       bind(SmartEditService).toSelf();
       bind(YjsStateService).toSelf();
     }),
-  routes: (ctx) => collabRoutes(ctx),
+  routes: (ctx) => scopeRoutes(collabRoutes(ctx), documentScopes),
   channels: [collabChannel],
   async onStop(ctx) {
     await ctx.get(CollabService).closeAll();

@@ -1,5 +1,7 @@
 import { ContainerModule } from 'inversify';
+import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { defineModule } from '../../kernel/module.js';
+import { documentScopes } from './scopes.js';
 import { documentsConfigSchema } from './documents.config.js';
 import { DocumentUiStateSchema } from './entities/document-ui-state.entity.js';
 import { DocumentVersionSchema } from './entities/document-version.entity.js';
@@ -28,5 +30,5 @@ export const documentsModule = defineModule({
       bind(VersionService).toSelf();
       bind(UiStateService).toSelf();
     }),
-  routes: (ctx) => documentRoutes(ctx),
+  routes: (ctx) => scopeRoutes(documentRoutes(ctx), documentScopes),
 });

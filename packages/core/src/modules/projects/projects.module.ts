@@ -4,6 +4,8 @@ import { ProjectNodeSchema } from './entities/project-node.entity.js';
 import { ProjectSchema } from './entities/project.entity.js';
 import { migrations } from './migrations/index.js';
 import { projectRoutes } from './routes.js';
+import { scopeRoutes } from '../../kernel/auth/scopes.js';
+import { documentScopes } from '../documents/scopes.js';
 import { ProjectService } from './services/project.service.js';
 
 /**
@@ -19,5 +21,5 @@ export const projectsModule = defineModule({
     new ContainerModule(({ bind }) => {
       bind(ProjectService).toSelf();
     }),
-  routes: projectRoutes,
+  routes: scopeRoutes(projectRoutes, documentScopes),
 });

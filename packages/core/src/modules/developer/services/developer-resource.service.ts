@@ -1,11 +1,10 @@
 import type { EntityManager, FilterQuery } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
-import type { Authenticator } from '../../../kernel/auth/authenticator.js';
 import { TrellisError } from '../../../kernel/errors.js';
-import { authenticatorServiceIdentifier } from '../../../kernel/tokens.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
 import { User } from '../../identity/entities/user.entity.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { DeviceTokenService } from './device-token.service.js';
 import { devResources, type DevInput, type DevResourceType, type OwnedEntity } from '../resource-types.js';
 
 /**
@@ -17,7 +16,7 @@ import { devResources, type DevInput, type DevResourceType, type OwnedEntity } f
 export class DeveloperResourceService {
   constructor(
     @inject(idsServiceIdentifier) private readonly ids: Ids,
-    @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
+    @inject(DeviceTokenService) private readonly deviceTokens: DeviceTokenService,
   ) {}
 
   async list(em: EntityManager, type: DevResourceType, ownerId: string, page: Paging): Promise<{ items: OwnedEntity[]; total: number }> {
@@ -61,6 +60,6 @@ export class DeveloperResourceService {
     const deleted = await em.nativeDelete(d.entity, { id, owner: ownerId } as FilterQuery<OwnedEntity>);
     if (deleted === 0) throw new TrellisError('not_found', d.notFound, `No ${d.label} of yours has the id ${id}.`);
     // A deleted device's token must stop working at once, not when the principal cache expires.
-    if (type === 'hardware' || type === 'app') this.authenticator.invalidateWhere((principal) => principal.device?.id === id);
+    if (type === 'hardware' || type === 'app') await this.deviceTokens.forget(ownerId, id);
   }
 }

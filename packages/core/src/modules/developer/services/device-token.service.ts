@@ -3,7 +3,8 @@ import { inject, injectable } from 'inversify';
 import type { Authenticator } from '../../../kernel/auth/authenticator.js';
 import { generateOpaqueToken, sha256Hex } from '../../../kernel/crypto.js';
 import { TrellisError } from '../../../kernel/errors.js';
-import { authenticatorServiceIdentifier } from '../../../kernel/tokens.js';
+import type { Hooks } from '../../../kernel/hooks.js';
+import { authenticatorServiceIdentifier, hooksServiceIdentifier } from '../../../kernel/tokens.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { Application } from '../entities/application.entity.js';
 import { Hardware } from '../entities/hardware.entity.js';
@@ -36,6 +37,7 @@ export class DeviceTokenService {
   constructor(
     @inject(clockServiceIdentifier) private readonly clock: Clock,
     @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
   ) {}
 
   async issue(em: EntityManager, kind: DeviceKind, ownerId: string, id: string): Promise<IssuedDeviceToken> {
@@ -44,14 +46,14 @@ export class DeviceTokenService {
     const prefix = token.slice(0, 12);
     const updated = await em.nativeUpdate(entityOf(kind), { id, owner: ownerId }, { tokenHash: sha256Hex(token), tokenPrefix: prefix, tokenIssuedAt: issuedAt });
     if (updated === 0) throw notFound(kind, id);
-    this.forget(id);
+    await this.forget(ownerId, id);
     return { token, prefix, issuedAt, kind, id };
   }
 
   async revoke(em: EntityManager, kind: DeviceKind, ownerId: string, id: string): Promise<void> {
     const updated = await em.nativeUpdate(entityOf(kind), { id, owner: ownerId }, { tokenHash: null, tokenPrefix: null, tokenIssuedAt: null });
     if (updated === 0) throw notFound(kind, id);
-    this.forget(id);
+    await this.forget(ownerId, id);
   }
 
   /** The device or application a presented token belongs to, with its owner loaded, or null. */
@@ -64,8 +66,13 @@ export class DeviceTokenService {
     return null;
   }
 
-  /** Drops cached principals of a device whose token changed (or which was deleted). */
-  forget(id: string): void {
+  /**
+   * A device's token changed or the device was deleted: drop its cached principals and announce
+   * the revocation (the realtime module closes sockets opened with it; a device principal's
+   * credential id is the device id).
+   */
+  async forget(ownerId: string, id: string): Promise<void> {
     this.authenticator.invalidateWhere((principal) => principal.device?.id === id);
+    await this.hooks.emit('credential.revoked', { userId: ownerId, credentialId: id });
   }
 }

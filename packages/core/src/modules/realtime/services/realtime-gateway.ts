@@ -2,6 +2,7 @@ import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import type { Logger } from 'pino';
 import { extractBearer, type Authenticator } from '../../../kernel/auth/authenticator.js';
+import { requireScopes } from '../../../kernel/auth/scopes.js';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 import { TrellisError } from '../../../kernel/errors.js';
@@ -77,7 +78,7 @@ export class RealtimeGateway {
     return (this.env ??= {
       config: this.config,
       methods: buildMethodTables(this.kernel.rpcMethods),
-      authenticate: (token, ip) => this.authenticator.authenticate(token, { ip, userAgent: '' }),
+      authenticate: async (token, ip) => this.allowScopes(await this.authenticator.authenticate(token, { ip, userAgent: '' })),
       resolveTarget: (id) => this.resolve(id),
       hub: this.hub,
       registry: this.registry,
@@ -93,7 +94,16 @@ export class RealtimeGateway {
         headers: { 'www-authenticate': 'Bearer' },
       });
     }
-    return this.authenticator.authenticate(token, { ip: request.remoteAddress, userAgent: request.headers['user-agent'] ?? '' });
+    return this.allowScopes(await this.authenticator.authenticate(token, { ip: request.remoteAddress, userAgent: request.headers['user-agent'] ?? '' }));
+  }
+
+  /**
+   * The channels carry everything a user receives, so a scoped credential (an OAuth access token,
+   * a scoped API key) needs a full-access scope (`auth.fullAccessScopes`) to use them.
+   */
+  private allowScopes(principal: Principal): Principal {
+    requireScopes(principal, [], this.kernel.config.auth.fullAccessScopes);
+    return principal;
   }
 
   private async resolve(id: string): Promise<ChannelTarget | null> {
