@@ -56,8 +56,8 @@ const { sqliteDatabase } = await import('@trellis/db-sqlite');
 const SERVER_CORE = '0';
 const LOAD_CORE = '1';
 const pinned = availableParallelism() >= 2 && hasTaskset();
-if (pinned) execFileSync('taskset', ['-a', '-cp', LOAD_CORE, String(process.pid)], { stdio: 'ignore' });
 if (args.nice !== undefined) setPriority(0, Number(args.nice));
+if (pinned) execFileSync('taskset', ['-a', '-cp', LOAD_CORE, String(process.pid)], { stdio: 'ignore' });
 else console.warn('! taskset or a second core is missing: server and load generator share the CPU; figures are not comparable.');
 
 const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0123';
@@ -66,10 +66,11 @@ const targets = [
   { name: 'node-hello', label: 'node:http hello world', script: 'node-hello.mjs', path: '/auth/me' },
   { name: 'fastify', label: 'Fastify 5 GET /auth/me (jose + MikroORM, uncached)', script: 'fastify-me.mjs', path: '/auth/me' },
   { name: 'trellis-uws-cached', label: 'Trellis uWS GET /auth/me (principal cache 5 s, default)', script: 'trellis-me.mjs', path: '/auth/me', env: { BENCH_TRANSPORT: 'uws' } },
+  { name: 'trellis-uws-cached-60s', label: 'Trellis uWS GET /auth/me (principal cache 60 s)', script: 'trellis-me.mjs', path: '/auth/me', env: { BENCH_TRANSPORT: 'uws', BENCH_PRINCIPAL_CACHE_MS: '60000' }, optional: true },
   { name: 'trellis-uws-uncached', label: 'Trellis uWS GET /auth/me (principalCacheTtlMs 0)', script: 'trellis-me.mjs', path: '/auth/me', env: { BENCH_TRANSPORT: 'uws', BENCH_PRINCIPAL_CACHE_MS: '0' } },
   { name: 'trellis-node-cached', label: 'Trellis node:http GET /auth/me (principal cache 5 s, default)', script: 'trellis-me.mjs', path: '/auth/me', env: { BENCH_TRANSPORT: 'node' } },
   { name: 'trellis-node-uncached', label: 'Trellis node:http GET /auth/me (principalCacheTtlMs 0)', script: 'trellis-me.mjs', path: '/auth/me', env: { BENCH_TRANSPORT: 'node', BENCH_PRINCIPAL_CACHE_MS: '0' } },
-].filter((t) => !args.only || args.only.split(',').includes(t.name));
+].filter((t) => (args.only ? args.only.split(',').includes(t.name) : !t.optional));
 
 const dir = mkdtempSync(join(tmpdir(), 'trellis-bench-'));
 const dbPath = join(dir, 'bench.db');

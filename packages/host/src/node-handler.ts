@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isStreamBody, type Kernel, type KernelRequest, type KernelResponse } from '@trellis/core';
-import { internalErrorBody, JSON_TYPE, LazyAbort } from './shared.js';
+import { isStreamBody, type Kernel, type KernelResponse } from '@trellis/core';
+import { internalErrorBody, JSON_TYPE, LazyAbort, TransportRequest } from './shared.js';
 
 export interface NodeHandlerOptions {
   /**
@@ -53,17 +53,7 @@ async function handleNodeRequest(kernel: Kernel, req: IncomingMessage, res: Serv
   res.once('close', () => {
     if (!res.writableFinished) abort.abort();
   });
-  const request: KernelRequest = {
-    method: (req.method ?? 'GET').toUpperCase(),
-    path,
-    query,
-    headers: flattenHeaders(req),
-    body: undefined,
-    remoteAddress: req.socket.remoteAddress ?? '',
-    get signal() {
-      return abort.signal;
-    },
-  };
+  const request = new TransportRequest((req.method ?? 'GET').toUpperCase(), path, query, flattenHeaders(req), req.socket.remoteAddress ?? '', abort);
   let body: Uint8Array | undefined | 'too_large';
   try {
     body = await readBody(req, kernel.http.bodyLimitFor(request.method, path));

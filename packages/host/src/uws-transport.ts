@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import { createRequire } from 'node:module';
 import { isStreamBody, type ChannelSession, type Kernel, type KernelRequest, type KernelResponse, type SocketLike, type UpgradeDecision } from '@trellis/core';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from 'uWebSockets.js';
-import { internalErrorBody, JSON_TYPE, LazyAbort, SLOW_SOCKET_LIMIT_BYTES, toBuffer, WS_IDLE_TIMEOUT_S, wsPayloadCeiling } from './shared.js';
+import { internalErrorBody, JSON_TYPE, LazyAbort, SLOW_SOCKET_LIMIT_BYTES, toBuffer, TransportRequest, WS_IDLE_TIMEOUT_S, wsPayloadCeiling } from './shared.js';
 import type { Transport } from './transport.js';
 
 type Uws = typeof import('uWebSockets.js');
@@ -136,17 +136,7 @@ function handleHttp(kernel: Kernel, edge: { stopping: boolean }, res: HttpRespon
     state.aborted = true;
     state.abort.abort();
   });
-  const request: KernelRequest = {
-    method,
-    path,
-    query,
-    headers,
-    body: undefined,
-    remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
-    get signal() {
-      return state.abort.signal;
-    },
-  };
+  const request = new TransportRequest(method, path, query, headers, Buffer.from(res.getRemoteAddressAsText()).toString(), state.abort);
   if (headers['upgrade'] !== undefined && method === 'GET') {
     // A WebSocket upgrade no channel route took: refuse it the way the node transport does.
     void respond(kernel, res, state, request, refusedUpgrade(kernel, request), true);
@@ -239,8 +229,12 @@ async function respond(kernel: Kernel, res: HttpResponse, state: HttpState, requ
   await new StreamPump(res, state, closeConnection).run(iterator);
 }
 
+const statusLines = new Map<number, string>();
+
 function writeHead(res: HttpResponse, response: KernelResponse): void {
-  res.writeStatus(`${response.status} ${STATUS_CODES[response.status] ?? ''}`);
+  let line = statusLines.get(response.status);
+  if (line === undefined) statusLines.set(response.status, (line = `${response.status} ${STATUS_CODES[response.status] ?? ''}`));
+  res.writeStatus(line);
   for (const name in response.headers) {
     // uWS writes its own framing headers.
     if (name !== 'content-length' && name !== 'transfer-encoding' && name !== 'connection') res.writeHeader(name, response.headers[name]!);

@@ -34,6 +34,8 @@ interface CacheEntry {
 export class Authenticator {
   private readonly cache = new Map<string, CacheEntry>();
   private readonly byUser = new Map<string, Set<string>>();
+  private readonly pending = new Map<string, Promise<Principal>>();
+  private generation = 0;
 
   private verifiers?: readonly CredentialVerifier[];
 
@@ -48,25 +50,51 @@ export class Authenticator {
   ) {}
 
   async authenticate(token: string, meta: CredentialMeta): Promise<Principal> {
-    const now = Date.now();
     const cached = this.cache.get(token);
     if (cached) {
-      if (cached.expiresAtMs > now) return cached.principal;
+      if (cached.expiresAtMs > Date.now()) return cached.principal;
       this.forget(token, cached.principal.userId);
     }
+    if (this.cacheTtlMs <= 0) return (await this.verify(token, meta)).principal;
+    // Requests in flight with the same credential share one verification: when a busy token's
+    // entry expires, the requests that arrive meanwhile do not each verify it and load its user.
+    const shared = this.pending.get(token);
+    if (shared) return shared;
+    const generation = this.generation;
+    const verification: Promise<Principal> = this.verify(token, meta)
+      .then(({ principal, expiresAtMs }) => {
+        // An invalidation while it ran may concern this credential: use the result, do not keep it.
+        if (generation === this.generation) this.remember(token, principal, Math.min(Date.now() + this.cacheTtlMs, expiresAtMs ?? Infinity));
+        return principal;
+      })
+      .finally(() => {
+        if (this.pending.get(token) === verification) this.pending.delete(token);
+      });
+    this.pending.set(token, verification);
+    return verification;
+  }
+
+  private verify(token: string, meta: CredentialMeta): Promise<{ principal: Principal; expiresAtMs?: number }> {
     const verifier = (this.verifiers ??= this.loadVerifiers()).find((v) => v.accepts(token));
     if (!verifier) {
-      throw new TrellisError('unauthenticated', 'invalid_token', 'The bearer token is not a credential this server issues.', {
-        headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
-      });
+      return Promise.reject(
+        new TrellisError('unauthenticated', 'invalid_token', 'The bearer token is not a credential this server issues.', {
+          headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+        }),
+      );
     }
-    const { principal, expiresAtMs } = await verifier.verify(token, meta);
-    if (this.cacheTtlMs > 0) this.remember(token, principal, Math.min(now + this.cacheTtlMs, expiresAtMs ?? Infinity));
-    return principal;
+    return verifier.verify(token, meta);
+  }
+
+  /** Verifications started before an invalidation are not cached, and are not shared any more. */
+  private invalidated(): void {
+    this.generation++;
+    this.pending.clear();
   }
 
   /** Drops every cached credential of a user (after an update, a disable or a revocation). */
   invalidateUser(userId: string): void {
+    this.invalidated();
     const tokens = this.byUser.get(userId);
     if (!tokens) return;
     for (const token of tokens) this.cache.delete(token);
@@ -75,16 +103,19 @@ export class Authenticator {
 
   /** Drops one cached credential. */
   invalidateToken(token: string): void {
+    this.invalidated();
     const entry = this.cache.get(token);
     if (entry) this.forget(token, entry.principal.userId);
   }
 
   /** Drops cached credentials matching a predicate (for example all tokens of one OAuth client). */
   invalidateWhere(predicate: (principal: Principal) => boolean): void {
+    this.invalidated();
     for (const [token, entry] of this.cache) if (predicate(entry.principal)) this.forget(token, entry.principal.userId);
   }
 
   clear(): void {
+    this.invalidated();
     this.cache.clear();
     this.byUser.clear();
   }
