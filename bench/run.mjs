@@ -12,6 +12,10 @@
 // load generator (one Node process on one core) is the limit, not the server. "req/CPU-s" is
 // requests per second of server CPU time, which compares servers even then.
 //
+// autocannon (one Node process on one core) tops out below what the uWS hello world can answer;
+// with it the ceiling is the load generator's, and the runner says so. `--loader wrk` uses wrk
+// (a C load generator, `apt-get install wrk`) instead.
+//
 // Not a test: it prints figures and never fails on them.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -176,6 +180,12 @@ async function prepareDatabase(path) {
   }
 }
 
+// Servers still running when this process ends (an error midway) are stopped with it.
+const liveServers = new Set();
+process.on('exit', () => {
+  for (const child of liveServers) child.kill('SIGKILL');
+});
+
 function startServer(target, db) {
   const script = join(here, 'servers', target.script);
   let command = pinned ? 'taskset' : process.execPath;
@@ -189,6 +199,8 @@ function startServer(target, db) {
     env: { ...process.env, BENCH_DB: db, BENCH_JWT_SECRET: JWT_SECRET, ...target.env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  liveServers.add(child);
+  child.once('exit', () => liveServers.delete(child));
   return new Promise((resolve, reject) => {
     let out = '';
     const onData = (chunk) => {
@@ -250,21 +262,31 @@ function loadWithWrk(url, headers, seconds) {
     child.once('error', reject);
     child.once('exit', (code) => {
       if (code !== 0) return reject(new Error(`wrk exited with ${code}: ${out}`));
-      const ms = (text) => {
-        const [, value, unit] = /([\d.]+)(us|ms|s)/.exec(text);
-        return Number(value) * (unit === 'us' ? 0.001 : unit === 's' ? 1000 : 1);
-      };
-      const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
-      resolve({
-        requestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]),
-        p50: Number(ms(/50%\s+(\S+)/.exec(out)[1]).toFixed(2)),
-        p99: Number(ms(/99%\s+(\S+)/.exec(out)[1]).toFixed(2)),
-        total: Number(/(\d+) requests in/.exec(out)[1]),
-        non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
-        errors: socketErrors ? socketErrors.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
-      });
+      try {
+        resolve(readWrk(out));
+      } catch (error) {
+        reject(error);
+      }
     });
   });
+}
+
+/** Reads requests/s, p50, p99 and totals from wrk's --latency report. */
+function readWrk(out) {
+  const ms = (text) => {
+    const match = /^([\d.]+)(us|ms|s|m)$/.exec(text ?? '');
+    if (!match) throw new Error(`cannot read a wrk latency from ${JSON.stringify(text)} in:\n${out}`);
+    return Number(match[1]) * { us: 0.001, ms: 1, s: 1000, m: 60_000 }[match[2]];
+  };
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    requestsPerSecond: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)[1]),
+    p50: Number(ms(/^ +50% +(\S+)$/m.exec(out)?.[1]).toFixed(2)),
+    p99: Number(ms(/^ +99% +(\S+)$/m.exec(out)?.[1]).toFixed(2)),
+    total: Number(/(\d+) requests in/.exec(out)[1]),
+    non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
+    errors: socketErrors ? socketErrors.slice(1).reduce((sum, n) => sum + Number(n), 0) : 0,
+  };
 }
 
 function printRatios(results) {
@@ -282,6 +304,15 @@ function printRatios(results) {
   ];
   console.log('\nRatios (requests/s):');
   for (const [label, value] of lines) console.log(`  ${pad(label, 66)} ${value}`);
+  const ceiling = results['uws-hello'];
+  if (ceiling?.serverCpu !== undefined && ceiling.serverCpu < 0.9) {
+    const perCpu = (name) => results[name]?.requestsPerCpuSecond;
+    const cpuRatio = perCpu('trellis-uws-cached') && perCpu('uws-hello') ? `${(perCpu('trellis-uws-cached') / perCpu('uws-hello')).toFixed(2)}x` : 'n/a';
+    console.log(
+      `\nNote: the uWS hello world used ${Math.round(ceiling.serverCpu * 100)}% of its core: the load generator, not the server, set that ceiling, so ratios to it are too kind.` +
+        `\n  By requests per server CPU-second, Trellis uWS (cache on) / uWS hello = ${cpuRatio}. \`--loader wrk\` (apt package wrk) loads the ceiling fully.`,
+    );
+  }
 }
 
 function pad(value, width, right = false) {

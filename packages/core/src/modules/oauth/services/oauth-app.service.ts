@@ -71,9 +71,8 @@ export class OAuthAppService {
   }
 
   /** The active app behind a client_id, for the public view; disabled and deleted apps are not found. */
-  async findActive(em: EntityManager, clientId: string): Promise<OAuthApp | null> {
-    const app = await em.findOne(OAuthApp, { clientId, deletedAt: null });
-    return app && !app.disabledAt ? app : null;
+  findActive(em: EntityManager, clientId: string): Promise<OAuthApp | null> {
+    return findActiveApp(em, clientId);
   }
 
   async create(em: EntityManager, input: OAuthAppInput): Promise<OAuthApp> {
@@ -197,3 +196,9 @@ const sameSet = (a: readonly string[], b: readonly string[]): boolean => a.lengt
 
 /** 128 bits, base64url: public, but not guessable. */
 const generateClientId = (): string => randomBytes(16).toString('base64url');
+
+/** The app behind a client_id unless it is disabled or deleted. */
+export async function findActiveApp(em: EntityManager, clientId: string): Promise<OAuthApp | null> {
+  const app = await em.findOne(OAuthApp, { clientId, deletedAt: null });
+  return app && !app.disabledAt ? app : null;
+}

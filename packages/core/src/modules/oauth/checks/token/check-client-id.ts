@@ -1,5 +1,5 @@
 import { InvalidClient, InvalidRequest } from '../../oauth-errors.js';
-import { OAuthApp } from '../../entities/oauth-app.entity.js';
+import { findActiveApp } from '../../services/oauth-app.service.js';
 import type { TokenCheck } from './token-request.js';
 
 /**
@@ -12,8 +12,8 @@ export const checkClientId: TokenCheck = {
   async run(request, { em }) {
     const clientId = request.params.client_id;
     if (!clientId) throw new InvalidRequest('client_id is required.');
-    const app = await em.findOne(OAuthApp, { clientId, deletedAt: null });
-    if (!app || app.disabledAt) throw new InvalidClient('client_id names no active application.');
+    const app = await findActiveApp(em, clientId);
+    if (!app) throw new InvalidClient('client_id names no active application.');
     request.app = app;
   },
 };
