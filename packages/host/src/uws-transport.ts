@@ -16,6 +16,8 @@ export const MAX_WRITE_BYTES = 16 * 1024;
 export const STREAM_HIGH_WATER = 64 * 1024;
 
 const EMPTY = Buffer.alloc(0);
+/** `uWS.LIBUS_LISTEN_EXCLUSIVE_PORT`. */
+const EXCLUSIVE_PORT = 1;
 
 /**
  * Loads the native uWebSockets.js binding. The npm package behind the alias silently swaps in a
@@ -97,7 +99,9 @@ export function createUwsTransport(kernel: Kernel): Transport {
     name: 'uws',
     listen(host, port) {
       return new Promise((resolve, reject) => {
-        app.listen(host, port, (socket) => {
+        // LIBUS_LISTEN_EXCLUSIVE_PORT: without it uWS listens with SO_REUSEPORT, and a second
+        // host on a taken port would start silently and split the traffic.
+        (app as unknown as { listen(host: string, port: number, options: number, cb: (socket: us_listen_socket | false) => void): void }).listen(host, port, EXCLUSIVE_PORT, (socket) => {
           if (!socket) {
             reject(new Error(`uWebSockets.js could not listen on ${host}:${port} (address in use or not available)`));
             return;
