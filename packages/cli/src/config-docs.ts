@@ -1,4 +1,5 @@
 import { describeSchema, kernelConfigSchema, type ObjectNode, type SchemaNode, type Shape, type TrellisModule } from '@trellis/core';
+import { adaptersModule } from '@trellis/host';
 import { defaultConfigFile, envNameForPath, environmentVariables } from './config-loader.js';
 import { defaultModulesFile } from './modules-loader.js';
 
@@ -14,10 +15,12 @@ const kernelGroupTitles: Record<string, string> = {
 const maxInlineDefault = 60;
 
 /**
- * Renders docs/configuration.md from the kernel schema, every module's `config` section and the
- * CLI's environment variables, so the reference cannot drift from the code (`pnpm docs:config`).
+ * Renders docs/configuration.md from the kernel schema, every module's `config` section (plus the
+ * host's `adapters` section) and the CLI's environment variables, so the reference cannot drift
+ * from the code (`pnpm docs:config`).
  */
-export function renderConfigurationDocs(modules: readonly TrellisModule[]): string {
+export function renderConfigurationDocs(loaded: readonly TrellisModule[]): string {
+  const modules = loaded.some((m) => m.name === adaptersModule.name) ? loaded : [...loaded, adaptersModule];
   const shortByPath = new Map(environmentVariables.filter((v) => v.path).map((v) => [v.path, v.name]));
   const kernelShape = kernelConfigSchema.shape as Shape;
   const lines: string[] = [];

@@ -31,6 +31,10 @@ export const environmentVariables: ReadonlyArray<{ name: string; path: string; d
   { name: 'TRELLIS_LOG_FORMAT', path: '', description: 'json or pretty: how the CLI writes logs to stderr. Default: pretty when stderr is a terminal, json otherwise.' },
   { name: 'TRELLIS_PUBLIC_URL', path: 'publicUrl', description: 'External base URL of the API.' },
   { name: 'TRELLIS_FRONTEND_URL', path: 'frontendUrl', description: 'Base URL of the web front end.' },
+  { name: 'TRELLIS_REDIS_URL', path: 'adapters.redisUrl', description: 'Redis for several host processes (pub/sub and rate limits).' },
+  { name: 'TRELLIS_PAYMENTS_PROVIDER', path: 'adapters.payments.provider', description: 'manual or stripe.' },
+  { name: 'TRELLIS_STRIPE_SECRET_KEY', path: 'adapters.payments.stripe.secretKey', description: 'Stripe secret key.' },
+  { name: 'TRELLIS_STRIPE_WEBHOOK_SECRET', path: 'adapters.payments.stripe.webhookSecret', description: 'Stripe webhook signing secret.' },
   { name: 'TRELLIS_DEBUG', path: '', description: 'Set to 1 to print the stack trace of an unexpected CLI error.' },
 ];
 

@@ -9,7 +9,7 @@ export { createLogger, redactedPaths } from './kernel/logger.js';
 
 // Configuration
 export { kernelConfigSchema, logLevels, validateConfig, buildConfigSchema, type KernelConfig, type TrellisConfig, type TrellisConfigInput } from './kernel/config/config.js';
-export { ConfigError, describeSchema, parseConfig, s, ObjectNode, type ConfigIssue, type InferConfig, type SchemaNode, type Shape } from './kernel/config/schema.js';
+export { ArrayNode, BaseNode, BooleanNode, ConfigError, describeSchema, NumberNode, parseConfig, RecordNode, s, ObjectNode, StringNode, type ConfigIssue, type InferConfig, type SchemaNode, type Shape } from './kernel/config/schema.js';
 
 // Errors
 export { TrellisError, errors, httpStatusByKind, isTrellisError, rpcCodeByKind, toTrellisError, type ErrorKind, type TrellisErrorOptions, type ValidationIssue } from './kernel/errors.js';

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { coreModules, createKernel, type AdapterBinding, type DatabaseAdapter, type Kernel, type TrellisConfigInput, type TrellisModule } from '@trellis/core';
 import type { Logger } from 'pino';
+import { adaptersFromConfig } from './adapters-module.js';
 import { databaseFromUrl } from './database-from-url.js';
 import { pickTransport } from './pick-transport.js';
 import type { Transport, TransportName } from './transport.js';
@@ -36,11 +37,13 @@ export interface Host {
 /** Composes a kernel, its database and a transport from configuration: the reference host. */
 export function createHost(options: HostOptions = {}): Host {
   const database = options.database ?? databaseFromUrl(options.config?.database?.url ?? 'sqlite:./trellis.db');
+  // Adapters named in the `adapters` section first; adapters passed in code win over them.
+  const configured = adaptersFromConfig(options.config?.['adapters']);
   const kernel = createKernel({
     config: options.config,
     database,
-    adapters: options.adapters,
-    modules: options.modules ?? coreModules,
+    adapters: [...configured.bindings, ...(options.adapters ?? [])],
+    modules: [...(options.modules ?? coreModules), configured.module],
     logger: options.logger,
     version: options.version ?? hostVersion,
   });

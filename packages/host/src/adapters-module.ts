@@ -1,0 +1,93 @@
+import {
+  ConfigError,
+  defineModule,
+  parseConfig,
+  paymentProviderServiceIdentifier,
+  provide,
+  pubSubServiceIdentifier,
+  rateLimiterServiceIdentifier,
+  s,
+  type AdapterBinding,
+  type InferConfig,
+  type TrellisModule,
+} from '@trellis/core';
+import { StripePaymentProvider } from '@trellis/payments-stripe';
+import { RedisPubSub } from '@trellis/pubsub-redis';
+import { RedisRateLimiter } from '@trellis/ratelimit-redis';
+
+/** The `adapters` section: which adapter packages the reference host binds, from configuration. */
+export const adaptersConfigSchema = s.object({
+  redisUrl: s
+    .string()
+    .matches(/^rediss?:\/\//, 'a redis:// or rediss:// URL')
+    .orUndefined()
+    .describe('Redis for several host processes: binds @trellis/pubsub-redis (pushes and collaborative updates) and @trellis/ratelimit-redis (OAuth rate limits). Unset: in-process defaults.'),
+  redisPrefix: s.string().default('trellis:').describe('Prefix of every Redis key and channel, so deployments can share one Redis.'),
+  payments: s.object({
+    provider: s.string().oneOf(['manual', 'stripe'] as const).default('manual').describe('`manual` (an administrator confirms orders; development default) or `stripe`.'),
+    stripe: s.object({
+      secretKey: s.string().orUndefined().describe('Stripe secret key (sk_live_..., sk_test_...). Required when provider is stripe.'),
+      webhookSecret: s.string().orUndefined().describe('Signing secret of the webhook endpoint {publicUrl}/billing/webhooks/stripe (whsec_...). Required when provider is stripe.'),
+      successUrl: s.string().orUndefined().describe('Where Checkout sends the payer after paying. Required when provider is stripe.'),
+      cancelUrl: s.string().orUndefined().describe('Where Checkout sends a payer who gives up. Required when provider is stripe.'),
+      apiBaseUrl: s.string().default('https://api.stripe.com').describe("Stripe's API origin."),
+    }),
+  }),
+});
+
+export type AdaptersConfig = InferConfig<typeof adaptersConfigSchema>;
+
+/** Declares the section so the kernel validates it and the configuration reference lists it. */
+export const adaptersModule = defineModule({ name: 'adapters', config: adaptersConfigSchema });
+
+export interface ConfiguredAdapters {
+  bindings: AdapterBinding[];
+  /** The host's module for the section; its onStop closes what the host opened. */
+  module: TrellisModule;
+}
+
+/**
+ * The adapters the `adapters` section asks for, and the module that validates the section. The
+ * section is parsed here first (with the same schema the kernel uses), because the adapters must
+ * exist before the kernel is built.
+ */
+export function adaptersFromConfig(raw: unknown): ConfiguredAdapters {
+  let config: AdaptersConfig;
+  try {
+    config = parseConfig(adaptersConfigSchema, raw ?? {});
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ConfigError(error.issues.map((issue) => ({ ...issue, path: `adapters.${issue.path}` })));
+    throw error;
+  }
+  const bindings: AdapterBinding[] = [];
+  const owned: Array<{ close(): Promise<void> }> = [];
+  if (config.redisUrl) {
+    // The kernel closes the bound PubSub at stop; the rate limiter is closed by this module.
+    bindings.push(provide(pubSubServiceIdentifier, new RedisPubSub({ url: config.redisUrl, channelPrefix: `${config.redisPrefix}pubsub:` })));
+    const limiter = new RedisRateLimiter({ url: config.redisUrl, keyPrefix: `${config.redisPrefix}ratelimit:` });
+    bindings.push(provide(rateLimiterServiceIdentifier, limiter));
+    owned.push(limiter);
+  }
+  if (config.payments.provider === 'stripe') {
+    const stripe = config.payments.stripe;
+    const missing = (['secretKey', 'webhookSecret', 'successUrl', 'cancelUrl'] as const).filter((key) => !stripe[key]);
+    if (missing.length) {
+      throw new ConfigError(missing.map((key) => ({ path: `adapters.payments.stripe.${key}`, message: 'is required when adapters.payments.provider is "stripe"' })));
+    }
+    bindings.push(
+      provide(
+        paymentProviderServiceIdentifier,
+        new StripePaymentProvider({ secretKey: stripe.secretKey!, webhookSecret: stripe.webhookSecret!, successUrl: stripe.successUrl!, cancelUrl: stripe.cancelUrl!, apiBaseUrl: stripe.apiBaseUrl }),
+      ),
+    );
+  }
+  return {
+    bindings,
+    module: {
+      ...adaptersModule,
+      async onStop() {
+        await Promise.allSettled(owned.map((adapter) => adapter.close()));
+      },
+    },
+  };
+}
