@@ -225,7 +225,7 @@ describe.each(testDatabases())('OAuth token endpoint on $name', (db) => {
       });
 
       it('answers 200 {} as JSON for valid, unknown and malformed tokens and any hint, from any origin', async () => {
-        for (const fields of [{ token: 'tor_nothing' }, { token: 'x', token_type_hint: 'bogus' }, { token: 'toa_y', token_type_hint: 'refresh_token' }]) {
+        for (const fields of [{ token: 'tor_nothing' }, { token: 'x', token_type_hint: 'bogus' }, { token: 'toa_y', token_type_hint: 'refresh_token' }] as Array<Record<string, string>>) {
           const r = await t.form('/oauth/revoke', fields, { origin: 'https://anywhere.example' });
           expect(r.status).toBe(200);
           expect(r.headers.get('content-type')).toMatch(/^application\/json/);

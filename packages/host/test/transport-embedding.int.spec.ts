@@ -74,7 +74,7 @@ describe('embedding in a foreign node:http server', () => {
       expect((await r.text()).trim().split('\n')).toHaveLength(3);
       const outside = await fetch(`${bareUrl}/elsewhere`);
       expect(outside.status).toBe(404);
-      expect((await outside.json()).error).toBe('route_not_found');
+      expect(((await outside.json()) as any).error).toBe('route_not_found');
     } finally {
       await close(bare);
     }
@@ -89,7 +89,7 @@ describe('embedding in a foreign node:http server', () => {
     try {
       expect(await (await fetch(`${ownUrl}/api/healthz`)).json()).toEqual({ status: 'ok' });
       expect(await (await fetch(`${ownUrl}/healthz`)).text()).toBe('app');
-      const openapi = await (await fetch(`${ownUrl}/api/openapi.json`)).json();
+      const openapi = (await (await fetch(`${ownUrl}/api/openapi.json`)).json()) as any;
       expect(openapi.servers).toEqual([{ url: '/api' }]);
     } finally {
       await attached.close();

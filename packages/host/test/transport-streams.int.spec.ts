@@ -145,7 +145,7 @@ describe.each(transports)('streams and bodies over %s', (transport) => {
 
   it('gives handlers the same view of a request on every transport', async () => {
     const response = await fetch(`${t.url}/test/whoami?x=1`, { headers: { 'user-agent': 'probe/1.0', 'x-twice': 'a', 'X-Mixed-Case': 'B' } });
-    const seen = await response.json();
+    const seen = (await response.json()) as any;
     expect(seen.ip).toBe('127.0.0.1');
     expect(seen.userAgent).toBe('probe/1.0');
     expect(seen.method).toBe('GET');
@@ -193,7 +193,7 @@ describe.each(transports)('streams and bodies over %s', (transport) => {
       const outside = await fetch(`${based.url.replace(/\/api$/, '')}/healthz`);
       expect(outside.status).toBe(404);
       expect(outside.headers.get('x-request-id')).toMatch(/.+/);
-      expect((await outside.json()).error).toBe('route_not_found');
+      expect(((await outside.json()) as any).error).toBe('route_not_found');
     } finally {
       await based.close();
     }
