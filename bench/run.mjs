@@ -52,6 +52,12 @@ for (const pkg of ['core', 'host', 'adapters/db-sqlite']) {
   }
 }
 
+// Servers still running when this process ends (an error midway) are stopped with it.
+const liveServers = new Set();
+process.on('exit', () => {
+  for (const child of liveServers) child.kill('SIGKILL');
+});
+
 const { default: autocannon } = await import('autocannon');
 const { coreModules, createKernel } = await import('@trellis/core');
 const { sqliteDatabase } = await import('@trellis/db-sqlite');
@@ -179,12 +185,6 @@ async function prepareDatabase(path) {
     await kernel.stop();
   }
 }
-
-// Servers still running when this process ends (an error midway) are stopped with it.
-const liveServers = new Set();
-process.on('exit', () => {
-  for (const child of liveServers) child.kill('SIGKILL');
-});
 
 function startServer(target, db) {
   const script = join(here, 'servers', target.script);

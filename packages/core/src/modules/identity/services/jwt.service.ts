@@ -1,3 +1,4 @@
+import { webcrypto } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
 import { inject, injectable } from 'inversify';
 import type { TrellisConfig } from '../../../kernel/config/config.js';
@@ -19,12 +20,13 @@ const invalid = (message: string) =>
 /** Issues and verifies user JWTs (HS256). */
 @injectable()
 export class JwtService {
-  private readonly secret: Uint8Array;
+  /** Imported once: jose would otherwise import the raw secret as a key on every call. */
+  private readonly key: Promise<webcrypto.CryptoKey>;
   private readonly issuer: string;
   readonly ttlSeconds: number;
 
   constructor(@inject(configServiceIdentifier) config: TrellisConfig) {
-    this.secret = new TextEncoder().encode(config.auth.jwtSecret);
+    this.key = webcrypto.subtle.importKey('raw', new TextEncoder().encode(config.auth.jwtSecret), { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
     this.issuer = config.auth.jwtIssuer;
     this.ttlSeconds = config.auth.jwtTtlSeconds;
   }
@@ -38,13 +40,13 @@ export class JwtService {
       .setJti(uuidv7())
       .setIssuedAt()
       .setExpirationTime(`${expiresIn}s`)
-      .sign(this.secret);
+      .sign(await this.key);
     return { token, expiresIn };
   }
 
   async verify(token: string): Promise<JwtClaims> {
     try {
-      const { payload } = await jwtVerify(token, this.secret, { issuer: this.issuer, algorithms: ['HS256'] });
+      const { payload } = await jwtVerify(token, await this.key, { issuer: this.issuer, algorithms: ['HS256'] });
       if (typeof payload.sub !== 'string' || typeof payload.exp !== 'number') throw invalid('The token lacks a subject or an expiry.');
       const act = payload['act'] as { sub?: unknown } | undefined;
       return {
