@@ -55,6 +55,11 @@ describe.each(testDatabases())('identity on $name', (db) => {
         expect(patched.status).toBe(200);
         expect(patched.body).toMatchObject({ name: 'Grace', avatarUrl: 'https://img.example/g.png' });
         expect((await t.request('GET', '/auth/me', { token })).body.user.name).toBe('Grace');
+        const nullName = await t.request('PATCH', '/auth/me', { token, body: { name: null } });
+        expect(nullName.status).toBe(422);
+        expect(nullName.body.details[0].field).toBe('name');
+        const cleared = await t.request('PATCH', '/auth/me', { token, body: { avatarUrl: null } });
+        expect(cleared.body).toMatchObject({ name: 'Grace', avatarUrl: null });
 
         const bad = await t.request('POST', '/auth/password', { token, body: { currentPassword: 'nope', newPassword: 'brand new pass' } });
         expect(bad.status).toBe(403);

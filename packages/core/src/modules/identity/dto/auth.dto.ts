@@ -1,5 +1,5 @@
 import { Transform } from 'class-transformer';
-import { IsEmail, IsInt, IsOptional, IsString, IsUrl, Length, Matches, Max, MaxLength, Min } from 'class-validator';
+import { IsEmail, IsInt, IsOptional, IsString, IsUrl, Length, Matches, Max, MaxLength, Min, ValidateIf } from 'class-validator';
 import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
@@ -37,18 +37,24 @@ export class LoginBody {
   password!: string;
 }
 
+/** Validate when the field is sent at all: `null` then fails the checks that follow. */
+const present = (_: object, value: unknown) => value !== undefined;
+/** Validate unless absent or `null` (which clears the field). */
+const presentAndNotNull = (_: object, value: unknown) => value !== undefined && value !== null;
+
 @Schema({ name: 'UpdateProfileRequest' })
 export class UpdateProfileBody {
-  @IsOptional()
+  @ValidateIf(present)
   @Transform(trim)
   @IsString()
   @Length(1, 200)
   name?: string;
 
-  @IsOptional()
+  @ValidateIf(presentAndNotNull)
   @IsUrl({ require_protocol: true, protocols: ['http', 'https'] })
   @MaxLength(2048)
-  avatarUrl?: string;
+  @Doc({ description: '`null` removes the avatar.' })
+  avatarUrl?: string | null;
 }
 
 @Schema({ name: 'ChangePasswordRequest' })
