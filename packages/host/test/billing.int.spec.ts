@@ -123,6 +123,21 @@ describe.each(testDatabases())('billing endpoints on $name', (db) => {
         expect(period.body.error).toBe('INVALID_BILLING_PERIOD');
       });
 
+      it('upgrade chosen again: the earlier pending order is cancelled and cannot be confirmed', async () => {
+        const { teamId, admin: teamAdmin } = await sharedTeam(t);
+        const body = { teamId, targetPlanCode: 'pro', billingPeriod: 'monthly' };
+        const first = await t.request('POST', '/billing/subscription/change-plan', { token: teamAdmin.token, body });
+        const second = await t.request('POST', '/billing/subscription/change-plan', { token: teamAdmin.token, body: { ...body, billingPeriod: 'yearly' } });
+        expect(second.body.data.order.status).toBe('pending');
+        const old = await t.request('GET', `/admin/orders/${first.body.data.order.id}`, { token: administrator.token });
+        expect(old.body.status).toBe('canceled');
+        const refused = await confirm(first.body.data.order.id);
+        expect(refused.status).toBe(409);
+        expect((await confirm(second.body.data.order.id)).status).toBe(200);
+        const after = await t.request('GET', `/billing/subscription?teamId=${teamId}`, { token: teamAdmin.token });
+        expect(after.body.data.subscription).toMatchObject({ planCode: 'pro', billingPeriod: 'yearly' });
+      });
+
       it('upgrade: returns payment guidance, leaves the plan until paid, then applies it at once with its credits', async () => {
         const { teamId, admin: teamAdmin } = await sharedTeam(t);
         const before = await t.request('GET', `/billing/subscription?teamId=${teamId}`, { token: teamAdmin.token });

@@ -97,12 +97,18 @@ export class OrderService {
     @inject(loggerServiceIdentifier) private readonly log: Logger,
   ) {}
 
-  /** An order for a plan period (an upgrade). The plan starts when it is paid. */
-  placePlanOrder(
+  /**
+   * An order for a plan period (an upgrade). The plan starts when it is paid. The team's earlier
+   * pending plan orders are cancelled (their coupons given back): the newest choice is the one to
+   * pay, and two payable upgrades would invite paying twice.
+   */
+  async placePlanOrder(
     em: EntityManager,
     input: { teamId: string; userId: string; customerEmail?: string; plan: Plan; billingPeriod: BillingPeriod; couponCode?: string },
   ): Promise<PlacedOrder> {
     const { plan, billingPeriod } = input;
+    const superseded = await em.find(PaymentOrder, { team: input.teamId, kind: 'plan', status: 'pending' }, { fields: ['id'] });
+    for (const order of superseded) await this.cancel(em, order.id);
     return this.place(
       em,
       {
