@@ -2,26 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli } from '@trellis/cli';
 import { createHost } from '@trellis/host';
 import { testDatabases } from '@trellis/test-support';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-/** Runs `trellis <args>` in process and captures what it prints. */
-async function trellis(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((stdout += String(chunk)), true));
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
-  try {
-    const code = await runCli(['node', 'trellis', ...args]);
-    return { code, stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { trellis } from './support/cli.js';
 
 // `trellis billing ...` on a database a host wrote: an operator confirms a manual payment.
 describe.each(testDatabases())('trellis billing on $name', (db) => {

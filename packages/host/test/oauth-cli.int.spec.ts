@@ -1,24 +1,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { runCli } from '@trellis/cli';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { trellis } from './support/cli.js';
 import { testDatabases } from '@trellis/test-support';
-
-/** Runs `trellis <args>` in process and captures what it prints. */
-async function trellis(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const out = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((stdout += String(chunk)), true));
-  const err = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
-  try {
-    const code = await runCli(['node', 'trellis', ...args]);
-    return { code, stdout, stderr };
-  } finally {
-    out.mockRestore();
-    err.mockRestore();
-  }
-}
 
 // `trellis oauth-app create|list|disable|enable` against a real database.
 describe.each(testDatabases())('trellis oauth-app on $name', (db) => {

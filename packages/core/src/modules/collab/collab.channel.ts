@@ -4,7 +4,7 @@ import { requireScopes, scopesAllow } from '../../kernel/auth/scopes.js';
 import { authenticatorServiceIdentifier, configServiceIdentifier, ormServiceIdentifier } from '../../kernel/tokens.js';
 import { defineChannel } from '../../kernel/ws/channel.js';
 import { documentNotFound } from '../documents/errors.js';
-import { documentScopes } from '../documents/scopes.js';
+import { documentScopes } from '../projects/scopes.js';
 import { DocumentService } from '../documents/services/document.service.js';
 import { CollabService } from './services/collab.service.js';
 

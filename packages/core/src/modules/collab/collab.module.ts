@@ -7,7 +7,7 @@ import { DocumentYjsStateSchema } from './entities/document-yjs-state.entity.js'
 import { migrations } from './migrations/index.js';
 import { collabRoutes } from './routes.js';
 import { scopeRoutes } from '../../kernel/auth/scopes.js';
-import { documentScopes } from '../documents/scopes.js';
+import { documentScopes } from '../projects/scopes.js';
 import { CollabService } from './services/collab.service.js';
 import { SmartEditService } from './services/smart-edit.service.js';
 import { YjsStateService } from './services/yjs-state.service.js';

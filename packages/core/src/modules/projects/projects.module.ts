@@ -5,7 +5,7 @@ import { ProjectSchema } from './entities/project.entity.js';
 import { migrations } from './migrations/index.js';
 import { projectRoutes } from './routes.js';
 import { scopeRoutes } from '../../kernel/auth/scopes.js';
-import { documentScopes } from '../documents/scopes.js';
+import { documentScopes } from './scopes.js';
 import { ProjectService } from './services/project.service.js';
 
 /**
