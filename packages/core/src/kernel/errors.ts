@@ -87,6 +87,11 @@ export interface TrellisErrorOptions {
   headers?: Record<string, string>;
   /** Overrides the status the kind maps to, for areas whose table says otherwise. */
   status?: number;
+  /**
+   * Show the message and extra fields even on a 5xx. For errors whose text is written by Trellis
+   * and reveals nothing internal, such as an upstream AI provider being unavailable.
+   */
+  expose?: boolean;
 }
 
 export class TrellisError extends Error {
@@ -95,6 +100,7 @@ export class TrellisError extends Error {
   readonly extra?: Record<string, unknown>;
   readonly headers?: Record<string, string>;
   readonly statusOverride?: number;
+  readonly exposeOverride?: boolean;
 
   constructor(
     readonly kind: ErrorKind,
@@ -107,6 +113,7 @@ export class TrellisError extends Error {
     this.extra = options.extra;
     this.headers = options.headers;
     this.statusOverride = options.status;
+    this.exposeOverride = options.expose;
   }
 
   get status(): number {
@@ -119,7 +126,7 @@ export class TrellisError extends Error {
 
   /** Is this error safe to show as is? Internal errors never expose their message. */
   get exposed(): boolean {
-    return this.status < 500;
+    return this.exposeOverride ?? this.status < 500;
   }
 }
 
