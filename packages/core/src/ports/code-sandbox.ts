@@ -1,0 +1,41 @@
+import type { ServiceIdentifier } from 'inversify';
+
+export interface CodeSandboxRequest {
+  /**
+   * JavaScript source: the body of a function. Its `return` value (JSON-serialisable) is the
+   * result. It sees the globals named in `globals` (plain JSON values), `console`, and
+   * `emit(text)`, which streams a chunk of output while the code runs.
+   */
+  code: string;
+  globals: Record<string, unknown>;
+  /** Wall-clock limit for the whole execution. */
+  timeoutMs: number;
+  /** Limit of the sandbox's heap. */
+  memoryBytes: number;
+  signal?: AbortSignal;
+  /** Called for each `emit(text)` (synchronously, in order). */
+  onEmit?(text: string): void;
+}
+
+export interface CodeSandboxResult {
+  /** The returned value, as JSON (undefined becomes null). */
+  value: unknown;
+  /** What the code wrote with console.log/info/warn/error, in order. */
+  console: Array<{ level: 'log' | 'info' | 'warn' | 'error'; text: string }>;
+  durationMs: number;
+}
+
+/**
+ * The CodeSandbox port: runs untrusted JavaScript with no access to the host: no network, no
+ * files, no timers beyond the call, no process, within time and memory limits.
+ *
+ * Contract: `run` resolves with the result, or rejects with a `TrellisError` whose code is
+ * `sandbox_timeout` (time limit or abort), `sandbox_memory_exceeded`, or `sandbox_error` (the
+ * code threw or did not compile; the message is the code's error message). A failure of one run
+ * never affects another.
+ */
+export interface CodeSandbox {
+  run(request: CodeSandboxRequest): Promise<CodeSandboxResult>;
+}
+
+export const codeSandboxServiceIdentifier: ServiceIdentifier<CodeSandbox> = Symbol.for('@trellis/core/CodeSandbox');

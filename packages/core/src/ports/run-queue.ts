@@ -1,0 +1,38 @@
+import type { ServiceIdentifier } from 'inversify';
+
+/** One unit of queued work: execute (or continue) the run `runId`. */
+export interface RunJob {
+  runId: string;
+  /** The team the run bills to; queues use it to share capacity fairly between teams. */
+  teamId: string;
+}
+
+/**
+ * Executes one job. It must be safe to call again for a run that was interrupted part-way (a
+ * killed worker): the runtime continues from the run's last checkpoint, or fails the run.
+ * `signal` aborts when the queue shuts down or gives up on the job.
+ */
+export type RunJobHandler = (job: RunJob, signal: AbortSignal) => Promise<void>;
+
+/**
+ * The RunQueue port: where accepted runs wait to be executed, and who executes them.
+ *
+ * Contract:
+ * - `enqueue` stores the job durably enough for the deployment (in process: memory; BullMQ:
+ *   Redis) and returns without waiting for execution. Enqueueing a run id that is already queued
+ *   or executing is a no-op.
+ * - `process` makes this process a consumer: `handler` is called for queued jobs with bounded
+ *   concurrency. Host processes of a scaled-out deployment accept runs and stream their events
+ *   without calling `process`; `trellis worker` processes call it.
+ * - A job whose consumer dies without finishing (crash, `kill -9`) is handed to a consumer again
+ *   (at most the adapter's documented number of times), so no run stays executing forever.
+ * - `close` stops taking new jobs, waits for running handlers up to the adapter's grace period,
+ *   then aborts their signals.
+ */
+export interface RunQueue {
+  enqueue(job: RunJob): Promise<void>;
+  process(handler: RunJobHandler): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const runQueueServiceIdentifier: ServiceIdentifier<RunQueue> = Symbol.for('@trellis/core/RunQueue');
