@@ -1,4 +1,4 @@
-import type { FilterQuery } from '@mikro-orm/core';
+import { raw, type FilterQuery } from '@mikro-orm/core';
 import { Reply } from '../../kernel/http/reply.js';
 import { PageQuery, pageOf, paging } from '../../kernel/http/dto/paging.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
@@ -29,7 +29,8 @@ const projectMissing = 'No such project, or no access to it (project_not_found)'
 const blockMissing = 'No such block in this project, or no access to it (block_not_found)';
 const noWrite = 'No write permission in the project (project_access_denied, block_access_denied)';
 
-const likePattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+/** `%text%`, lower-cased; `%` and `_` in the text match any one character (no portable LIKE escape). */
+const likePattern = (text: string) => `%${text.toLowerCase().replace(/[%_]/g, '_')}%`;
 
 /** The Project API endpoints about the blocks of a project: runs, deployments, install, search, trash, versions. */
 export const blockProjectRoutes: RouteDefinition[] = [
@@ -123,7 +124,7 @@ export const blockProjectRoutes: RouteDefinition[] = [
       const p = paging(ctx.query);
       const { type, fromBid, q } = ctx.query;
       const where: FilterQuery<Block> = {};
-      if (q) where.name = { $like: likePattern(q) } as never;
+      if (q) Object.assign(where, { [raw((alias) => `lower(${alias}.name)`)]: { $like: likePattern(q) } });
       const withNext = async <T extends { id: string }>(items: T[], sourceOf: (item: T) => string): Promise<(T & { nextVersion?: string })[]> => {
         if (ctx.query.nextVersion !== true) return items;
         const out = [];

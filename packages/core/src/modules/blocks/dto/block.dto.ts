@@ -230,7 +230,7 @@ export class SearchQuery extends PageQuery {
   @IsOptional()
   @IsString()
   @MaxLength(200)
-  @Doc({ description: 'Only names containing this text (case-insensitive).' })
+  @Doc({ description: 'Only names containing this text (case-insensitive; `%` and `_` match any one character).' })
   q?: string;
 }
 

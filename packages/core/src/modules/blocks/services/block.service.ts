@@ -287,7 +287,8 @@ export class BlockService {
 
   private async restoreOne(em: EntityManager, block: Block): Promise<void> {
     const projectId = block.project.id;
-    await em.transactional(async (tx) => {
+    // A fresh unit of work: the flush of addNode must not write back the caller's loaded (trashed) block.
+    await em.fork().transactional(async (tx) => {
       let parentKey = block.trashedParentKey;
       if (parentKey !== null) {
         const parent = await this.projects.findNode(tx, projectId, parentKey);
