@@ -1,6 +1,7 @@
 import { BlockService, DeploymentService, type BlockRunTarget } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conformingRequests } from './openapi-conformance.js';
 import { actor, createProject, doc, paragraph, type Actor } from './documents.fixtures.js';
 
 // The Block API (all but its three run endpoints, which belong to the run engine) and what the
@@ -17,7 +18,9 @@ describe.each(testDatabases())('blocks on $name', (db) => {
     let counter = 0;
 
     beforeAll(async () => {
-      t = await startTestHost(db, transport);
+      const host = await startTestHost(db, transport);
+      // Every /block and /project answer is checked against /openapi.json (status and body).
+      t = { ...host, request: await conformingRequests(host, ['/block', '/project']) };
       [owner, member, outsider] = await Promise.all([actor(t), actor(t), actor(t)]);
       const team = await t.request('POST', '/teams', { token: owner.token, body: { name: 'Builders' } });
       teamId = team.body.id;

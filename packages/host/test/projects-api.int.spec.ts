@@ -1,6 +1,7 @@
 import { projectRunsServiceIdentifier, provide, type ProjectRuns, type ProjectRunSummary } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conformingRequests } from './openapi-conformance.js';
 import { actor, createDocument, createProject, doc, paragraph, type Actor } from './documents.fixtures.js';
 
 /**
@@ -30,7 +31,9 @@ describe.each(testDatabases())('project API on $name', (db) => {
     const runs = new RecordedRuns();
 
     beforeAll(async () => {
-      t = await startTestHost(db, transport, { adapters: [provide(projectRunsServiceIdentifier, runs)] });
+      const host = await startTestHost(db, transport, { adapters: [provide(projectRunsServiceIdentifier, runs)] });
+      // Every /project and /block answer is checked against /openapi.json (status and body).
+      t = { ...host, request: await conformingRequests(host, ['/block', '/project']) };
       bare = await startTestHost(db, transport);
       [owner, member, outsider] = await Promise.all([actor(t), actor(t), actor(t)]);
       const team = await t.request('POST', '/teams', { token: owner.token, body: { name: 'Crew' } });
