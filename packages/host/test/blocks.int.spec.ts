@@ -1,4 +1,4 @@
-import { Block, BlockService, BlockVersion, DeploymentService, Document, type BlockRunTarget } from '@trellis/core';
+import { Block, BlockService, BlockVersion, deploymentCallerOf, DeploymentService, Document, type BlockRunTarget } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conformingRequests } from './openapi-conformance.js';
@@ -465,7 +465,8 @@ describe.each(testDatabases())('blocks on $name', (db) => {
       const deploymentToken: string = tokenSet.body.deploymentToken;
       expect(deploymentToken).toMatch(/^trd_/);
       expect((await t.request('PUT', `/block/${block.id}/deployment`, { token: owner.token, body: { cover: 'x' } })).body).not.toHaveProperty('deploymentToken');
-      await expect(call({ principal: null, deploymentToken })).resolves.toMatchObject({ id: block.id });
+      await expect(call(deploymentCallerOf({ principal: null, headers: { 'x-deployment-token': deploymentToken } }))).resolves.toMatchObject({ id: block.id });
+      await expect(call(deploymentCallerOf({ principal: null, headers: {} }))).rejects.toMatchObject({ code: 'authentication_required' });
       await expect(call({ principal: principal(outsider.userId), deploymentToken })).resolves.toMatchObject({ id: block.id });
       await expect(call({ principal: null, deploymentToken: `${deploymentToken}x` })).rejects.toMatchObject({ code: 'authentication_required' });
       await expect(call({ principal: principal(outsider.userId) })).rejects.toMatchObject({ code: 'deployment_access_denied' });

@@ -37,6 +37,12 @@ export const DEPLOYMENT_TOKEN_HEADER = 'x-deployment-token';
 
 const TOKEN_PREFIX = 'trd_';
 
+/** The caller of a deployment as a route sees it: its principal (auth `optional`) and the `X-Deployment-Token` header. */
+export const deploymentCallerOf = (ctx: { principal: Principal | null; headers: Readonly<Record<string, string>> }): DeploymentCaller => ({
+  principal: ctx.principal,
+  deploymentToken: ctx.headers[DEPLOYMENT_TOKEN_HEADER] || undefined,
+});
+
 /**
  * Deployments of blocks: immutable versions (`deploy`), the settings that decide who may call the
  * deployment (`setDeployment`, `authorize`), installing a version into another project, and what
