@@ -217,7 +217,7 @@ describe.skipIf(!url)(`BullMqRunQueue (real Redis${url ? '' : ': skipped, TRELLI
     expect(done.map((e) => e.runId).sort()).toEqual([...ids].sort());
     expect(new Set(done.map((e) => e.worker))).toEqual(new Set(['w1', 'w2']));
     expect(log.filter((e) => e.event === 'start')).toHaveLength(8);
-  });
+  }, 90_000);
 
   it('kill -9 of a worker mid-run hands the run to the other worker after the stalled interval', async () => {
     const prefix = newPrefix();
@@ -237,7 +237,7 @@ describe.skipIf(!url)(`BullMqRunQueue (real Redis${url ? '' : ': skipped, TRELLI
     expect(Date.now() - killedAt).toBeGreaterThanOrEqual(500);
     const done = await waitFor('the run to finish', async () => (await readLog(prefix)).find((e) => e.event === 'done'), 20_000);
     expect(done.worker).toBe(survivor);
-  });
+  }, 90_000);
 
   it('gives up on a run whose workers keep dying: the next worker gets an aborted signal (run_worker_lost)', async () => {
     const prefix = newPrefix();
@@ -252,5 +252,5 @@ describe.skipIf(!url)(`BullMqRunQueue (real Redis${url ? '' : ': skipped, TRELLI
     const second = await waitFor('the hand-out to the surviving worker', async () => (await readLog(prefix)).find((e) => e.event === 'start' && e.worker === survivor), 20_000);
     expect(second.aborted).toBe(true);
     expect(second.reason).toBe('run_worker_lost');
-  });
+  }, 90_000);
 });
