@@ -14,6 +14,7 @@ export default defineConfig({
       { find: /^@trellis\/pubsub-redis$/, replacement: here('./packages/adapters/pubsub-redis/src/index.ts') },
       { find: /^@trellis\/ratelimit-redis$/, replacement: here('./packages/adapters/ratelimit-redis/src/index.ts') },
       { find: /^@trellis\/payments-stripe$/, replacement: here('./packages/adapters/payments-stripe/src/index.ts') },
+      { find: /^@trellis\/queue-bullmq$/, replacement: here('./packages/adapters/queue-bullmq/src/index.ts') },
       { find: /^@trellis\/host$/, replacement: here('./packages/host/src/index.ts') },
       { find: /^@trellis\/cli$/, replacement: here('./packages/cli/src/index.ts') },
       { find: /^@trellis\/test-support$/, replacement: here('./test/support/index.ts') },
