@@ -37,6 +37,55 @@ export interface WireStreamControl {
   holdAfter?: number;
 }
 
+/** A tool call the model makes: its arguments (JSON text) are streamed as the given fragments. */
+export interface WireToolCall {
+  id?: string;
+  name: string;
+  /** JSON text of the arguments, split across chunks (a string is split in three). */
+  arguments: string | string[];
+}
+
+/**
+ * One model answer, in vendor-neutral terms: every wire server (OpenAI, Anthropic, Gemini, Dify)
+ * renders it in its own format, streamed when the request asks for a stream.
+ */
+export interface WireTurn extends WireStreamControl {
+  /** Text deltas, one chunk each. */
+  text?: string[];
+  toolCalls?: WireToolCall[];
+  /** Reported usage. Default: counted roughly from the request and the answer; `null`: none reported. */
+  usage?: { inputTokens: number; outputTokens: number } | null;
+  /** The vendor's finish reason (`stop`, `length`, `tool_calls`, `end_turn`, `STOP`, ...). Default: the vendor's for text or tool calls. */
+  finishReason?: string;
+}
+
+/** An embeddings answer (default: deterministic 8-dimension vectors of each input). */
+export interface WireEmbeddings {
+  embeddings: number[][];
+  usage?: { inputTokens: number };
+}
+
+/** What a wire server answers to one request. */
+export type WireReply = WireTurn | WireEmbeddings | { error: WireErrorReply };
+
+export const isWireError = (reply: WireReply): reply is { error: WireErrorReply } => 'error' in reply;
+export const isWireEmbeddings = (reply: WireReply): reply is WireEmbeddings => 'embeddings' in reply;
+
+/** Argument fragments of a tool call (a string is split in three). */
+export const argumentFragments = (call: WireToolCall): string[] => (typeof call.arguments === 'string' ? splitInto(call.arguments, 3) : call.arguments);
+
+/** The surface every vendor wire server offers (for suites that run against all of them). */
+export interface AiWireServer {
+  readonly url: string;
+  readonly requests: WireRequest[];
+  /** The model requests (chat / messages / generate / chat-messages), in order. */
+  readonly chatRequests: WireRequest[];
+  enqueue(...replies: Array<WireScript<WireReply>>): this;
+  reset(): this;
+  held(n?: number): Promise<void>;
+  close(): Promise<void>;
+}
+
 /** A scripted reply, or a function computing it from the request. */
 export type WireScript<Reply> = Reply | ((request: WireRequest) => Reply);
 
@@ -156,6 +205,8 @@ export abstract class WireServerBase<Reply> {
     for (let index = 0; index < frames.length; index += 1) {
       if (closed) return;
       if (control.cutAfter !== undefined && index >= control.cutAfter) {
+        // Let what was written reach the client, then drop the connection mid-body.
+        await new Promise((resolve) => setTimeout(resolve, 30));
         res.socket?.destroy();
         return;
       }
@@ -171,7 +222,7 @@ export abstract class WireServerBase<Reply> {
         });
         return;
       }
-      res.write(frames[index]);
+      await new Promise<void>((resolve) => res.write(frames[index], () => resolve()));
       if (control.delayMs) await new Promise((resolve) => setTimeout(resolve, control.delayMs));
     }
     res.end();

@@ -1,2 +1,3 @@
 export * from './common.js';
 export * from './openai.js';
+export * from './conformance.js';

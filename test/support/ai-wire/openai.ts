@@ -1,42 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { dataFrame, roughTokens, WireServerBase, wireEmbedding, type WireErrorReply, type WireRequest, type WireStreamControl } from './common.js';
-
-/** A streamed tool call: its arguments are sent as the given fragments, one chunk each. */
-export interface OpenAiWireToolCall {
-  id?: string;
-  name: string;
-  /** JSON text of the arguments, split across chunks (a string is split in three). */
-  arguments: string | string[];
-}
-
-/** One chat completion answer (streamed when the request asks `stream: true`, else one JSON body). */
-export interface OpenAiWireTurn extends WireStreamControl {
-  /** Content deltas, one chunk each. */
-  text?: string[];
-  toolCalls?: OpenAiWireToolCall[];
-  /** Sent in the final chunk when the request has `stream_options.include_usage` (and always in non-streamed answers). Default: counted from the text. */
-  usage?: { inputTokens: number; outputTokens: number } | null;
-  /** Default `tool_calls` when there are tool calls, else `stop`. */
-  finishReason?: 'stop' | 'length' | 'tool_calls' | 'content_filter';
-}
-
-/** An embeddings answer (default: deterministic 8-dimension vectors of each input). */
-export interface OpenAiWireEmbeddings {
-  embeddings: number[][];
-  usage?: { inputTokens: number };
-}
-
-export type OpenAiWireReply = OpenAiWireTurn | OpenAiWireEmbeddings | { error: WireErrorReply };
+import { argumentFragments, dataFrame, isWireEmbeddings, isWireError, roughTokens, WireServerBase, wireEmbedding, type AiWireServer, type WireReply, type WireRequest, type WireTurn } from './common.js';
 
 export interface OpenAiWireOptions {
   /** When set, requests without `Authorization: Bearer <apiKey>` get OpenAI's 401 answer. */
   apiKey?: string;
   /** The answer when no scripted reply is queued. Default: echoes the last user message. */
-  fallback?: (request: WireRequest) => OpenAiWireReply;
+  fallback?: (request: WireRequest) => WireReply;
 }
 
-const isError = (reply: OpenAiWireReply): reply is { error: WireErrorReply } => 'error' in reply;
-const isEmbeddings = (reply: OpenAiWireReply): reply is OpenAiWireEmbeddings => 'embeddings' in reply;
 
 const lastUserText = (body: any): string => {
   const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
@@ -47,7 +18,7 @@ const lastUserText = (body: any): string => {
 };
 
 /** The default answer: `You said: <last user message>`, in two deltas. */
-export const openAiEchoReply = (request: WireRequest): OpenAiWireReply => ({ text: ['You said: ', lastUserText(request.body)] });
+export const openAiEchoReply = (request: WireRequest): WireReply => ({ text: ['You said: ', lastUserText(request.body)] });
 
 /**
  * A local server speaking OpenAI's HTTP API (`POST /v1/chat/completions`, streamed and not, and
@@ -60,7 +31,7 @@ export const openAiEchoReply = (request: WireRequest): OpenAiWireReply => ({ tex
  * wire.requests[0].body.messages; // what the client sent
  * ```
  */
-export class OpenAiWireServer extends WireServerBase<OpenAiWireReply> {
+export class OpenAiWireServer extends WireServerBase<WireReply> implements AiWireServer {
   constructor(private readonly options: OpenAiWireOptions = {}) {
     super();
   }
@@ -86,17 +57,17 @@ export class OpenAiWireServer extends WireServerBase<OpenAiWireReply> {
       this.json(res, 404, { error: { message: `Unknown request URL: ${request.method} ${request.path}.`, type: 'invalid_request_error', param: null, code: 'unknown_url' } });
       return;
     }
-    const fallback = this.options.fallback ?? (isChat ? openAiEchoReply : (): OpenAiWireReply => ({ embeddings: [] }));
-    const reply: OpenAiWireReply = this.nextReply(request) ?? fallback(request);
-    if (isError(reply)) {
+    const fallback = this.options.fallback ?? (isChat ? openAiEchoReply : (): WireReply => ({ embeddings: [] }));
+    const reply: WireReply = this.nextReply(request) ?? fallback(request);
+    if (isWireError(reply)) {
       const { status, message = `Error ${status}`, type = status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'server_error' : 'invalid_request_error', code, headers } = reply.error;
       this.json(res, status, { error: { message, type, param: null, code: code ?? null } }, headers);
       return;
     }
     if (isEmbed) {
       const inputs: string[] = Array.isArray(request.body?.input) ? request.body.input : [String(request.body?.input ?? '')];
-      const embeddings = isEmbeddings(reply) && reply.embeddings.length ? reply.embeddings : inputs.map((text) => wireEmbedding(text));
-      const tokens = isEmbeddings(reply) && reply.usage ? reply.usage.inputTokens : inputs.reduce((sum, text) => sum + roughTokens(text), 0);
+      const embeddings = isWireEmbeddings(reply) && reply.embeddings.length ? reply.embeddings : inputs.map((text) => wireEmbedding(text));
+      const tokens = isWireEmbeddings(reply) && reply.usage ? reply.usage.inputTokens : inputs.reduce((sum, text) => sum + roughTokens(text), 0);
       this.json(res, 200, {
         object: 'list',
         data: embeddings.map((embedding, index) => ({ object: 'embedding', index, embedding })),
@@ -105,18 +76,18 @@ export class OpenAiWireServer extends WireServerBase<OpenAiWireReply> {
       });
       return;
     }
-    if (isEmbeddings(reply)) throw new Error('An embeddings reply was scripted for a chat request.');
-    await this.chat(request, reply as OpenAiWireTurn, res, req);
+    if (isWireEmbeddings(reply)) throw new Error('An embeddings reply was scripted for a chat request.');
+    await this.chat(request, reply as WireTurn, res, req);
   }
 
-  private async chat(request: WireRequest, turn: OpenAiWireTurn, res: ServerResponse, req: IncomingMessage): Promise<void> {
+  private async chat(request: WireRequest, turn: WireTurn, res: ServerResponse, req: IncomingMessage): Promise<void> {
     const body = request.body ?? {};
     const model = String(body.model ?? 'wire-model');
     const id = `chatcmpl-wire${this.requests.length}`;
     const created = Math.floor(Date.now() / 1000);
     const text = turn.text ?? [];
     const calls = (turn.toolCalls ?? []).map((call, index) => {
-      const fragments = typeof call.arguments === 'string' ? splitArguments(call.arguments) : call.arguments;
+      const fragments = argumentFragments(call);
       return { id: call.id ?? `call_wire${this.requests.length}_${index}`, name: call.name, fragments, full: fragments.join('') };
     });
     const finishReason = turn.finishReason ?? (calls.length ? 'tool_calls' : 'stop');
@@ -161,10 +132,4 @@ export class OpenAiWireServer extends WireServerBase<OpenAiWireReply> {
     frames.push(dataFrame('[DONE]'));
     await this.sse(req, res, frames, turn);
   }
-}
-
-function splitArguments(json: string): string[] {
-  if (json.length < 3) return [json];
-  const third = Math.ceil(json.length / 3);
-  return [json.slice(0, third), json.slice(third, 2 * third), json.slice(2 * third)].filter((part) => part.length > 0);
 }
