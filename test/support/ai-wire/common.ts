@@ -28,11 +28,16 @@ export interface WireErrorReply {
 export interface WireStreamControl {
   /** Milliseconds between two SSE frames (default 0). */
   delayMs?: number;
-  /** Destroys the socket after this many frames: a stream cut in the middle (no final frame). */
+  /**
+   * Destroys the socket after this many content frames (deltas; counted after the vendor's
+   * opening frames such as OpenAI's role chunk or Anthropic's `message_start`): a stream cut in
+   * the middle, without the final frames.
+   */
   cutAfter?: number;
   /**
-   * Stops sending after this many frames and keeps the connection open until the client goes
-   * away (for abort tests). `held` resolves when the server reached that point.
+   * Stops sending after this many content frames (counted like `cutAfter`) and keeps the
+   * connection open until the client goes away (for abort tests). `held()` resolves when the
+   * server reached that point.
    */
   holdAfter?: number;
 }
@@ -196,7 +201,7 @@ export abstract class WireServerBase<Reply> {
    * Sends SSE frames (each already formatted, ending with a blank line) with the stream control:
    * delays, a cut (socket destroyed) or a hold (kept open until the client leaves).
    */
-  protected async sse(req: IncomingMessage, res: ServerResponse, frames: string[], control: WireStreamControl = {}, headers: Record<string, string> = {}): Promise<void> {
+  protected async sse(req: IncomingMessage, res: ServerResponse, frames: string[], control: WireStreamControl = {}, headers: Record<string, string> = {}, lead = 0): Promise<void> {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
     let closed = false;
     res.on('close', () => {
@@ -204,13 +209,13 @@ export abstract class WireServerBase<Reply> {
     });
     for (let index = 0; index < frames.length; index += 1) {
       if (closed) return;
-      if (control.cutAfter !== undefined && index >= control.cutAfter) {
+      if (control.cutAfter !== undefined && index >= lead + control.cutAfter) {
         // Let what was written reach the client, then drop the connection mid-body.
         await new Promise((resolve) => setTimeout(resolve, 30));
         res.socket?.destroy();
         return;
       }
-      if (control.holdAfter !== undefined && index >= control.holdAfter) {
+      if (control.holdAfter !== undefined && index >= lead + control.holdAfter) {
         this.heldCount += 1;
         const ready = this.heldWaiters.filter((waiter) => waiter.n <= this.heldCount);
         this.heldWaiters = this.heldWaiters.filter((waiter) => waiter.n > this.heldCount);

@@ -130,6 +130,6 @@ export class OpenAiWireServer extends WireServerBase<WireReply> implements AiWir
       frames.push(dataFrame({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: usageBody }));
     }
     frames.push(dataFrame('[DONE]'));
-    await this.sse(req, res, frames, turn);
+    await this.sse(req, res, frames, turn, {}, 1);
   }
 }
