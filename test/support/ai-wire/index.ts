@@ -3,3 +3,4 @@ export * from './openai.js';
 export * from './conformance.js';
 export * from './anthropic.js';
 export * from './gemini.js';
+export * from './dify.js';
