@@ -4,3 +4,4 @@ export * from './conformance.js';
 export * from './anthropic.js';
 export * from './gemini.js';
 export * from './dify.js';
+export * from './start.js';

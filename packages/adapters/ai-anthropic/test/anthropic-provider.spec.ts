@@ -1,4 +1,4 @@
-import { AnthropicWireServer, collectParts, describeProviderLive, describeProviderOnWire, fastRetry, type WireRequest } from '@trellis/test-support';
+import { AnthropicWireServer, collectParts, collectUntilError, describeProviderLive, describeProviderOnWire, fastRetry, type WireRequest } from '@trellis/test-support';
 import type { TrellisError } from '@trellis/core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../src/index.js';
@@ -62,6 +62,17 @@ describe('AnthropicProvider requests and conf', () => {
     expect(error.extra?.retry_after).toBeGreaterThan(100);
     expect(error.extra?.retry_after).toBeLessThanOrEqual(120);
     // 120 s is beyond the 5 s the test policy waits: no retry.
+    expect(wire.chatRequests).toHaveLength(1);
+  });
+
+  it('fails on an overloaded_error event mid-stream, after the deltas it already yielded', async () => {
+    wire.enqueue({ text: ['Par', 'tial'], streamError: { status: 529, message: 'Overloaded' } });
+    const { parts, error } = await collectUntilError(provider.chat(conf(), { messages: [{ role: 'user', content: 'hi' }] }));
+    expect(parts).toEqual([
+      { type: 'text-delta', delta: 'Par' },
+      { type: 'text-delta', delta: 'tial' },
+    ]);
+    expect((error as TrellisError).code).toBe('ai_unavailable');
     expect(wire.chatRequests).toHaveLength(1);
   });
 

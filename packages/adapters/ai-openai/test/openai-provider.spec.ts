@@ -1,5 +1,5 @@
 import type { TrellisError } from '@trellis/core';
-import { collectParts, describeProviderLive, describeProviderOnWire, fastRetry, OpenAiWireServer } from '@trellis/test-support';
+import { collectParts, collectUntilError, describeProviderLive, describeProviderOnWire, fastRetry, OpenAiWireServer } from '@trellis/test-support';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OpenAiProvider } from '../src/index.js';
 
@@ -73,6 +73,29 @@ describe('OpenAiProvider requests and conf', () => {
       ['a_tool', { x: 1 }],
       ['b_tool', { y: 'two' }],
     ]);
+  });
+
+  it('passes a tool call with malformed arguments on as raw text, and a call to a tool not offered as is', async () => {
+    wire.enqueue({ toolCalls: [{ name: 'a_tool', arguments: '{"x":' }, { name: 'not_offered', arguments: '{"y":2}' }] });
+    const parts = await collectParts(
+      provider.chat(provider.parseConf({ model: 'local', baseURL: wire.baseURL }), {
+        messages: [{ role: 'user', content: 'go' }],
+        tools: [{ name: 'a_tool', description: 'A', parameters: { type: 'object', properties: { x: { type: 'number' } } } }],
+      }),
+    );
+    expect(parts.filter((part) => part.type === 'tool-call').map((part) => [(part as any).toolName, (part as any).input])).toEqual([
+      ['a_tool', '{"x":'],
+      ['not_offered', { y: 2 }],
+    ]);
+    expect(parts.at(-1)).toMatchObject({ type: 'finish', finishReason: 'tool-calls' });
+  });
+
+  it('fails on an error chunk sent mid-stream, after the deltas it already yielded', async () => {
+    wire.enqueue({ text: ['Half'], streamError: { status: 500, message: 'The server had an error while processing your request.' } });
+    const { parts, error } = await collectUntilError(provider.chat(provider.parseConf({ model: 'local', baseURL: wire.baseURL }), { messages: [{ role: 'user', content: 'go' }] }));
+    expect(parts).toEqual([{ type: 'text-delta', delta: 'Half' }]);
+    expect((error as TrellisError).code).toBe('ai_unavailable');
+    expect(wire.chatRequests).toHaveLength(1);
   });
 
   it('embeds texts in order with usage, for both compatibility modes', async () => {
