@@ -94,6 +94,8 @@ export interface AiWireServer {
   enqueue(...replies: Array<WireScript<WireReply>>): this;
   reset(): this;
   held(n?: number): Promise<void>;
+  /** Streamed answers still being sent or held open. */
+  readonly activeStreams: number;
   close(): Promise<void>;
 }
 
@@ -115,6 +117,8 @@ export abstract class WireServerBase<Reply> {
 
   /** `http://127.0.0.1:<port>` (no trailing slash). */
   url = '';
+  /** Streamed answers still being sent or held open (0 once every client went away or got its end). */
+  activeStreams = 0;
 
   async start(): Promise<this> {
     const server = createServer((req, res) => {
@@ -149,10 +153,11 @@ export abstract class WireServerBase<Reply> {
     return this;
   }
 
-  /** Forgets queued replies and recorded requests. */
+  /** Forgets queued replies, recorded requests and the count of held streams. */
   reset(): this {
     this.queue.length = 0;
     this.requests.length = 0;
+    this.heldCount = 0;
     return this;
   }
 
@@ -161,8 +166,8 @@ export abstract class WireServerBase<Reply> {
     return this.queue.length;
   }
 
-  /** Resolves when a stream reached its `holdAfter` point (the `n`-th hold since start, 1-based; default: the next one). */
-  held(n = this.heldCount + 1): Promise<void> {
+  /** Resolves once `n` streams (default 1) reached their `holdAfter` point since the start or the last `reset()`. */
+  held(n = 1): Promise<void> {
     if (this.heldCount >= n) return Promise.resolve();
     return new Promise((resolve) => this.heldWaiters.push({ n, resolve }));
   }
@@ -208,6 +213,15 @@ export abstract class WireServerBase<Reply> {
    * delays, a cut (socket destroyed) or a hold (kept open until the client leaves).
    */
   protected async sse(req: IncomingMessage, res: ServerResponse, frames: string[], control: WireStreamControl = {}, headers: Record<string, string> = {}, lead = 0): Promise<void> {
+    this.activeStreams += 1;
+    try {
+      await this.writeFrames(req, res, frames, control, headers, lead);
+    } finally {
+      this.activeStreams -= 1;
+    }
+  }
+
+  private async writeFrames(req: IncomingMessage, res: ServerResponse, frames: string[], control: WireStreamControl, headers: Record<string, string>, lead: number): Promise<void> {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
     let closed = false;
     res.on('close', () => {

@@ -215,6 +215,17 @@ export function describeProviderOnWire(options: ProviderWireSuiteOptions): void 
       expect(wire.chatRequests).toHaveLength(1);
     });
 
+    it('ends the HTTP request when the caller stops reading early', async () => {
+      wire.enqueue({ text: ['One ', 'two ', 'three ', 'four.'], holdAfter: 2 });
+      for await (const part of chat({})) {
+        expect(part.type).toBe('text-delta');
+        break;
+      }
+      await wire.held();
+      for (let i = 0; i < 100 && wire.activeStreams > 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(wire.activeStreams).toBe(0);
+    });
+
     it('validates conf with clear details and refuses unknown keys', () => {
       const bad = { ...options.conf(wire, apiKey), temperature: 'hot', maxTokens: 0, api_key: 'x' };
       try {

@@ -177,6 +177,22 @@ export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvide
   }
 
   private async *streamOnce(model: LanguageModel, conf: Conf, request: AiChatRequest): AsyncGenerator<AiStreamPart> {
+    // Our own controller, so that a caller who stops reading early (break) also ends the HTTP request.
+    const controller = new AbortController();
+    const forward = () => controller.abort(request.signal?.reason);
+    if (request.signal?.aborted) forward();
+    else request.signal?.addEventListener('abort', forward, { once: true });
+    let completed = false;
+    try {
+      yield* this.readStream(model, conf, request, controller.signal);
+      completed = true;
+    } finally {
+      request.signal?.removeEventListener('abort', forward);
+      if (!completed) controller.abort();
+    }
+  }
+
+  private async *readStream(model: LanguageModel, conf: Conf, request: AiChatRequest, signal: AbortSignal): AsyncGenerator<AiStreamPart> {
     const { system, messages } = toModelMessages(request.messages);
     let tools: ToolSet | undefined;
     if (request.tools?.length) {
@@ -198,7 +214,7 @@ export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvide
       frequencyPenalty: conf.frequencyPenalty,
       providerOptions: this.providerOptions(conf),
       maxRetries: 0,
-      abortSignal: request.signal,
+      abortSignal: signal,
       // Errors arrive as `error` parts below; the default handler would print them.
       onError: () => undefined,
     });
