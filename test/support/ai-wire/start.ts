@@ -30,7 +30,7 @@ export async function startAiWire(service: AiWireService, options: { apiKey?: st
     }
     case 'anthropic': {
       const wire = await new AnthropicWireServer({ apiKey }).start();
-      return { wire, service, conf: { model: 'claude-3-5-haiku-latest', baseURL: wire.baseURL, apiKey } };
+      return { wire, service, conf: { model: 'claude-haiku-4-5', baseURL: wire.baseURL, apiKey } };
     }
     case 'gemini': {
       const wire = await new GeminiWireServer({ apiKey }).start();

@@ -7,7 +7,7 @@ describeProviderOnWire({
   name: 'AnthropicProvider on the Anthropic Messages wire format',
   provider: (retry) => new AnthropicProvider({ retry }),
   startWire: (apiKey) => new AnthropicWireServer({ apiKey }).start(),
-  conf: (wire, apiKey) => ({ model: 'claude-3-5-haiku-latest', baseURL: (wire as AnthropicWireServer).baseURL, apiKey }),
+  conf: (wire, apiKey) => ({ model: 'claude-haiku-4-5', baseURL: (wire as AnthropicWireServer).baseURL, apiKey }),
 });
 
 describe('AnthropicProvider requests and conf', () => {
@@ -22,7 +22,7 @@ describe('AnthropicProvider requests and conf', () => {
   beforeEach(() => {
     wire.reset();
   });
-  const conf = (extra: Record<string, unknown> = {}) => provider.parseConf({ model: 'claude-3-5-haiku-latest', baseURL: wire.baseURL, apiKey: 'sk-ant-wire', ...extra });
+  const conf = (extra: Record<string, unknown> = {}) => provider.parseConf({ model: 'claude-haiku-4-5', baseURL: wire.baseURL, apiKey: 'sk-ant-wire', ...extra });
 
   it('sends the Messages API request: system apart, max_tokens, tools with input_schema, tool_result blocks', async () => {
     wire.enqueue({ text: ['ok'] });
@@ -40,7 +40,7 @@ describe('AnthropicProvider requests and conf', () => {
     const sent = wire.chatRequests[0] as WireRequest;
     expect(sent.headers['x-api-key']).toBe('sk-ant-wire');
     expect(sent.headers['anthropic-version']).toBeTruthy();
-    expect(sent.body).toMatchObject({ model: 'claude-3-5-haiku-latest', stream: true, max_tokens: 321, temperature: 0.2, top_k: 5 });
+    expect(sent.body).toMatchObject({ model: 'claude-haiku-4-5', stream: true, max_tokens: 321, temperature: 0.2, top_k: 5 });
     expect(JSON.stringify(sent.body.system)).toContain('You are terse.');
     expect(sent.body.tools[0]).toMatchObject({ name: 'get_weather', description: 'Weather', input_schema: { type: 'object' } });
     expect(sent.body.messages[1]).toMatchObject({ role: 'assistant', content: [{ type: 'text', text: 'Let me check.' }, { type: 'tool_use', id: 'toolu_1', name: 'get_weather', input: { city: 'Oslo' } }] });
@@ -100,6 +100,6 @@ describeProviderLive({
   name: 'AnthropicProvider',
   provider: () => new AnthropicProvider(),
   conf: liveKey
-    ? { model: process.env.TRELLIS_TEST_ANTHROPIC_MODEL ?? 'claude-3-5-haiku-latest', apiKey: liveKey, ...(process.env.TRELLIS_TEST_ANTHROPIC_BASE_URL ? { baseURL: process.env.TRELLIS_TEST_ANTHROPIC_BASE_URL } : {}) }
+    ? { model: process.env.TRELLIS_TEST_ANTHROPIC_MODEL ?? 'claude-haiku-4-5', apiKey: liveKey, ...(process.env.TRELLIS_TEST_ANTHROPIC_BASE_URL ? { baseURL: process.env.TRELLIS_TEST_ANTHROPIC_BASE_URL } : {}) }
     : undefined,
 });
