@@ -1,14 +1,12 @@
 import { defineModule } from '../../kernel/module.js';
+import { ConversationMemberSchema } from './entities/conversation-member.entity.js';
 import { ConversationSchema } from './entities/conversation.entity.js';
+import { MessageSchema } from './entities/message.entity.js';
 import { migrations } from './migrations/index.js';
 
-/**
- * Conversations. This issue brings the entity (shared with the developer API's `/dev/conv`); the
- * conversation routes, messages and streaming come with their issue.
- */
 export const conversationsModule = defineModule({
   name: 'conversations',
-  dependsOn: ['identity', 'bots'],
-  entities: [ConversationSchema],
+  dependsOn: ['identity', 'bots', 'ai', 'billing', 'realtime'],
+  entities: [ConversationSchema, ConversationMemberSchema, MessageSchema],
   migrations,
 });
