@@ -12,6 +12,8 @@ const modelTags = ['AI models'];
 const toolTags = ['AI tools'];
 const modelNotFound = 'No AI model of yours has this id (model_not_found)';
 const toolNotFound = 'No AI tool of yours has this id (tool_not_found)';
+/** The spec lists 400 (not 422) for the AI tools area. */
+const toolValidation = { status: 400, code: 'validation_failed' };
 
 const modelView = (service: AiModelService, model: AiModel) => toAiModelView(model, service.maskedConf(model), service.provider(model.service) !== undefined);
 
@@ -98,7 +100,9 @@ export const aiRoutes: RouteDefinition[] = [
     tags: toolTags,
     auth,
     query: AiListQuery,
+    validationError: toolValidation,
     response: { schema: pageSchema(aiToolSchema) },
+    errors: { 400: 'Query invalid (validation_failed)' },
     async handler(ctx) {
       const p = paging(ctx.query);
       const { items, total } = await ctx.get(AiToolService).list(ctx.em, ctx.requirePrincipal().userId, p);
@@ -113,8 +117,9 @@ export const aiRoutes: RouteDefinition[] = [
     tags: toolTags,
     auth,
     body: AiToolBody,
+    validationError: toolValidation,
     response: { status: 201, schema: aiToolSchema },
-    errors: { 422: 'Body invalid, or an action is not valid (invalid_tool_action, with details)' },
+    errors: { 400: 'Body invalid (validation_failed), or an action is not valid (invalid_tool_action, with details)' },
     async handler(ctx) {
       return Reply.json(toAiToolView(await ctx.get(AiToolService).create(ctx.em, ctx.requirePrincipal().userId, ctx.body)), 201);
     },
@@ -141,8 +146,9 @@ export const aiRoutes: RouteDefinition[] = [
     auth,
     params: AiToolParams,
     body: AiToolBody,
+    validationError: toolValidation,
     response: { schema: aiToolSchema },
-    errors: { 404: toolNotFound, 422: 'Body invalid, or an action is not valid (invalid_tool_action)' },
+    errors: { 400: 'Body invalid (validation_failed), or an action is not valid (invalid_tool_action)', 404: toolNotFound },
     async handler(ctx) {
       return toAiToolView(await ctx.get(AiToolService).update(ctx.em, ctx.requirePrincipal().userId, ctx.params.toolId, ctx.body));
     },

@@ -94,7 +94,7 @@ export class AiToolService {
         out.push({ name: action.name, type: 'mcp', conf: { ...conf } });
       }
     });
-    if (issues.length) throw new TrellisError('validation', 'invalid_tool_action', 'An action of the tool is not valid.', { details: issues });
+    if (issues.length) throw new TrellisError('bad_request', 'invalid_tool_action', 'An action of the tool is not valid.', { details: issues });
     return out;
   }
 
@@ -201,7 +201,7 @@ export class AiToolService {
       );
     }
     if (action.type === 'mcp') return runMcpAction(conf as unknown as McpActionConf, args, this.callOptions(signal));
-    throw new TrellisError('validation', 'invalid_tool_action', `Unknown action type ${action.type}.`);
+    throw new TrellisError('bad_request', 'invalid_tool_action', `Unknown action type ${action.type}.`);
   }
 
   private callOptions(signal?: AbortSignal) {
