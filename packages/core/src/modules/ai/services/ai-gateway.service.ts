@@ -74,5 +74,5 @@ export class AiGatewayService implements AiGateway {
 /** Whole credits, rounded up: `input / 1000 * price.input + output / 1000 * price.output`. */
 export function priceOf(price: AiPrice, usage: AiUsage): number {
   const exact = (Math.max(0, usage.inputTokens) * price.input + Math.max(0, usage.outputTokens) * price.output) / 1000;
-  return Math.ceil(exact - 1e-9);
+  return Math.max(0, Math.ceil(exact - 1e-9));
 }
