@@ -217,6 +217,25 @@ describe.each(testDatabases())('conversations on $name', (db) => {
         }
       });
 
+      it('refuses a second turn while the bot is still answering (turn_in_progress)', async () => {
+        const { user, convId } = await setup();
+        const first = await t.request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'slow answer please', attrs: { stream: true } } });
+        expect(first.status).toBe(202);
+        const second = await t.request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'me too' } });
+        expect(second.status).toBe(409);
+        expect(second.body.error).toBe('turn_in_progress');
+        // Once the first turn ended the conversation takes turns again.
+        const assistantId = first.body.messages[1].id;
+        for (let i = 0; i < 100; i++) {
+          const list = await t.request('GET', `/conversation/${convId}/messages`, { token: user.token });
+          if (list.body.items.find((m: { id: string; status: string }) => m.id === assistantId)?.status === 'completed') break;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        const third = await t.request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'now' } });
+        expect(third.status).toBe(200);
+        expect(third.body.messages.map((m: { content: string }) => m.content)).toEqual(['now', 'Echo: now']);
+      });
+
       it('runs an http tool with tool_auto and streams tool-call and tool-result', async () => {
         const { user, convId } = await setup({ tools: true });
         const socket = await UserSocket.open(t.wsUrl, user.token);
@@ -242,6 +261,14 @@ describe.each(testDatabases())('conversations on $name', (db) => {
         } finally {
           socket.close();
         }
+      });
+
+      it('stops a tool_auto turn at ai.toolAutoMaxSteps model calls', async () => {
+        const { user, convId } = await setup({ tools: true });
+        const r = await t.request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'call tools forever', attrs: { tool_auto: true } } });
+        expect(r.status).toBe(200);
+        expect(r.body.status).toBe('step_limit');
+        expect(r.body.messages.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant', 'tool']);
       });
 
       it('waits for tool answers without tool_auto, then continues after the answer', async () => {

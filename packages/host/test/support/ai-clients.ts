@@ -24,13 +24,17 @@ export class ScriptedProvider implements AiProvider<{ model: string; apiKey?: st
     this.requests.push({ ...request, signal: undefined });
     if (conf.apiKey !== 'sk-right') throw aiErrors.authFailed();
     const last = request.messages.at(-1);
-    if (request.tools?.length && last?.role === 'user' && /weather/i.test(last.content)) {
+    const forever = request.messages.some((m) => m.role === 'user' && m.content.includes('forever'));
+    if (request.tools?.length && ((last?.role === 'user' && /weather/i.test(last.content)) || forever)) {
       yield { type: 'tool-call', toolCallId: `call_${this.requests.length}`, toolName: request.tools[0]!.name, input: { city: 'Paris' } };
       yield { type: 'finish', finishReason: 'tool-calls', usage: { inputTokens: 1000, outputTokens: 100 } };
       return;
     }
     const text = last?.role === 'tool' ? `Forecast: ${last.content}` : `Echo: ${last?.content ?? ''}`;
+    const slow = /slow/.test(text);
     for (const piece of text.match(/[\s\S]{1,4}/g) ?? []) {
+      if (slow) await new Promise((resolve) => setTimeout(resolve, 100));
+      request.signal?.throwIfAborted();
       yield { type: 'text-delta', delta: piece };
     }
     yield { type: 'finish', finishReason: 'stop', usage: { inputTokens: 2000, outputTokens: 500 } };

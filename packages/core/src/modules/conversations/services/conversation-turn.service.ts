@@ -209,9 +209,32 @@ export class ConversationTurnService {
       if (isTrellisError(error) && error.code === 'model_not_found') throw new TrellisError('bad_request', 'bot_model_missing', "The bot's AI model no longer exists: update the bot's conf.modelId.");
       throw error;
     }
-    if (this.inflight.has(conversation.id)) throw conflict('turn_in_progress', 'The bot is already answering in this conversation; wait for the end notification.');
     const team = await this.teams.firstTeam(em, userId);
     if (!team) throw new TrellisError('bad_request', 'no_team_associated', 'You belong to no team whose credits could pay for the answer.');
+    // Claimed before the first await that follows, so two parallel sends cannot both start a turn.
+    if (this.inflight.has(conversation.id)) throw conflict('turn_in_progress', 'The bot is already answering in this conversation; wait for the end notification.');
+    let settled!: () => void;
+    const claim = new Promise<void>((resolve) => (settled = resolve));
+    this.inflight.set(conversation.id, claim);
+    try {
+      return await this.begin(em, userId, conversation, bot, modelId, team.team.id, options, prepare);
+    } finally {
+      // The turn's own entry replaced the claim once it started; a turn that never started leaves it.
+      if (this.inflight.get(conversation.id) === claim) this.inflight.delete(conversation.id);
+      settled();
+    }
+  }
+
+  private async begin(
+    em: EntityManager,
+    userId: string,
+    conversation: Conversation,
+    bot: Bot,
+    modelId: string,
+    teamId: string,
+    options: TurnOptions,
+    prepare: (tx: EntityManager) => Promise<Message[]>,
+  ): Promise<TurnResult> {
     const toolIds = Array.isArray(bot.conf.toolIds) ? (bot.conf.toolIds as unknown[]).filter((id): id is string => typeof id === 'string') : [];
     const attrs: MessageAttrs = { stream: options.stream, tool_auto: options.toolAuto, isDebug: options.debug };
     const turn: Turn = {
@@ -221,7 +244,7 @@ export class ConversationTurnService {
       toolIds,
       members: this.conversations.memberIds(conversation),
       userId,
-      teamId: team.team.id,
+      teamId,
       options,
       attrs,
       abort: new AbortController(),
