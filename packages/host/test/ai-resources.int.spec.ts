@@ -234,4 +234,25 @@ describe('AI model secrets at rest and in logs', () => {
     const rows = (await t.kernel.fork().getConnection().execute('select conf from ai_models')) as Array<{ conf: string }>;
     expect(JSON.stringify(rows)).toMatch(/enc:v1:k9:/);
   });
+
+  it('rotates the key: a restart with a new key and the old one in previousKeys re-encrypts every secret', async () => {
+    const user = await t.register();
+    const model = await t.request('POST', '/ai/models', { token: user.token, body: { name: 'R', service: 'scripted', conf: { model: 'echo-1', apiKey: SECRET } } });
+    const bot = await t.request('POST', '/bot', { token: user.token, body: { name: 'B', conf: { modelId: model.body.id } } });
+    const conv = await t.request('POST', '/conversation', { token: user.token, body: { name: 'C', botId: bot.body.id } });
+    await t.close();
+    t = await startTestHost(fileDb, 'node', {
+      adapters: [provide(aiProvidersServiceIdentifier, [new ScriptedProvider()])],
+      logger: pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) })),
+      config: { ai: { encryption: { key: Buffer.alloc(32, 9).toString('base64'), keyId: 'k10', previousKeys: { k9: Buffer.alloc(32, 7).toString('base64') } } } },
+    });
+    const rows = JSON.stringify(await t.kernel.fork().getConnection().execute('select conf from ai_models'));
+    expect(rows).toMatch(/enc:v1:k10:/);
+    expect(rows).not.toMatch(/enc:v1:k9:/);
+    expect(lines.join('')).toMatch(/re-encrypted with the current key/);
+    const login = await t.request('POST', '/auth/login', { body: { email: user.email, password: 'correct horse battery' } });
+    const sent = await t.request('POST', `/conversation/${conv.body.id}/messages`, { token: login.body.token, body: { content: 'after rotation' } });
+    expect(sent.status).toBe(200);
+    expect(sent.body.messages[1].content).toBe('Echo: after rotation');
+  });
 });
