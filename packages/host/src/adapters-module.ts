@@ -1,4 +1,9 @@
+import { AnthropicProvider } from '@trellis/ai-anthropic';
+import { DifyProvider } from '@trellis/ai-dify';
+import { GeminiProvider } from '@trellis/ai-gemini';
+import { OpenAiProvider } from '@trellis/ai-openai';
 import {
+  aiProvidersServiceIdentifier,
   ConfigError,
   defineModule,
   parseConfig,
@@ -8,6 +13,7 @@ import {
   rateLimiterServiceIdentifier,
   s,
   type AdapterBinding,
+  type AiProvider,
   type InferConfig,
   type TrellisModule,
 } from '@trellis/core';
@@ -59,7 +65,7 @@ export function adaptersFromConfig(raw: unknown): ConfiguredAdapters {
     if (error instanceof ConfigError) throw new ConfigError(error.issues.map((issue) => ({ ...issue, path: `adapters.${issue.path}` })));
     throw error;
   }
-  const bindings: AdapterBinding[] = [];
+  const bindings: AdapterBinding[] = [provide(aiProvidersServiceIdentifier, referenceAiProviders())];
   const owned: Array<{ close(): Promise<void> }> = [];
   if (config.redisUrl) {
     // The kernel closes the bound PubSub at stop; the rate limiter is closed by this module.
@@ -90,4 +96,14 @@ export function adaptersFromConfig(raw: unknown): ConfiguredAdapters {
       },
     },
   };
+}
+
+/**
+ * The AI provider adapters the reference host installs: `openai` (and every OpenAI-compatible
+ * server), `anthropic`, `gemini` and `dify`. They need no host configuration: each AI model's
+ * `service` picks one and its `conf` holds the settings (see docs/ai-providers.md). An embedder
+ * replaces the list with `provide(aiProvidersServiceIdentifier, [...])` in `createHost({adapters})`.
+ */
+export function referenceAiProviders(): AiProvider<any>[] {
+  return [new OpenAiProvider(), new AnthropicProvider(), new GeminiProvider(), new DifyProvider()];
 }

@@ -6,4 +6,4 @@ export { createNodeTransport } from './node-transport.js';
 export { pickTransport } from './pick-transport.js';
 export { loadUwsTransport, type UwsLoadResult } from './uws-loader.js';
 export type { Transport, TransportFactory, TransportName } from './transport.js';
-export { adaptersConfigSchema, adaptersFromConfig, adaptersModule, type AdaptersConfig, type ConfiguredAdapters } from './adapters-module.js';
+export { adaptersConfigSchema, adaptersFromConfig, adaptersModule, referenceAiProviders, type AdaptersConfig, type ConfiguredAdapters } from './adapters-module.js';

@@ -126,6 +126,12 @@ export class AnthropicWireServer extends WireServerBase<WireReply> implements Ai
       frames.push(eventFrame('content_block_stop', { type: 'content_block_stop', index }));
       index += 1;
     }
+    if (turn.streamError) {
+      const { status, type = errorTypes[status] ?? 'api_error', message } = turn.streamError;
+      frames.push(eventFrame('error', { type: 'error', error: { type, message } }));
+      await this.sse(req, res, frames, turn, {}, text.length ? 3 : 1);
+      return;
+    }
     for (const call of calls) {
       frames.push(eventFrame('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: call.id, name: call.name, input: {} } }));
       for (const fragment of call.fragments) frames.push(eventFrame('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: fragment } }));

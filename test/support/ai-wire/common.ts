@@ -62,6 +62,12 @@ export interface WireTurn extends WireStreamControl {
   usage?: { inputTokens: number; outputTokens: number } | null;
   /** The vendor's finish reason (`stop`, `length`, `tool_calls`, `end_turn`, `STOP`, ...). Default: the vendor's for text or tool calls. */
   finishReason?: string;
+  /**
+   * An error event sent after the text deltas instead of the end of the answer, in the vendor's
+   * format (OpenAI `data: {error}`, Anthropic `event: error`, Dify `event: error`; the Gemini
+   * server ignores it).
+   */
+  streamError?: { status: number; type?: string; code?: string; message: string };
 }
 
 /** An embeddings answer (default: deterministic 8-dimension vectors of each input). */

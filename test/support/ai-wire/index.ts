@@ -2,3 +2,5 @@ export * from './common.js';
 export * from './openai.js';
 export * from './conformance.js';
 export * from './anthropic.js';
+export * from './gemini.js';
+export * from './dify.js';

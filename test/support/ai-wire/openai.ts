@@ -121,6 +121,12 @@ export class OpenAiWireServer extends WireServerBase<WireReply> implements AiWir
       dataFrame({ id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finish }] });
     const frames: string[] = [chunk({ role: 'assistant', content: '' })];
     for (const delta of text) frames.push(chunk({ content: delta }));
+    if (turn.streamError) {
+      const { status, type = status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'server_error' : 'invalid_request_error', code, message } = turn.streamError;
+      frames.push(dataFrame({ error: { message, type, param: null, code: code ?? null } }));
+      await this.sse(req, res, frames, turn, {}, 1);
+      return;
+    }
     calls.forEach((call, index) => {
       frames.push(chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }));
       for (const fragment of call.fragments) frames.push(chunk({ tool_calls: [{ index, function: { arguments: fragment } }] }));

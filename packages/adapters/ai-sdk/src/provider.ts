@@ -90,9 +90,18 @@ export function toModelMessages(messages: readonly AiMessage[]): { system: strin
  * Maps whatever the AI SDK threw into the `aiErrors` vocabulary. `secrets` are removed from any
  * vendor text that reaches the message (some vendors echo part of a refused key).
  */
-export function mapAiSdkError(error: unknown, vendor: string, secrets: readonly (string | undefined)[] = []): unknown {
+export function mapAiSdkError(
+  error: unknown,
+  vendor: string,
+  secrets: readonly (string | undefined)[] = [],
+  vendorMap?: (error: APICallError) => TrellisError | undefined,
+): unknown {
   if (error instanceof TrellisError) return error;
-  if (RetryError.isInstance(error)) return mapAiSdkError(error.lastError, vendor, secrets);
+  if (RetryError.isInstance(error)) return mapAiSdkError(error.lastError, vendor, secrets, vendorMap);
+  if (vendorMap && APICallError.isInstance(error)) {
+    const mapped = vendorMap(error);
+    if (mapped) return mapped;
+  }
   const redact = (text: string | undefined) => {
     if (!text) return text;
     let out = text;
@@ -147,8 +156,19 @@ export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvide
     return conf.maxRetries === undefined ? this.retryPolicy : { ...this.retryPolicy, maxRetries: conf.maxRetries };
   }
 
+  /** A vendor's own reading of an HTTP failure, before the status-based mapping (`undefined`: use that). */
+  protected mapVendorError(_error: APICallError): TrellisError | undefined {
+    return undefined;
+  }
+
   protected mapError(conf: Conf): (error: unknown) => unknown {
-    return (error) => mapAiSdkError(error, this.vendor, this.secretConfKeys.map((key) => (conf as Record<string, any>)[key]));
+    return (error) =>
+      mapAiSdkError(
+        error,
+        this.vendor,
+        this.secretConfKeys.map((key) => (conf as Record<string, any>)[key]),
+        (apiError) => this.mapVendorError(apiError),
+      );
   }
 
   chat(conf: Conf, request: AiChatRequest): AsyncIterable<AiStreamPart> {
