@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aiProvidersServiceIdentifier, CreditService, provide, TeamService, type AiProvider } from '@trellis/core';
 import { AnthropicProvider } from '@trellis/ai-anthropic';
+import { DifyProvider } from '@trellis/ai-dify';
+import { GeminiProvider } from '@trellis/ai-gemini';
 import { OpenAiProvider } from '@trellis/ai-openai';
-import { AnthropicWireServer, OpenAiWireServer, startTestHost, testDatabases, transports, type AiWireServer, type TestHost } from '@trellis/test-support';
+import { AnthropicWireServer, DifyWireServer, GeminiWireServer, OpenAiWireServer, startTestHost, testDatabases, transports, type AiWireServer, type TestHost } from '@trellis/test-support';
 import { startWeatherServer, UserSocket } from './support/ai-clients.js';
 
 interface AdapterCase {
@@ -28,6 +30,20 @@ const adapters: AdapterCase[] = [
     provider: () => new AnthropicProvider(),
     wire: (apiKey) => new AnthropicWireServer({ apiKey }).start(),
     conf: (wire, apiKey) => ({ model: 'claude-test', baseURL: wire.baseURL, apiKey }),
+  },
+  {
+    name: 'gemini',
+    service: 'gemini',
+    provider: () => new GeminiProvider(),
+    wire: (apiKey) => new GeminiWireServer({ apiKey }).start(),
+    conf: (wire, apiKey) => ({ model: 'gemini-test', baseURL: wire.baseURL, apiKey }),
+  },
+  {
+    name: 'dify',
+    service: 'dify',
+    provider: () => new DifyProvider(),
+    wire: (apiKey) => new DifyWireServer({ apiKey }).start(),
+    conf: (wire, apiKey) => ({ baseURL: wire.baseURL, apiKey, toolsInput: 'tools' }),
   },
 ];
 
@@ -84,8 +100,11 @@ describe.each(testDatabases())('conversation turns through the real adapters on 
           expect(r.status).toBe(202);
           const end = await socket.until((n) => n.type === 'end' && n.content.status === 'completed');
           expect(socket.notes.filter((n) => n.type !== 'delta').map((n) => n.type)).toEqual(['message-start', 'tool-call', 'tool-result', 'message-start', 'end']);
-          expect(socket.notes.find((n) => n.type === 'tool-call')!.content).toMatchObject({ toolCallId: 'call_w1', toolName: 'weather__forecast', input: { city: 'Paris' } });
-          expect(socket.notes.find((n) => n.type === 'tool-result')!.content.result).toEqual({ city: 'Paris', sky: 'sunny' });
+          const call = socket.notes.find((n) => n.type === 'tool-call')!.content;
+          expect(call).toMatchObject({ toolName: 'weather__forecast', input: { city: 'Paris' } });
+          if (adapter.name !== 'gemini') expect(call.toolCallId).toBe('call_w1'); // Gemini's wire format has no call ids
+          const result = socket.notes.find((n) => n.type === 'tool-result')!.content;
+          expect(result).toMatchObject({ toolCallId: call.toolCallId, result: { city: 'Paris', sky: 'sunny' } });
           expect(socket.notes.filter((n) => n.type === 'delta' && n.msgId === end.msgId).map((n) => n.content).join('')).toBe('It is sunny in Paris.');
         } finally {
           socket.close();
@@ -93,7 +112,7 @@ describe.each(testDatabases())('conversation turns through the real adapters on 
 
         // The key reached the vendor's server decrypted, and the tool result went back in the second request.
         expect(wire.chatRequests).toHaveLength(2);
-        expect(JSON.stringify(wire.chatRequests[0]!.headers)).toContain(apiKey);
+        expect(JSON.stringify(wire.chatRequests[0]!.headers) + wire.chatRequests[0]!.query.toString()).toContain(apiKey);
         expect(wire.chatRequests[1]!.rawBody).toContain('sunny');
 
         // 120 in and 30 out at 10 and 20 per 1,000: ceil(1.2 + 0.6) = 2; then ceil(2 + 0.24) = 3.
