@@ -299,6 +299,25 @@ describe.each(testDatabases())('conversations on $name', (db) => {
         expect(twice.body.error).toBe('tool_call_answered');
       });
 
+      it('continues exactly once when the answers to several tool calls arrive in parallel', async () => {
+        const { user, convId } = await setup({ tools: true });
+        const r = await t.request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'weather please' } });
+        const assistant = r.body.messages[1];
+        // A second call on the same message, as a model asking for two tools at once would make.
+        await t.kernel
+          .fork()
+          .getConnection()
+          .execute(`update messages set tool_calls = '${JSON.stringify([...assistant.toolCalls, { id: 'call_extra', name: 'Weather__forecast', input: { city: 'Oslo' } }])}' where id = '${assistant.id}'`);
+        const answers = await Promise.all(
+          [assistant.toolCalls[0].id, 'call_extra'].map((id) => t.request('POST', `/conversation/${convId}/messages/${assistant.id}/tool`, { token: user.token, body: { tool_call_id: id, content: `answer ${id}` } })),
+        );
+        expect(answers.map((a) => a.status)).toEqual([200, 200]);
+        expect(answers.map((a) => a.body.status).sort()).toEqual(['completed', 'waiting_tool']);
+        const list = await t.request('GET', `/conversation/${convId}/messages`, { token: user.token });
+        expect(list.body.items.map((m: { role: string }) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'assistant']);
+        expect(list.body.items[1].status).toBe('completed');
+      });
+
       it('refuses with 402 before calling the provider when credits cannot cover the reservation', async () => {
         const { user, convId } = await setup({ model: 'pricey' });
         const calls = provider.requests.length;

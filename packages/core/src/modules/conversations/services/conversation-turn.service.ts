@@ -64,6 +64,7 @@ const conflict = (code: string, message: string) => new TrellisError('conflict',
 export class ConversationTurnService {
   private readonly inflight = new Map<string, Promise<unknown>>();
   private readonly aborts = new Set<AbortController>();
+  private readonly answering = new Map<string, Promise<void>>();
 
   constructor(
     @inject(entityManagerServiceIdentifier) private readonly root: EntityManager,
@@ -122,10 +123,28 @@ export class ConversationTurnService {
     });
   }
 
-  /** Stores a tool's answer to a call of an assistant message; once every call has one, the bot continues. */
+  /**
+   * Stores a tool's answer to a call of an assistant message; once every call has one, the bot
+   * continues. Answers to one conversation are taken one at a time (in this process), so parallel
+   * answers to the last calls cannot all believe another one is still missing.
+   */
   async answerTool(em: EntityManager, userId: string, convId: string, msgId: string, toolCallId: string, content: string): Promise<TurnResult> {
+    const previous = this.answering.get(convId) ?? Promise.resolve();
+    const mine = previous.then(() => this.answerToolNow(em, userId, convId, msgId, toolCallId, content));
+    const tail = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.answering.set(convId, tail);
+    void tail.then(() => {
+      if (this.answering.get(convId) === tail) this.answering.delete(convId);
+    });
+    return mine;
+  }
+
+  private async answerToolNow(em: EntityManager, userId: string, convId: string, msgId: string, toolCallId: string, content: string): Promise<TurnResult> {
     const conversation = await this.conversations.requireMember(em, userId, convId);
-    const assistant = await em.findOne(Message, { id: msgId, conversation: convId });
+    const assistant = await em.findOne(Message, { id: msgId, conversation: convId }, { refresh: true });
     if (!assistant) throw messageNotFound(msgId);
     const call = assistant.role === 'assistant' ? assistant.toolCalls?.find((c) => c.id === toolCallId) : undefined;
     if (!call) throw new TrellisError('not_found', 'tool_call_not_found', `Message ${msgId} has no tool call ${toolCallId}.`);
