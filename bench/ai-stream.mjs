@@ -115,14 +115,21 @@ function summarise(receivedAt, count) {
 
 const adapter = new OpenAiProvider();
 
+/** CPU time of this whole process (provider server, Trellis, clients) per delta, in microseconds. */
+function cpuPerDelta(start, count) {
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / count;
+}
+
 async function direct(count, intervalMs) {
   plan = { count, intervalMs };
   const r = receiver(count);
+  const cpu = process.cpuUsage();
   for await (const part of adapter.chat(adapter.parseConf(conf), { messages: [{ role: 'user', content: 'go' }] })) {
     if (part.type === 'text-delta') r.feed(part.delta);
   }
   if (!r.done) throw new Error('direct: deltas missing');
-  return summarise(r.receivedAt, count);
+  return { ...summarise(r.receivedAt, count), cpuUs: cpuPerDelta(cpu, count) };
 }
 
 async function setupHost(transport) {
@@ -171,12 +178,13 @@ async function setupHost(transport) {
     async relay(count, intervalMs) {
       plan = { count, intervalMs };
       const r = receiver(count);
+      const cpu = process.cpuUsage();
       const ended = new Promise((resolve, reject) => (current = { r, finish: (error) => (error ? reject(error) : resolve()) }));
       await call('POST', `/conversation/${conv.id}/messages`, { content: 'go', attrs: { stream: true } }, token);
       await ended;
       current = null;
       if (!r.done) throw new Error('relay: deltas missing');
-      return summarise(r.receivedAt, count);
+      return { ...summarise(r.receivedAt, count), cpuUs: cpuPerDelta(cpu, count) };
     },
     async close() {
       ws.close();
@@ -207,15 +215,18 @@ for (const transport of args.transports.split(',')) {
   const rRate = best(r.burst, 'rate', true).rate;
   const dLat = best(d.paced, 'p99', false);
   const rLat = best(r.paced, 'p99', false);
-  rows.push({ transport, dRate, rRate, dLat, rLat });
+  const dCpu = best(d.burst, 'cpuUs', false).cpuUs;
+  const rCpu = best(r.burst, 'cpuUs', false).cpuUs;
+  rows.push({ transport, dRate, rRate, dLat, rLat, dCpu, rCpu });
 }
 provider.close();
 
-console.log('| transport | direct deltas/s | relay deltas/s | relay/direct | direct p50 / p99 ms | relay p50 / p99 ms | added p50 / p99 ms per delta |');
-console.log('|---|---|---|---|---|---|---|');
+console.log('| transport | direct deltas/s | relay deltas/s | relay/direct | CPU µs per delta direct / relay (added) | direct p50 / p99 ms | relay p50 / p99 ms | added p50 / p99 ms per delta |');
+console.log('|---|---|---|---|---|---|---|---|');
 for (const row of rows) {
   console.log(
-    `| ${row.transport} | ${f(row.dRate)} | ${f(row.rRate)} | ${(row.rRate / row.dRate).toFixed(2)} | ${row.dLat.p50.toFixed(3)} / ${row.dLat.p99.toFixed(3)} | ${row.rLat.p50.toFixed(3)} / ${row.rLat.p99.toFixed(3)} | ${(row.rLat.p50 - row.dLat.p50).toFixed(3)} / ${(row.rLat.p99 - row.dLat.p99).toFixed(3)} |`,
+    `| ${row.transport} | ${f(row.dRate)} | ${f(row.rRate)} | ${(row.rRate / row.dRate).toFixed(2)} | ${f(row.dCpu)} / ${f(row.rCpu)} (+${f(row.rCpu - row.dCpu)}) | ${row.dLat.p50.toFixed(3)} / ${row.dLat.p99.toFixed(3)} | ${row.rLat.p50.toFixed(3)} / ${row.rLat.p99.toFixed(3)} | ${(row.rLat.p50 - row.dLat.p50).toFixed(3)} / ${(row.rLat.p99 - row.dLat.p99).toFixed(3)} |`,
   );
 }
 console.log('\nTarget (issue 11): added latency under 1 ms per delta at p99, relay rate at least 1/2 of direct.');
+console.log(`Load average while running: ${(await import('node:os')).loadavg().map((n) => n.toFixed(1)).join(' ')} on ${(await import('node:os')).availableParallelism()} cores (latency percentiles include scheduling delays of a shared machine; CPU per delta does not).`);
