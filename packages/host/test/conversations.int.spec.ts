@@ -217,6 +217,35 @@ describe.each(testDatabases())('conversations on $name', (db) => {
         }
       });
 
+      it('lets a reconnecting client resume the notifications it missed, with their sequence numbers', async () => {
+        const { user, convId } = await setup();
+        const first = await UserSocket.open(t.wsUrl, user.token);
+        const r1 = await t.request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'one', attrs: { stream: true } } });
+        const end1 = await first.until((n) => n.type === 'end' && n.msgId === r1.body.messages[1].id);
+        const epoch = first.auth.epoch;
+        first.close();
+        // While no socket is open the next turn streams on; its notifications are numbered and kept.
+        const r2 = await t.request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'two', attrs: { stream: true } } });
+        expect(r2.status).toBe(202);
+        const reply = r2.body.messages[1].id;
+        for (let i = 0; i < 100; i++) {
+          const list = await t.request('GET', `/conversation/${convId}/messages`, { token: user.token });
+          if (list.body.items.find((m: { id: string; status: string }) => m.id === reply)?.status === 'completed') break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        const again = await UserSocket.open(t.wsUrl, user.token, { epoch, lastSeq: end1.seq });
+        try {
+          await again.until((n) => n.type === 'end' && n.msgId === reply);
+          const missed = again.notes.filter((n) => n.msgId === reply);
+          expect(missed[0]!.type).toBe('message-start');
+          expect(missed[0]!.seq).toBe(end1.seq + 1);
+          expect(missed.map((n) => n.seq)).toEqual(missed.map((_, i) => end1.seq + 1 + i));
+          expect(missed.filter((n) => n.type === 'delta').map((n) => n.content).join('')).toBe('Echo: two');
+        } finally {
+          again.close();
+        }
+      });
+
       it('refuses a second turn while the bot is still answering (turn_in_progress)', async () => {
         const { user, convId } = await setup();
         const first = await t.request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'slow answer please', attrs: { stream: true } } });

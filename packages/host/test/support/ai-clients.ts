@@ -83,6 +83,9 @@ export class UserSocket {
   readonly notes: ConversationNote[] = [];
   private waiters: Array<() => void> = [];
 
+  /** The `auth` result: `epoch` and `seq` to resume from. */
+  auth: { epoch: string; seq: number } = { epoch: '', seq: 0 };
+
   private constructor(private readonly ws: WebSocket) {
     ws.on('message', (data) => {
       const message = JSON.parse(String(data));
@@ -93,7 +96,7 @@ export class UserSocket {
     });
   }
 
-  static async open(wsUrl: string, token: string): Promise<UserSocket> {
+  static async open(wsUrl: string, token: string, resume?: { epoch: string; lastSeq: number }): Promise<UserSocket> {
     const ws = new WebSocket(`${wsUrl}/v3/wss?token=${encodeURIComponent(token)}`);
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
@@ -110,9 +113,10 @@ export class UserSocket {
       };
       ws.on('message', onMessage);
     });
-    ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'auth', params: { token } }));
+    ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'auth', params: { token, ...resume } }));
     const reply = await authed;
     if (reply.result?.status !== 'authenticated') throw new Error(`auth failed: ${JSON.stringify(reply)}`);
+    socket.auth = { epoch: reply.result.epoch, seq: reply.result.seq };
     return socket;
   }
 
