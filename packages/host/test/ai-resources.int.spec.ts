@@ -240,6 +240,9 @@ describe('AI model secrets at rest and in logs', () => {
     const model = await t.request('POST', '/ai/models', { token: user.token, body: { name: 'R', service: 'scripted', conf: { model: 'echo-1', apiKey: SECRET } } });
     const bot = await t.request('POST', '/bot', { token: user.token, body: { name: 'B', conf: { modelId: model.body.id } } });
     const conv = await t.request('POST', '/conversation', { token: user.token, body: { name: 'C', botId: bot.body.id } });
+    // A secret written in plain text behind Trellis' back (or before encryption existed).
+    const plain = await t.request('POST', '/ai/models', { token: user.token, body: { name: 'P', service: 'scripted', conf: { model: 'echo-1' } } });
+    await t.kernel.fork().getConnection().execute(`update ai_models set conf = '{"model":"echo-1","apiKey":"sk-plain-legacy"}' where id = '${plain.body.id}'`);
     await t.close();
     t = await startTestHost(fileDb, 'node', {
       adapters: [provide(aiProvidersServiceIdentifier, [new ScriptedProvider()])],
@@ -249,6 +252,7 @@ describe('AI model secrets at rest and in logs', () => {
     const rows = JSON.stringify(await t.kernel.fork().getConnection().execute('select conf from ai_models'));
     expect(rows).toMatch(/enc:v1:k10:/);
     expect(rows).not.toMatch(/enc:v1:k9:/);
+    expect(rows).not.toContain('sk-plain-legacy');
     expect(lines.join('')).toMatch(/re-encrypted with the current key/);
     const login = await t.request('POST', '/auth/login', { body: { email: user.email, password: 'correct horse battery' } });
     const sent = await t.request('POST', `/conversation/${conv.body.id}/messages`, { token: login.body.token, body: { content: 'after rotation' } });

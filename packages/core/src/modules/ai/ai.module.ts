@@ -44,8 +44,9 @@ export const aiModule = defineModule({
     }),
   routes: aiRoutes,
   async onStart(ctx) {
-    if (Object.keys((ctx.section as AiConfig).encryption.previousKeys).length === 0) return;
+    // Secrets under an old key, or in plain text, are encrypted with the current key.
     const changed = await ctx.get(AiModelService).reseal(ctx.get(entityManagerServiceIdentifier).fork());
-    ctx.log.info({ models: changed }, changed ? 'AI model secrets re-encrypted with the current key' : 'No AI model secret uses an old key: the old keys can be removed');
+    if (changed) ctx.log.info({ models: changed }, 'AI model secrets re-encrypted with the current key');
+    else if (Object.keys((ctx.section as AiConfig).encryption.previousKeys).length > 0) ctx.log.info('No AI model secret uses an old key: the old keys can be removed');
   },
 });

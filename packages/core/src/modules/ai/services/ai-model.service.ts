@@ -139,7 +139,11 @@ export class AiModelService {
     if (deleted === 0) throw modelNotFound(id);
   }
 
-  /** Re-encrypts every secret sealed under an old key with the current one. Returns how many models changed. */
+  /**
+   * Re-encrypts every secret sealed under an old key with the current one, and encrypts secrets
+   * stored in plain text (written before encryption existed, or straight into the database).
+   * Returns how many models changed.
+   */
   async reseal(em: EntityManager): Promise<number> {
     let changed = 0;
     const batch = 200;
@@ -148,9 +152,13 @@ export class AiModelService {
       for (const model of models) {
         let dirty = false;
         const conf = { ...model.conf };
+        const secretKeys = this.secretKeys(model.service);
         for (const [key, value] of Object.entries(conf)) {
           if (isSealed(value) && SecretBox.keyIdOf(value) !== this.box.keyId) {
             conf[key] = this.box.seal(this.box.open(value));
+            dirty = true;
+          } else if (!isSealed(value) && secretKeys.includes(key) && value !== undefined && value !== null && value !== '') {
+            conf[key] = this.box.seal(value);
             dirty = true;
           }
         }
