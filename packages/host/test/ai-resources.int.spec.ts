@@ -6,7 +6,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aiProvidersServiceIdentifier, provide, UserService } from '@trellis/core';
 import { sqliteDatabase } from '@trellis/db-sqlite';
-import { startTestHost, testDatabases, transports, type TestDatabase, type TestHost } from '@trellis/test-support';
+import { OpenAiProvider } from '@trellis/ai-openai';
+import { OpenAiWireServer, startTestHost, testDatabases, transports, type TestDatabase, type TestHost } from '@trellis/test-support';
 import { ScriptedProvider } from './support/ai-clients.js';
 
 const SECRET = 'sk-right';
@@ -189,6 +190,7 @@ describe('AI model secrets at rest and in logs', () => {
   const dir = mkdtempSync(join(tmpdir(), 'trellis-ai-secrets-'));
   const lines: string[] = [];
   let t: TestHost;
+  let wire: OpenAiWireServer;
   const fileDb: TestDatabase = {
     name: 'sqlite',
     async create() {
@@ -203,14 +205,16 @@ describe('AI model secrets at rest and in logs', () => {
         done();
       },
     });
+    wire = await new OpenAiWireServer({ apiKey: SECRET }).start();
     t = await startTestHost(fileDb, 'node', {
-      adapters: [provide(aiProvidersServiceIdentifier, [new ScriptedProvider()])],
+      adapters: [provide(aiProvidersServiceIdentifier, [new ScriptedProvider(), new OpenAiProvider({ retry: { maxRetries: 0 } })])],
       logger: pino({ level: 'trace' }, sink),
       config: { ai: { encryption: { key: Buffer.alloc(32, 7).toString('base64'), keyId: 'k9' } } },
     });
   });
   afterAll(async () => {
     await t?.close();
+    await wire?.close();
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -223,6 +227,24 @@ describe('AI model secrets at rest and in logs', () => {
     const bot = await t.request('POST', '/bot', { token: user.token, body: { name: 'B', conf: { modelId: model.body.id } } });
     const conv = await t.request('POST', '/conversation', { token: user.token, body: { name: 'C', botId: bot.body.id } });
     expect((await t.request('POST', `/conversation/${conv.body.id}/messages`, { token: user.token, body: { content: 'hello' } })).status).toBe(200);
+
+    // Failures of a real adapter are logged with their cause (the vendor's error): still no key.
+    const openai = await t.request('POST', '/ai/models', { token: user.token, body: { name: 'O', service: 'openai', conf: { model: 'gpt-test', baseURL: wire.baseURL, apiKey: SECRET } } });
+    const wrong = await t.request('POST', '/ai/models', { token: user.token, body: { name: 'W', service: 'openai', conf: { model: 'gpt-test', baseURL: wire.baseURL, apiKey: `${SECRET}-but-wrong` } } });
+    for (const [modelId, status, reply] of [
+      [openai.body.id, 503, { error: { status: 500, message: 'upstream exploded' } }],
+      [wrong.body.id, 502, null],
+      [openai.body.id, 200, { text: ['fine'] }],
+    ] as const) {
+      if (reply) wire.enqueue(reply);
+      const b = await t.request('POST', '/bot', { token: user.token, body: { name: 'B', conf: { modelId } } });
+      const c = await t.request('POST', '/conversation', { token: user.token, body: { name: 'C', botId: b.body.id } });
+      const r = await t.request('POST', `/conversation/${c.body.id}/messages`, { token: user.token, body: { content: 'hello' } });
+      expect(r.status).toBe(status);
+      const s = await t.request('POST', `/conversation/${c.body.id}/messages/run`, { token: user.token, body: { stream: true } });
+      expect([202, 409]).toContain(s.status);
+    }
+    expect(lines.join('')).toMatch(/request failed/);
 
     expect(lines.length).toBeGreaterThan(0);
     expect(lines.join('')).not.toContain(SECRET);

@@ -290,7 +290,9 @@ export class ConversationTurnService {
     });
     this.inflight.set(conversation.id, work.catch(() => undefined));
     if (options.stream) {
-      work.catch((error) => this.log.warn({ err: error, convId: conversation.id }, 'streamed conversation turn failed'));
+      // The members got an `error` notification; unexpected errors were logged by the loop. Only the
+      // code here: a provider error's cause is the vendor's response and is not worth a log line.
+      work.catch((error) => this.log.info({ convId: conversation.id, code: isTrellisError(error) ? error.code : 'internal' }, 'streamed conversation turn ended with an error'));
       return { convId: conversation.id, status: 'streaming', messages: [...views, toMessageView(assistant)] };
     }
     const outcome = await work;
