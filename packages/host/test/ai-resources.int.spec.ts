@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aiProvidersServiceIdentifier, provide, UserService } from '@trellis/core';
 import { sqliteDatabase } from '@trellis/db-sqlite';
 import { OpenAiProvider } from '@trellis/ai-openai';
-import { OpenAiWireServer, startTestHost, testDatabases, transports, type TestDatabase, type TestHost } from '@trellis/test-support';
+import { OpenAiWireServer, startTestHost, type WireReply, testDatabases, transports, type TestDatabase, type TestHost } from '@trellis/test-support';
 import { ScriptedProvider } from './support/ai-clients.js';
 
 const SECRET = 'sk-right';
@@ -231,11 +231,12 @@ describe('AI model secrets at rest and in logs', () => {
     // Failures of a real adapter are logged with their cause (the vendor's error): still no key.
     const openai = await t.request('POST', '/ai/models', { token: user.token, body: { name: 'O', service: 'openai', conf: { model: 'gpt-test', baseURL: wire.baseURL, apiKey: SECRET } } });
     const wrong = await t.request('POST', '/ai/models', { token: user.token, body: { name: 'W', service: 'openai', conf: { model: 'gpt-test', baseURL: wire.baseURL, apiKey: `${SECRET}-but-wrong` } } });
-    for (const [modelId, status, reply] of [
+    const cases: Array<[string, number, WireReply | null]> = [
       [openai.body.id, 503, { error: { status: 500, message: 'upstream exploded' } }],
       [wrong.body.id, 502, null],
       [openai.body.id, 200, { text: ['fine'] }],
-    ] as const) {
+    ];
+    for (const [modelId, status, reply] of cases) {
       if (reply) wire.enqueue(reply);
       const b = await t.request('POST', '/bot', { token: user.token, body: { name: 'B', conf: { modelId } } });
       const c = await t.request('POST', '/conversation', { token: user.token, body: { name: 'C', botId: b.body.id } });
