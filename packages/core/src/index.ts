@@ -65,3 +65,4 @@ export * from './modules/projects/index.js';
 export * from './modules/documents/index.js';
 export * from './modules/collab/index.js';
 export { systemModule } from './modules/system/system.module.js';
+export * from './modules/runs/index.js';

@@ -1,0 +1,51 @@
+import { ContainerModule } from 'inversify';
+import { scopeRoutes } from '../../kernel/auth/scopes.js';
+import { defineModule } from '../../kernel/module.js';
+import { runQueueServiceIdentifier } from '../../ports/run-queue.js';
+import { documentScopes } from '../projects/scopes.js';
+import { RunEventSchema } from './entities/run-event.entity.js';
+import { RunSchema } from './entities/run.entity.js';
+import { migrations } from './migrations/index.js';
+import { runRoutes } from './routes.js';
+import { runsConfigSchema, type RunsConfig } from './runs.config.js';
+import { InProcessRunQueue } from './services/in-process-run-queue.js';
+import { RunService } from './services/run.service.js';
+import { runsConfigServiceIdentifier } from './tokens.js';
+
+/**
+ * Runs: a document's top-level blocks executed as a workflow (input, LLM, code, tool, ask and
+ * output blocks), with an event log that streams to any process, ask/resume, timeouts, credits,
+ * and the RunQueue port (in process by default; BullMQ with `trellis worker` processes).
+ */
+export const runsModule = defineModule({
+  name: 'runs',
+  dependsOn: ['identity', 'billing', 'projects', 'documents'],
+  config: runsConfigSchema,
+  entities: [RunSchema, RunEventSchema],
+  migrations,
+  container: ({ section }) =>
+    new ContainerModule(({ bind }) => {
+      const config = section as RunsConfig;
+      bind(runsConfigServiceIdentifier).toConstantValue(config);
+      bind(runQueueServiceIdentifier).toConstantValue(new InProcessRunQueue({ concurrency: config.concurrency }));
+      bind(RunService).toSelf();
+    }),
+  routes: () => scopeRoutes(runRoutes(), documentScopes),
+  jobs: [
+    {
+      name: 'runs.recover-lost',
+      intervalMs: (config) => (config as unknown as { runs: RunsConfig }).runs.reaperIntervalMs,
+      async run(ctx) {
+        const config = ctx.get(runsConfigServiceIdentifier);
+        if (config.execute) await ctx.get(RunService).recoverLostRuns();
+      },
+    },
+  ],
+  async onStart(ctx) {
+    const config = ctx.section as RunsConfig;
+    if (config.execute) await ctx.get(RunService).consume();
+  },
+  async onStop(ctx) {
+    await ctx.get(runQueueServiceIdentifier).close();
+  },
+});
