@@ -111,8 +111,12 @@ export class ScriptedGateway implements AiGateway {
   readonly requests: AiChatRequest[] = [];
   aborts = 0;
 
+  /** `aliases` answers one model id as another (a host that "fixed" a model). */
+  constructor(private readonly aliases: Record<string, string> = {}) {}
+
   async *chat(input: { userId: string; modelId: string; request: AiChatRequest }): AsyncIterable<AiStreamPart> {
-    const { modelId, request } = input;
+    const modelId = this.aliases[input.modelId] ?? input.modelId;
+    const { request } = input;
     this.requests.push(request);
     const last = request.messages.at(-1)!;
     const prompt = request.messages.find((m) => m.role === 'user')?.content ?? '';

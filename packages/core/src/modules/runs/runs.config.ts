@@ -12,6 +12,11 @@ export const runsConfigSchema = s.object({
     .boolean()
     .default(true)
     .describe('Whether this process executes queued runs. Set false on host processes of a deployment whose `trellis worker` processes execute them (BullMQ queue).'),
+  shutdownGraceMs: s
+    .int()
+    .range(0, 600_000)
+    .default(10_000)
+    .describe('When the process stops, how long executing runs may go on before they are interrupted; an interrupted run continues from its last completed block in another process (or after a restart).'),
   onError: s.string()
     .oneOf(['stop', 'continue'] as const)
     .default('stop')

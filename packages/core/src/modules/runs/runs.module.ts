@@ -27,7 +27,7 @@ export const runsModule = defineModule({
     new ContainerModule(({ bind }) => {
       const config = section as RunsConfig;
       bind(runsConfigServiceIdentifier).toConstantValue(config);
-      bind(runQueueServiceIdentifier).toConstantValue(new InProcessRunQueue({ concurrency: config.concurrency }));
+      bind(runQueueServiceIdentifier).toConstantValue(new InProcessRunQueue({ concurrency: config.concurrency, closeGraceMs: config.shutdownGraceMs }));
       bind(RunService).toSelf();
     }),
   routes: () => scopeRoutes(runRoutes(), documentScopes),

@@ -236,6 +236,11 @@ export class RunEngine {
       return 'done';
     } catch (error) {
       finish();
+      if (signal.aborted && signal.reason instanceof TrellisError && signal.reason.code === 'run_interrupted') {
+        // The process is stopping: the block runs again in the next attempt, from this checkpoint.
+        session.status = 'pending';
+        return 'stop';
+      }
       const failure = signal.aborted ? errorOf(signal.reason) : errorOf(error);
       if (signal.aborted) failure.message = signal.reason instanceof TrellisError && signal.reason.code === runFailure.timeout.code ? runFailure.timeout.message : failure.message;
       session.status = 'failed';
