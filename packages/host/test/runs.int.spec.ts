@@ -253,6 +253,9 @@ describe.each(testDatabases())('document runs on $name', (db) => {
         expect(invalid.status).toBe(400);
         expect(invalid.body.error).toBe('invalid_workflow');
         expect(invalid.body.details[0].field).toBe('content.0.attrs.prompt');
+        const notDoc = await t.request('POST', `/documents/${documentId}/run`, { token: owner.token, body: { content: { type: 'paragraph' } } });
+        expect(notDoc.status).toBe(400);
+        expect(notDoc.body.error).toBe('invalid_content');
       });
 
       it('403 for an API key or agent token (JWT only)', async () => {

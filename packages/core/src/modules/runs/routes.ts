@@ -72,7 +72,7 @@ export function runRoutes(): RouteDefinition[] {
       validationError: documentValidation,
       response: runResponseSpec,
       errors: {
-        400: 'Inputs fail the input blocks (invalid_inputs, with details); a block is not valid (invalid_workflow); timeout above the maximum (timeout_too_large); the project has no team (no_team_associated); bad body (validation_failed)',
+        400: 'Inputs fail the input blocks (invalid_inputs, with details); debug content is not document JSON (invalid_content); a block is not valid (invalid_workflow); timeout above the maximum (timeout_too_large); the project has no team (no_team_associated); bad body (validation_failed)',
         402: 'Too few credits (insufficient_credits, with balance, required and shortfall)',
         403: 'Not a JWT (credential_not_allowed), or no execute permission (execute_permission_required)',
         404: missing,

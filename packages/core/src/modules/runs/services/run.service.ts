@@ -14,6 +14,7 @@ import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
 import { runQueueServiceIdentifier, type RunJob, type RunQueue } from '../../../ports/run-queue.js';
 import { CreditService } from '../../billing/services/credit.service.js';
+import { ContentError, normalizeDocument } from '../../documents/content/rich-text.js';
 import { DocumentService } from '../../documents/services/document.service.js';
 import { AskBlockExecutor, InputBlockExecutor, OutputBlockExecutor } from '../blocks/basic-executors.js';
 import { LlmBlockExecutor, ToolBlockExecutor } from '../blocks/ai-executors.js';
@@ -144,7 +145,14 @@ export class RunService {
   async start(em: EntityManager, input: StartRunInput): Promise<StartedRun> {
     const timeoutSeconds = input.timeoutSeconds ?? Math.min(this.config.defaultTimeoutSeconds, this.config.maxTimeoutSeconds);
     if (timeoutSeconds > this.config.maxTimeoutSeconds) throw runErrors.timeoutTooLarge(timeoutSeconds, this.config.maxTimeoutSeconds);
-    const blocks = parseWorkflow(input.content, runErrors.invalidWorkflow);
+    let content: unknown;
+    try {
+      content = normalizeDocument(input.content);
+    } catch (error) {
+      if (!(error instanceof ContentError)) throw error;
+      throw new TrellisError('bad_request', 'invalid_content', `content: ${error.message}`, { details: [{ field: `content${error.path ? `.${error.path}` : ''}`, constraint: error.reason, message: error.message }] });
+    }
+    const blocks = parseWorkflow(content, runErrors.invalidWorkflow);
     const { values, issues } = validateInputs(inputDefinitions(blocks), input.inputs ?? {});
     if (issues.length) throw runErrors.invalidInputs(issues);
     if (!input.teamId) throw runErrors.noTeam();
@@ -174,7 +182,7 @@ export class RunService {
       version: input.version ?? null,
       status: 'queued',
       inputs: values,
-      content: input.content,
+      content,
       cursor: 0,
       sessions: [],
       ctx: [],
