@@ -27,7 +27,8 @@ export class CodeBlockExecutor implements BlockExecutor {
       const result = await sandbox.run({
         code: block.text,
         globals: { inputs: { ...io.inputs }, blocks },
-        timeoutMs: Math.max(1, Math.min(this.limits.timeoutMs, io.remainingMs())),
+        // The run's own deadline aborts `signal`; the block's limit is its own.
+        timeoutMs: this.limits.timeoutMs,
         memoryBytes: this.limits.memoryBytes,
         signal: io.signal,
         onEmit: (text) => io.chunk(text),
