@@ -63,6 +63,7 @@ export * from './modules/admin/index.js';
 export * from './modules/oauth/index.js';
 export * from './modules/projects/index.js';
 export * from './modules/documents/index.js';
+export * from './modules/blocks/index.js';
 export * from './modules/collab/index.js';
 export { systemModule } from './modules/system/system.module.js';
 export * from './modules/runs/index.js';

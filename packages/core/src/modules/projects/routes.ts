@@ -1,10 +1,11 @@
 import { Reply } from '../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import { idsServiceIdentifier } from '../../ports/ids.js';
-import { CreateFolderBody, CreateProjectBody, ProjectParams } from './dto/project.dto.js';
-import { fileTreeNodeSchema, projectSchema } from './schemas.js';
+import { PageQuery, pageOf, paging } from '../../kernel/http/dto/paging.js';
+import { CreateFolderBody, CreateProjectBody, ProjectParams, UpdateProjectBody } from './dto/project.dto.js';
+import { fileTreeNodeSchema, projectDeletedSchema, projectPageSchema, projectSchema } from './schemas.js';
 import { ProjectService, toTreeNode } from './services/project.service.js';
-import { toProjectView } from './views.js';
+import { toProjectSummary, toProjectView } from './views.js';
 
 const tags = ['Projects'];
 /** The Project API takes a bearer token: a JWT, an API key or an agent token. */
@@ -27,6 +28,61 @@ export const projectRoutes: RouteDefinition[] = [
       const userId = ctx.requirePrincipal().userId;
       const project = await service.create(ctx.em, userId, ctx.body);
       return Reply.json(toProjectView(project, [], await service.permissions(ctx.em, project, userId)), 201);
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/project/list',
+    summary: 'List your projects',
+    description: 'The projects you own and the non-private projects of your teams, newest first, without their file trees.',
+    tags,
+    auth,
+    query: PageQuery,
+    response: { schema: projectPageSchema },
+    async handler(ctx) {
+      const service = ctx.get(ProjectService);
+      const userId = ctx.requirePrincipal().userId;
+      const p = paging(ctx.query);
+      const { items, total } = await service.list(ctx.em, userId, p);
+      const views = [];
+      for (const project of items) views.push(toProjectSummary(project, await service.permissions(ctx.em, project, userId)));
+      return pageOf(views, total, p);
+    },
+  }),
+  defineRoute({
+    method: 'PUT',
+    path: '/project/:projectId',
+    summary: 'Update a project (name, description, tools, access)',
+    tags,
+    auth,
+    params: ProjectParams,
+    body: UpdateProjectBody,
+    response: { schema: projectSchema },
+    errors: {
+      403: 'No write permission (project_access_denied); or not the owner when changing access (project_owner_required)',
+      404: notFound,
+      409: 'The team has a project with this name (project_name_taken)',
+    },
+    async handler(ctx) {
+      const service = ctx.get(ProjectService);
+      const userId = ctx.requirePrincipal().userId;
+      const { project, permissions } = await service.update(ctx.em, ctx.params.projectId, userId, ctx.body);
+      return toProjectView(project, await service.tree(ctx.em, project.id), permissions);
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: '/project/:projectId',
+    summary: 'Delete a project with everything in it',
+    description: 'Owner only. Deletes the documents, blocks, deployments and file tree of the project; there is no undo (blocks have a trash, projects do not).',
+    tags,
+    auth,
+    params: ProjectParams,
+    response: { schema: projectDeletedSchema },
+    errors: { 403: 'Not the owner (project_owner_required), or no write permission (project_access_denied)', 404: notFound },
+    async handler(ctx) {
+      await ctx.get(ProjectService).delete(ctx.em, ctx.params.projectId, ctx.requirePrincipal().userId);
+      return { id: ctx.params.projectId, deleted: true };
     },
   }),
   defineRoute({

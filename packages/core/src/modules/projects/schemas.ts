@@ -32,3 +32,22 @@ export const projectSchema = {
     updatedAt: dateTime,
   },
 };
+
+/** A project in a list: the project without its file tree. */
+export const projectSummarySchema = {
+  ...projectSchema,
+  required: projectSchema.required.filter((field) => field !== 'filesFolder'),
+  properties: Object.fromEntries(Object.entries(projectSchema.properties).filter(([field]) => field !== 'filesFolder')),
+};
+
+export const projectPageSchema = {
+  type: 'object',
+  required: ['items', 'total', 'page', 'size'],
+  properties: { items: { type: 'array', items: projectSummarySchema }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
+};
+
+export const projectDeletedSchema = {
+  type: 'object',
+  required: ['id', 'deleted'],
+  properties: { id: { type: 'string', format: 'uuid' }, deleted: { const: true } },
+};

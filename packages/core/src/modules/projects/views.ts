@@ -31,3 +31,9 @@ export const toProjectView = (project: Project, filesFolder: FileTreeNode[], per
   createdAt: project.createdAt.toISOString(),
   updatedAt: project.updatedAt.toISOString(),
 });
+
+/** A project in a list (no file tree). */
+export const toProjectSummary = (project: Project, permissions: Iterable<string>): Omit<ProjectView, 'filesFolder'> => {
+  const { filesFolder: _tree, ...rest } = toProjectView(project, [], permissions);
+  return rest;
+};

@@ -59,3 +59,30 @@ export class CreateFolderBody {
   @Doc({ description: 'Key of the folder to create it in (default: the top of the tree).' })
   parentKey?: string;
 }
+
+@Schema({ name: 'UpdateProjectRequest' })
+export class UpdateProjectBody {
+  @IsOptional()
+  @Transform(trim)
+  @IsString()
+  @Length(1, 200)
+  @Doc({ description: 'Unique within the team (409 `project_name_taken`).' })
+  name?: string;
+
+  @IsOptional()
+  @IsString()
+  @MaxLength(10_000)
+  description?: string;
+
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(100)
+  @IsString({ each: true })
+  @MaxLength(100, { each: true })
+  tools?: string[];
+
+  @IsOptional()
+  @IsIn(projectAccessLevels)
+  @Doc({ description: 'Only the owner may change it (403 `project_owner_required`).' })
+  access?: ProjectAccessLevel;
+}

@@ -7,6 +7,9 @@ import { User } from '../../identity/entities/user.entity.js';
 import { TeamService } from '../../identity/services/team.service.js';
 import { ProjectNode, type ProjectNodeType } from '../entities/project-node.entity.js';
 import { Project, type ProjectAccessLevel } from '../entities/project.entity.js';
+import type { Paging } from '../../../kernel/http/dto/paging.js';
+import { hooksServiceIdentifier } from '../../../kernel/tokens.js';
+import type { Hooks } from '../../../kernel/hooks.js';
 
 /** What a user may do in a project. Documents follow the project they belong to. */
 export type ProjectPermission = 'read' | 'write' | 'execute';
@@ -18,6 +21,13 @@ export interface CreateProjectInput {
   template?: string;
   description?: string;
   teamId?: string;
+}
+
+export interface UpdateProjectInput {
+  name?: string;
+  description?: string;
+  tools?: string[];
+  access?: ProjectAccessLevel;
 }
 
 export interface AddNodeInput {
@@ -53,7 +63,58 @@ export class ProjectService {
   constructor(
     @inject(idsServiceIdentifier) private readonly ids: Ids,
     @inject(TeamService) private readonly teams: TeamService,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
   ) {}
+
+  /**
+   * The projects the caller works in: the ones they own, and the non-private projects of the teams
+   * they belong to, newest first. (Public projects of other teams are readable but not listed.)
+   */
+  async list(em: EntityManager, userId: string, page: Paging): Promise<{ items: Project[]; total: number }> {
+    const teamIds = (await em.find(TeamMember, { user: userId }, { fields: ['team'] } as never)).map((m) => m.team.id);
+    const where = { $or: [{ owner: userId }, ...(teamIds.length ? [{ team: { $in: teamIds }, access: { $ne: 'private' } }] : [])] };
+    const [items, total] = await em.findAndCount(Project, where as never, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: page.size, offset: page.offset });
+    return { items, total };
+  }
+
+  /**
+   * Changes name, description, tools and/or access. Needs the write permission; changing `access`
+   * is the owner's decision (403 `project_owner_required`). A name the team already uses answers 409.
+   */
+  async update(em: EntityManager, projectId: string, userId: string, input: UpdateProjectInput): Promise<{ project: Project; permissions: ReadonlySet<ProjectPermission> }> {
+    const { project } = await this.requireProject(em, projectId, userId, 'write');
+    if (input.access !== undefined && input.access !== project.access && project.owner.id !== userId) {
+      throw new TrellisError('forbidden', 'project_owner_required', 'Only the owner of the project may change its access.');
+    }
+    if (input.name !== undefined) {
+      const name = input.name.trim();
+      if (name !== project.name && (await em.count(Project, { team: project.team.id, name, id: { $ne: project.id } }))) throw nameTaken(name);
+      project.name = name;
+    }
+    if (input.description !== undefined) project.description = input.description;
+    if (input.tools !== undefined) project.tools = [...new Set(input.tools)];
+    if (input.access !== undefined) project.access = input.access;
+    try {
+      await em.flush();
+    } catch (error) {
+      if (error instanceof UniqueConstraintViolationException) throw nameTaken(project.name);
+      throw error;
+    }
+    return { project, permissions: await this.permissions(em, project, userId) };
+  }
+
+  /**
+   * Deletes a project with everything in it (documents, their versions, blocks, deployments, the
+   * file tree): the owner only (403 `project_owner_required`). There is no undo.
+   */
+  async delete(em: EntityManager, projectId: string, userId: string): Promise<void> {
+    const { project } = await this.requireProject(em, projectId, userId, 'write');
+    if (project.owner.id !== userId) throw new TrellisError('forbidden', 'project_owner_required', 'Only the owner of the project may delete it.');
+    await this.hooks.emit('project.deleting', { projectId: project.id });
+    const count = await em.nativeDelete(Project, { id: project.id });
+    if (count === 0) throw projectNotFound();
+    await this.hooks.emit('project.deleted', { projectId: project.id });
+  }
 
   async create(em: EntityManager, userId: string, input: CreateProjectInput): Promise<Project> {
     const membership = input.teamId ? await this.teams.requireMember(em, input.teamId, userId) : await this.teams.firstTeam(em, userId);
@@ -199,3 +260,12 @@ export function toTreeNode(node: ProjectNode, children?: FileTreeNode[]): FileTr
 }
 
 const nameTaken = (name: string) => new TrellisError('conflict', 'project_name_taken', `The team already has a project named "${name}".`);
+
+declare module '../../../kernel/hooks.js' {
+  interface TrellisHooks {
+    /** A project is about to be deleted (its rows go with it by cascade): close what holds it open. */
+    'project.deleting': { projectId: string };
+    /** A project was deleted with everything in it. */
+    'project.deleted': { projectId: string };
+  }
+}

@@ -1,0 +1,314 @@
+import { UniqueConstraintViolationException, type EntityManager, type FilterQuery } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import type { Principal } from '../../../kernel/auth/principal.js';
+import { generateOpaqueToken, safeEqual, sha256Hex } from '../../../kernel/crypto.js';
+import { TrellisError } from '../../../kernel/errors.js';
+import type { Paging } from '../../../kernel/http/dto/paging.js';
+import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
+import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { TeamMember } from '../../identity/entities/team.entity.js';
+import { User } from '../../identity/entities/user.entity.js';
+import { contentHash } from '../../documents/content/content-hash.js';
+import { ProjectService } from '../../projects/services/project.service.js';
+import { Block, type DeploymentAccess, type DeploymentInput } from '../entities/block.entity.js';
+import { BlockVersion } from '../entities/block-version.entity.js';
+import { blockNotFound, blockVersionNotFound, blockVersionTaken, deploymentAccessDenied, deploymentAuthRequired, deploymentNotFound } from '../errors.js';
+import { BlockService, type BlockRunTarget } from './block.service.js';
+import { nextVersion, VERSION_PATTERN } from './versions.js';
+
+export interface DeploymentSettings {
+  inputs?: DeploymentInput[];
+  access?: DeploymentAccess;
+  deployType?: string;
+  cover?: string;
+  /** Issue a new deployment token (access `token`), invalidating the old one. */
+  rotateToken?: boolean;
+}
+
+/** Who calls a deployment: a signed-in principal, a deployment token, both or neither. */
+export interface DeploymentCaller {
+  principal: Principal | null;
+  /** The `X-Deployment-Token` header, when sent. */
+  deploymentToken?: string;
+}
+
+/** The header that carries a deployment token. */
+export const DEPLOYMENT_TOKEN_HEADER = 'x-deployment-token';
+
+const TOKEN_PREFIX = 'trd_';
+
+/**
+ * Deployments of blocks: immutable versions (`deploy`), the settings that decide who may call the
+ * deployment (`setDeployment`, `authorize`), installing a version into another project, and what
+ * a deployment run executes (`resolveApiRun`).
+ */
+@injectable()
+export class DeploymentService {
+  constructor(
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+    @inject(clockServiceIdentifier) private readonly clock: Clock,
+    @inject(ProjectService) private readonly projects: ProjectService,
+    @inject(BlockService) private readonly blocks: BlockService,
+  ) {}
+
+  /** The next free version of a block (`1` before the first deploy). */
+  async nextVersion(em: EntityManager, principal: Principal, blockId: string): Promise<{ block: Block; version: string }> {
+    const { block } = await this.blocks.requireBlock(em, principal, blockId);
+    return { block, version: await this.next(em, block.id) };
+  }
+
+  async next(em: EntityManager, blockId: string): Promise<string> {
+    const versions = await em.find(BlockVersion, { block: blockId }, { fields: ['version'] } as never);
+    return nextVersion(versions.map((v) => v.version));
+  }
+
+  /**
+   * Publishes the block's current content as an immutable version (`version`, or the next free
+   * one), with its settings and `access`. Needs the write permission. A version that exists
+   * answers 409 `block_version_exists`; a malformed one 422 `invalid_version`. When access becomes
+   * `token` and the block has no token yet, one is issued and answered once (`deploymentToken`).
+   */
+  async deploy(em: EntityManager, principal: Principal, blockId: string, input: { access: DeploymentAccess; version?: string }): Promise<{ block: Block; version: BlockVersion; deploymentToken: string | null }> {
+    const { block } = await this.blocks.requireBlock(em, principal, blockId, { wanted: 'write' });
+    if (input.version !== undefined && !VERSION_PATTERN.test(input.version)) throw invalidVersion(input.version);
+    const version = input.version ?? (await this.next(em, block.id));
+    if (await em.count(BlockVersion, { block: block.id, version })) throw blockVersionTaken(version);
+    const token = input.access === 'token' && !block.deploymentTokenHash ? generateOpaqueToken(TOKEN_PREFIX) : null;
+    const saved = await this.publish(em, principal, block, version, { access: input.access, tokenHash: token ? sha256Hex(token) : block.deploymentTokenHash });
+    return { ...saved, deploymentToken: token };
+  }
+
+  /**
+   * Sets the deployment settings (input definitions, access, deployType, cover). On a block that
+   * was never deployed this publishes its first version with these settings (the state table's
+   * PUT deployment → deployed); on a deployed block it changes the settings of the deployment
+   * (who may call it, how clients present it) without a new version.
+   */
+  async setDeployment(em: EntityManager, principal: Principal, blockId: string, settings: DeploymentSettings): Promise<{ block: Block; version: BlockVersion | null; deploymentToken: string | null }> {
+    const { block } = await this.blocks.requireBlock(em, principal, blockId, { wanted: 'write' });
+    const access = settings.access ?? block.access ?? 'private';
+    const token = access === 'token' && (!block.deploymentTokenHash || settings.rotateToken) ? generateOpaqueToken(TOKEN_PREFIX) : null;
+    const tokenHash = token ? sha256Hex(token) : block.deploymentTokenHash;
+    const changes: Partial<Block> = {
+      access,
+      deploymentTokenHash: tokenHash,
+      updatedAt: this.clock.now(),
+      ...(settings.inputs !== undefined ? { inputs: settings.inputs.map(cleanInput) } : {}),
+      ...(settings.deployType !== undefined ? { deployType: settings.deployType } : {}),
+      ...(settings.cover !== undefined ? { cover: settings.cover } : {}),
+    };
+    if (!block.latestVersion) {
+      Object.assign(block, changes);
+      const saved = await this.publish(em, principal, block, await this.next(em, block.id), { access, tokenHash });
+      return { ...saved, deploymentToken: token };
+    }
+    await em.nativeUpdate(Block, { id: block.id }, changes);
+    const fresh = await em.fork().findOneOrFail(Block, { id: block.id }, { populate: ['project'] });
+    return { block: fresh, version: null, deploymentToken: token };
+  }
+
+  private async publish(em: EntityManager, principal: Principal, block: Block, version: string, settings: { access: DeploymentAccess; tokenHash: string | null }): Promise<{ block: Block; version: BlockVersion }> {
+    const doc = await this.blocks.currentDocument(em, block.id);
+    const now = this.clock.now();
+    const id = this.ids.next();
+    try {
+      await em.transactional(async (tx) => {
+        tx.create(BlockVersion, {
+          id,
+          block: tx.getReference(Block, block.id),
+          version,
+          content: doc.content,
+          contentHash: contentHash(doc.content),
+          name: block.name,
+          description: block.description,
+          type: block.type,
+          access: settings.access,
+          deployType: block.deployType,
+          cover: block.cover,
+          inputs: block.inputs ?? [],
+          deployedBy: tx.getReference(User, principal.userId),
+          createdAt: now,
+        } as BlockVersion);
+        await tx.flush();
+        await tx.nativeUpdate(Block, { id: block.id }, {
+          access: settings.access,
+          deploymentTokenHash: settings.tokenHash,
+          inputs: block.inputs,
+          deployType: block.deployType,
+          cover: block.cover,
+          latestVersion: version,
+          deployedAt: now,
+          updatedAt: now,
+        });
+      });
+    } catch (error) {
+      if (error instanceof UniqueConstraintViolationException) throw blockVersionTaken(version);
+      throw error;
+    }
+    const fork = em.fork();
+    return { block: await fork.findOneOrFail(Block, { id: block.id }, { populate: ['project'] }), version: await fork.findOneOrFail(BlockVersion, { id }) };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Who may see and call a deployment
+
+  /**
+   * Whether a signed-in user may see a deployment (detail, versions, install it elsewhere): readers
+   * of its project; members of its team when access is `team`; every signed-in user when `public`.
+   */
+  async canSee(em: EntityManager, block: Block, userId: string): Promise<boolean> {
+    if ((await this.projects.permissions(em, block.project, userId)).has('read')) return true;
+    if (block.access === 'public') return true;
+    if (block.access === 'team') return this.inTeam(em, block, userId);
+    return false;
+  }
+
+  private async inTeam(em: EntityManager, block: Block, userId: string): Promise<boolean> {
+    return block.project.owner.id === userId || (await em.count(TeamMember, { team: block.project.team.id, user: userId })) > 0;
+  }
+
+  /**
+   * The deployment access check of `POST /block/:bid/api`. Answers the deployed block, or throws:
+   * 404 `block_not_found` (missing or trashed, or hidden from the caller), 404
+   * `deployment_not_found` (never deployed), 401 `authentication_required` (no credential for a
+   * non-public deployment), 403 `deployment_access_denied`.
+   *
+   * | access | who may call |
+   * |---|---|
+   * | `private` | the execute permission in the project |
+   * | `team` | the owner and members of the project's team |
+   * | `public` | anyone, with or without a credential |
+   * | `token` | a caller presenting the deployment token; and the execute permission |
+   */
+  async authorize(em: EntityManager, caller: DeploymentCaller, blockId: string): Promise<Block> {
+    const block = await em.findOne(Block, { id: blockId }, { populate: ['project'] });
+    if (!block) throw blockNotFound();
+    await this.blocks.reconcileTrash(em, block.project.id, [block]);
+    const userId = caller.principal?.userId ?? null;
+    const permissions = userId ? await this.projects.permissions(em, block.project, userId) : new Set<string>();
+    const visible = permissions.has('read') || block.access === 'public' || block.access === 'token' || (block.access === 'team' && userId !== null && (await this.inTeam(em, block, userId)));
+    if (block.trashedAt || (!visible && userId !== null)) throw blockNotFound();
+    if (!block.latestVersion || !block.access) {
+      if (!visible) throw userId === null ? deploymentAuthRequired() : blockNotFound();
+      throw deploymentNotFound();
+    }
+    if (permissions.has('execute')) return block;
+    switch (block.access) {
+      case 'public':
+        return block;
+      case 'token':
+        if (caller.deploymentToken && block.deploymentTokenHash && safeEqual(sha256Hex(caller.deploymentToken), block.deploymentTokenHash)) return block;
+        if (userId === null) throw deploymentAuthRequired();
+        throw deploymentAccessDenied();
+      case 'team':
+        if (userId === null) throw deploymentAuthRequired();
+        if (await this.inTeam(em, block, userId)) return block;
+        throw deploymentAccessDenied();
+      default:
+        if (userId === null) throw deploymentAuthRequired();
+        throw deploymentAccessDenied();
+    }
+  }
+
+  /**
+   * What `POST /block/:bid/api` executes: the content of `version` (default: the latest deployed
+   * version), after the access check. 404 `block_version_not_found` for a version never deployed.
+   */
+  async resolveApiRun(em: EntityManager, caller: DeploymentCaller, blockId: string, version?: string): Promise<BlockRunTarget> {
+    const block = await this.authorize(em, caller, blockId);
+    const pinned = await this.version(em, block, version);
+    return {
+      blockId: block.id,
+      documentId: block.id,
+      projectId: block.project.id,
+      teamId: block.project.team.id,
+      source: 'deployment',
+      version: pinned.version,
+      content: pinned.content,
+      contentHash: pinned.contentHash,
+      inputs: block.inputs ?? pinned.inputs,
+      userId: caller.principal?.userId ?? null,
+    };
+  }
+
+  /** A deployed version of a block (`version`, or the latest). */
+  async version(em: EntityManager, block: Block, version?: string): Promise<BlockVersion> {
+    if (!block.latestVersion) throw deploymentNotFound();
+    const wanted = version ?? block.latestVersion;
+    const found = await em.findOne(BlockVersion, { block: block.id, version: wanted });
+    if (!found) throw blockVersionNotFound(wanted);
+    return found;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reads
+
+  /** A deployed block the caller may see (404 `block_not_found` / `deployment_not_found` otherwise). */
+  async requireDeployment(em: EntityManager, principal: Principal, blockId: string): Promise<Block> {
+    const block = await em.findOne(Block, { id: blockId }, { populate: ['project'] });
+    if (!block) throw blockNotFound();
+    await this.blocks.reconcileTrash(em, block.project.id, [block]);
+    if (block.trashedAt || !(await this.canSee(em, block, principal.userId))) throw blockNotFound();
+    if (!block.latestVersion) throw deploymentNotFound();
+    return block;
+  }
+
+  /** The deployment of a block with one of its versions (`version`, or the latest) and the list of versions. */
+  async detail(em: EntityManager, principal: Principal, blockId: string, version?: string): Promise<{ block: Block; version: BlockVersion; versions: string[] }> {
+    const block = await this.requireDeployment(em, principal, blockId);
+    const pinned = await this.version(em, block, version);
+    const all = await em.find(BlockVersion, { block: block.id }, { fields: ['version', 'createdAt'], orderBy: { createdAt: 'desc', id: 'desc' } } as never);
+    return { block, version: pinned, versions: all.map((v) => v.version) };
+  }
+
+  /** The deployed versions of a block, newest first (the block's version history). */
+  async history(em: EntityManager, principal: Principal, projectId: string, blockId: string, page: Paging): Promise<{ block: Block; items: BlockVersion[]; total: number }> {
+    const { block } = await this.blocks.requireBlock(em, principal, blockId, { projectId, trashed: true });
+    const [items, total] = await em.findAndCount(BlockVersion, { block: block.id }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: page.size, offset: page.offset, exclude: ['content'] } as never);
+    return { block, items, total };
+  }
+
+  /** The deployed blocks of a project (outside the trash), most recently deployed first. */
+  async projectDeployments(em: EntityManager, principal: Principal, projectId: string, page: Paging, where: FilterQuery<Block> = {}): Promise<{ items: Block[]; total: number }> {
+    await this.projects.requireProject(em, projectId, principal.userId);
+    await this.blocks.reconcileTrash(em, projectId);
+    const [items, total] = await em.findAndCount(
+      Block,
+      { ...(where as object), project: projectId, trashedAt: null, latestVersion: { $ne: null } } as FilterQuery<Block>,
+      { orderBy: { deployedAt: 'desc', id: 'desc' }, limit: page.size, offset: page.offset, populate: ['project'] },
+    );
+    return { items, total };
+  }
+
+  /**
+   * Installs a deployed block into another project: a new block (a draft page of its own) with the
+   * content and settings of the chosen version (default: the latest), remembering where it came
+   * from (`installedFrom`: block and version). Needs write in the target project and sight of the
+   * deployment. The name is the deployment's unless `name` is given; a taken name answers 409.
+   */
+  async install(em: EntityManager, principal: Principal, projectId: string, blockId: string, input: { version?: string; name?: string }): Promise<Block> {
+    const { project } = await this.projects.requireProject(em, projectId, principal.userId, 'write');
+    const source = await this.requireDeployment(em, principal, blockId);
+    const pinned = await this.version(em, source, input.version);
+    return this.blocks.create(
+      em,
+      principal,
+      project.id,
+      { name: input.name ?? pinned.name, description: pinned.description, type: pinned.type, content: pinned.content },
+      { installedFromBlockId: source.id, installedVersion: pinned.version, inputs: pinned.inputs.length ? pinned.inputs : null, deployType: pinned.deployType, cover: pinned.cover },
+    );
+  }
+}
+
+const invalidVersion = (version: string) =>
+  new TrellisError('validation', 'invalid_version', `"${version}" is not a version: use one to three dot-separated numbers, such as 3 or 1.2.0.`, {
+    details: [{ field: 'version', constraint: 'matches', message: 'must be one to three dot-separated numbers' }],
+  });
+
+const cleanInput = (input: DeploymentInput): DeploymentInput => ({
+  name: input.name,
+  type: input.type,
+  required: input.required,
+  ...(input.description !== undefined ? { description: input.description } : {}),
+  ...(input.default !== undefined ? { default: input.default } : {}),
+});
