@@ -6,7 +6,10 @@ import { documentScopes } from '../projects/scopes.js';
 import { RunEventSchema } from './entities/run-event.entity.js';
 import { RunSchema } from './entities/run.entity.js';
 import { migrations } from './migrations/index.js';
+import { projectRunsServiceIdentifier, type ProjectRunSummary } from '../blocks/project-runs.js';
+import { blockRunRoutes } from './block-routes.js';
 import { runRoutes } from './routes.js';
+import { toRunView } from './views.js';
 import { runsConfigSchema, type RunsConfig } from './runs.config.js';
 import { InProcessRunQueue } from './services/in-process-run-queue.js';
 import { RunService } from './services/run.service.js';
@@ -19,7 +22,7 @@ import { runsConfigServiceIdentifier } from './tokens.js';
  */
 export const runsModule = defineModule({
   name: 'runs',
-  dependsOn: ['identity', 'billing', 'projects', 'documents'],
+  dependsOn: ['identity', 'billing', 'projects', 'documents', 'blocks'],
   config: runsConfigSchema,
   entities: [RunSchema, RunEventSchema],
   migrations,
@@ -29,8 +32,17 @@ export const runsModule = defineModule({
       bind(runsConfigServiceIdentifier).toConstantValue(config);
       bind(runQueueServiceIdentifier).toConstantValue(new InProcessRunQueue({ concurrency: config.concurrency, closeGraceMs: config.shutdownGraceMs }));
       bind(RunService).toSelf();
+      bind(projectRunsServiceIdentifier).toDynamicValue((context) => {
+        const runs = context.get(RunService);
+        return {
+          async list(em, projectId, page) {
+            const { items, total } = await runs.listForProject(em, projectId, page);
+            return { items: items.map((run) => toRunView(run) as ProjectRunSummary), total };
+          },
+        };
+      });
     }),
-  routes: () => scopeRoutes(runRoutes(), documentScopes),
+  routes: () => scopeRoutes([...runRoutes(), ...blockRunRoutes()], documentScopes),
   jobs: [
     {
       name: 'runs.recover-lost',

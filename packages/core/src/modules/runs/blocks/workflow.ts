@@ -41,7 +41,8 @@ export interface WorkflowBlock {
 
 export interface InputDefinition {
   name: string;
-  type: InputType;
+  /** `any`: not checked (a deployment's input of a type the runtime does not know). */
+  type: InputType | 'any';
   required: boolean;
   default?: unknown;
   description?: string;
@@ -167,8 +168,10 @@ export function validateInputs(definitions: readonly InputDefinition[], inputs: 
   return { values, issues };
 }
 
-function matchesType(type: InputType, value: unknown): boolean {
+function matchesType(type: InputType | 'any', value: unknown): boolean {
   switch (type) {
+    case 'any':
+      return true;
     case 'string':
       return typeof value === 'string';
     case 'number':

@@ -40,6 +40,8 @@ export interface StartRunInput {
   /** Document JSON `{ type: 'doc', content: [...] }`: the workflow. */
   content: unknown;
   inputs?: Record<string, unknown>;
+  /** Input definitions that replace the workflow's input blocks for checking `inputs` (a deployment's). */
+  inputDefinitions?: InputDefinition[];
   source: RunSource;
   /** The deployed version a run of a block deployment executes. */
   version?: string | null;
@@ -153,7 +155,7 @@ export class RunService {
       throw new TrellisError('bad_request', 'invalid_content', `content: ${error.message}`, { details: [{ field: `content${error.path ? `.${error.path}` : ''}`, constraint: error.reason, message: error.message }] });
     }
     const blocks = parseWorkflow(content, runErrors.invalidWorkflow);
-    const { values, issues } = validateInputs(inputDefinitions(blocks), input.inputs ?? {});
+    const { values, issues } = validateInputs(input.inputDefinitions ?? inputDefinitions(blocks), input.inputs ?? {});
     if (issues.length) throw runErrors.invalidInputs(issues);
     if (!input.teamId) throw runErrors.noTeam();
     const runId = this.ids.next();
@@ -219,6 +221,12 @@ export class RunService {
     }
     await this.queue.enqueue({ runId, teamId: input.teamId });
     return this.handle(runId, input.documentId);
+  }
+
+  /** The handle of an earlier stored run of `documentId` (for the Block API's `runId`), or null. */
+  async attach(em: EntityManager, documentId: string, runId: string): Promise<StartedRun | null> {
+    const run = await em.findOne(Run, { id: runId, documentId });
+    return run ? this.handle(run.id, documentId) : null;
   }
 
   /** The started-run handle of a stored run. */
