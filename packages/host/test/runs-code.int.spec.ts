@@ -40,7 +40,8 @@ describe.each(testDatabases())('code blocks on $name', (db) => {
       expect(complete.sessions.map((s: { blockId: string }) => s.blockId)).toEqual(['in-n', 'code-calc', 'out-out']);
       const runId = events[0]!.data.runId;
       const record = await eventually(() => t.request('GET', `/documents/${documentId}/runs/${runId}`, { token: owner.token }), (r) => r.body.status === 'completed');
-      expect(record.body.output).toBe('10');
+      expect(record.body.output).toBe(10);
+      expect(record.body.sessions[1].console).toEqual([{ level: 'log', text: 'starting 5' }]);
       expect(record.body.usage.sandboxMs).toBeGreaterThanOrEqual(0);
     });
 

@@ -34,6 +34,7 @@ export const runsConfigSchema = s.object({
     .range(1024 * 1024, 2 * 1024 * 1024 * 1024)
     .default(64 * 1024 * 1024)
     .describe('Heap limit of one code block\'s sandbox.'),
+  sandboxWorkers: s.int().range(1, 64).orUndefined().describe('Worker threads of the embedded code sandbox (default: the CPUs, at most 4).'),
   flushIntervalMs: s
     .int()
     .range(1, 5_000)

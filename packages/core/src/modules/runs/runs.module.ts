@@ -1,7 +1,9 @@
 import { ContainerModule } from 'inversify';
 import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { defineModule } from '../../kernel/module.js';
+import { codeSandboxServiceIdentifier } from '../../ports/code-sandbox.js';
 import { runQueueServiceIdentifier } from '../../ports/run-queue.js';
+import { QuickJsCodeSandbox } from '../../sandbox/quickjs-code-sandbox.js';
 import { documentScopes } from '../projects/scopes.js';
 import { RunEventSchema } from './entities/run-event.entity.js';
 import { RunSchema } from './entities/run.entity.js';
@@ -31,6 +33,8 @@ export const runsModule = defineModule({
       const config = section as RunsConfig;
       bind(runsConfigServiceIdentifier).toConstantValue(config);
       bind(runQueueServiceIdentifier).toConstantValue(new InProcessRunQueue({ concurrency: config.concurrency, closeGraceMs: config.shutdownGraceMs }));
+      // The embedded CodeSandbox (QuickJS in WebAssembly on worker threads, started when first used).
+      bind(codeSandboxServiceIdentifier).toConstantValue(new QuickJsCodeSandbox(config.sandboxWorkers ? { workers: config.sandboxWorkers } : {}));
       bind(RunService).toSelf();
       bind(projectRunsServiceIdentifier).toDynamicValue((context) => {
         const runs = context.get(RunService);
@@ -59,5 +63,7 @@ export const runsModule = defineModule({
   },
   async onStop(ctx) {
     await ctx.get(runQueueServiceIdentifier).close();
+    const sandbox = ctx.get(codeSandboxServiceIdentifier) as { close?: () => Promise<void> };
+    await sandbox.close?.();
   },
 });

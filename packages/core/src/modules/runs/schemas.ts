@@ -14,6 +14,7 @@ export const runSessionSchema = {
     status: { enum: ['pending', 'running', 'completed', 'failed', 'waiting', 'skipped'] },
     output: { type: 'string', description: 'The output as text (JSON for other values).' },
     error: failure,
+    console: { type: 'array', description: 'What a code block wrote to its console.', items: { type: 'object', properties: { level: { type: 'string' }, text: { type: 'string' } } } },
   },
 };
 

@@ -36,7 +36,8 @@ export class CodeBlockExecutor implements BlockExecutor {
       io.sandboxTime(result.durationMs);
       return { output: result.value ?? null, console: result.console };
     } catch (error) {
-      io.sandboxTime(Date.now() - started);
+      const measured = (error as { durationMs?: unknown }).durationMs;
+      io.sandboxTime(typeof measured === 'number' && measured > 0 ? measured : Date.now() - started);
       throw error;
     }
   }

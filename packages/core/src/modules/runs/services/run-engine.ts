@@ -288,5 +288,6 @@ export function publicSession(session: BlockSession): Record<string, unknown> {
     status: session.status,
     output: session.output,
     ...(session.error ? { error: session.error } : {}),
+    ...(session.console?.length ? { console: session.console } : {}),
   };
 }
