@@ -1,4 +1,4 @@
-import { BlockService, DeploymentService, type BlockRunTarget } from '@trellis/core';
+import { Block, BlockService, BlockVersion, deploymentCallerOf, DeploymentService, Document, type BlockRunTarget } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conformingRequests } from './openapi-conformance.js';
@@ -85,6 +85,21 @@ describe.each(testDatabases())('blocks on $name', (db) => {
       const clash = await t.request('PUT', `/block/${renamed.id}`, { token: owner.token, body: { name: 'Taken' } });
       expect([clash.status, clash.body.error]).toEqual([409, 'block_name_taken']);
       expect((await t.request('PUT', `/block/${renamed.id}`, { token: owner.token, body: { type: 'agent' } })).status).toBe(422);
+    });
+
+    it('lets scoped credentials read blocks with documents:read and change them only with documents:write', async () => {
+      const block = await newBlock();
+      const scoped = async (scopes: string[]) => (await t.request('POST', '/auth/api-keys', { token: owner.token, body: { name: 'scoped', scopes } })).body.token as string;
+      const reader = await scoped(['documents:read']);
+      const writer = await scoped(['documents:write']);
+      expect((await t.request('GET', `/block/${block.id}`, { token: reader })).status).toBe(200);
+      expect((await t.request('GET', `/project/${projectId}/trash`, { token: reader })).status).toBe(200);
+      const refused = await t.request('PUT', `/block/${block.id}`, { token: reader, body: { description: 'x' } });
+      expect([refused.status, refused.body.error]).toEqual([403, 'insufficient_scope']);
+      expect((await t.request('POST', `/block/${block.id}/deploy`, { token: reader, body: { access: 'team' } })).status).toBe(403);
+      expect((await t.request('PUT', `/block/${block.id}`, { token: writer, body: { description: 'x' } })).status).toBe(200);
+      const other = await scoped(['chat:completions']);
+      expect((await t.request('GET', `/block/${block.id}`, { token: other })).status).toBe(403);
     });
 
     it('documents the block type enum and the deployment access values in /openapi.json', async () => {
@@ -211,10 +226,14 @@ describe.each(testDatabases())('blocks on $name', (db) => {
       expect((await t.request('GET', `/block/${block.id}`, { token: owner.token })).body.content).toEqual(content);
       const notTrashed = await t.request('POST', `/project/${p.id}/restore/${block.id}`, { token: owner.token });
       expect([notTrashed.status, notTrashed.body.error]).toEqual([404, 'block_not_in_trash']);
-      // Permanent delete, straight away or from the trash.
+      // Permanent delete, straight away or from the trash: the block, its page, history and versions.
+      expect((await t.request('POST', `/block/${block.id}/deploy`, { token: owner.token, body: { access: 'public' } })).status).toBe(201);
       const gone = await t.request('DELETE', `/block/${p.id}/${block.id}?confirm=true`, { token: owner.token });
       expect([gone.status, gone.body]).toEqual([200, { id: block.id, result: 'deleted' }]);
       expect((await t.request('GET', `/documents/${block.id}/versions`, { token: owner.token })).status).toBe(404);
+      const em = t.kernel.fork();
+      expect([await em.count(Block, { id: block.id }), await em.count(BlockVersion, { block: block.id }), await em.count(Document, { id: block.id })]).toEqual([0, 0, 0]);
+      expect((await t.request('GET', `/project/deployment/${block.id}`, { token: outsider.token })).status).toBe(404);
       expect((await t.request('POST', `/project/${p.id}/restore/${block.id}`, { token: owner.token })).status).toBe(404);
       const second = await newBlock({ name: 'Second' }, p.id);
       await t.request('DELETE', `/block/${p.id}/${second.id}`, { token: owner.token });
@@ -446,7 +465,8 @@ describe.each(testDatabases())('blocks on $name', (db) => {
       const deploymentToken: string = tokenSet.body.deploymentToken;
       expect(deploymentToken).toMatch(/^trd_/);
       expect((await t.request('PUT', `/block/${block.id}/deployment`, { token: owner.token, body: { cover: 'x' } })).body).not.toHaveProperty('deploymentToken');
-      await expect(call({ principal: null, deploymentToken })).resolves.toMatchObject({ id: block.id });
+      await expect(call(deploymentCallerOf({ principal: null, headers: { 'x-deployment-token': deploymentToken } }))).resolves.toMatchObject({ id: block.id });
+      await expect(call(deploymentCallerOf({ principal: null, headers: {} }))).rejects.toMatchObject({ code: 'authentication_required' });
       await expect(call({ principal: principal(outsider.userId), deploymentToken })).resolves.toMatchObject({ id: block.id });
       await expect(call({ principal: null, deploymentToken: `${deploymentToken}x` })).rejects.toMatchObject({ code: 'authentication_required' });
       await expect(call({ principal: principal(outsider.userId) })).rejects.toMatchObject({ code: 'deployment_access_denied' });

@@ -1,4 +1,4 @@
-import { projectRunsServiceIdentifier, provide, type ProjectRuns, type ProjectRunSummary } from '@trellis/core';
+import { Block, BlockVersion, Document, projectRunsServiceIdentifier, provide, type ProjectRuns, type ProjectRunSummary } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { conformingRequests } from './openapi-conformance.js';
@@ -107,6 +107,11 @@ describe.each(testDatabases())('project API on $name', (db) => {
       expect((await t.request('GET', `/block/${block.body.id}`, { token: owner.token })).status).toBe(404);
       expect((await t.request('GET', `/project/deployment/${block.body.id}`, { token: outsider.token })).status).toBe(404);
       expect((await t.request('DELETE', `/project/${p.id}`, { token: owner.token })).status).toBe(404);
+      // Nothing of it is left in the database.
+      const em = t.kernel.fork();
+      expect(await em.count(Document, { project: p.id })).toBe(0);
+      expect(await em.count(Block, { id: block.body.id })).toBe(0);
+      expect(await em.count(BlockVersion, { block: block.body.id })).toBe(0);
       // The name is free again.
       expect((await t.request('POST', '/project', { token: owner.token, body: { name: p.name, tools: [], access: 'team', teamId } })).status).toBe(201);
     });

@@ -2,7 +2,7 @@ export { blocksModule } from './blocks.module.js';
 export { Block, BlockSchema, blockTypes, deploymentAccessLevels, type BlockType, type DeploymentAccess, type DeploymentInput } from './entities/block.entity.js';
 export { BlockVersion, BlockVersionSchema } from './entities/block-version.entity.js';
 export { BlockService, BLOCK_DOC_TYPE, type BlockRunTarget, type CreateBlockInput, type UpdateBlockInput } from './services/block.service.js';
-export { DeploymentService, DEPLOYMENT_TOKEN_HEADER, type DeploymentCaller, type DeploymentSettings } from './services/deployment.service.js';
+export { DeploymentService, DEPLOYMENT_TOKEN_HEADER, deploymentCallerOf, type DeploymentCaller, type DeploymentSettings } from './services/deployment.service.js';
 export { compareVersions, highestVersion, nextVersion, VERSION_PATTERN } from './services/versions.js';
 export { projectRunsServiceIdentifier, type ProjectRuns, type ProjectRunSummary } from './project-runs.js';
 export { blockAuth } from './routes.js';

@@ -13,6 +13,17 @@ import { ProjectService, type ProjectPermission } from '../../projects/services/
 import { Block, type BlockType, type DeploymentInput } from '../entities/block.entity.js';
 import { blockAccessDenied, blockNameTaken, blockNotFound, blockNotInTrash } from '../errors.js';
 
+/**
+ * Loads a block (with its project) outside the caller's unit of work. Block services change rows
+ * with conditional `nativeUpdate`s, never by flushing loaded entities; keeping the loaded block
+ * out of the request's identity map means a later flush there (a document commit, a tree node)
+ * cannot write stale values of it back over a concurrent change. (On SQLite, MikroORM 6.6 sees the
+ * datetime fields of every loaded entity as changed, so such a flush would rewrite them.)
+ */
+export function loadBlock(em: EntityManager, blockId: string): Promise<Block | null> {
+  return em.fork().findOne(Block, { id: blockId }, { populate: ['project'] });
+}
+
 /** The `docType` of a block's document in the file tree. */
 export const BLOCK_DOC_TYPE = 'block';
 
@@ -82,7 +93,7 @@ export class BlockService {
     blockId: string,
     options: { wanted?: ProjectPermission; projectId?: string; trashed?: boolean } = {},
   ): Promise<BlockAccess> {
-    const block = await em.findOne(Block, { id: blockId }, { populate: ['project'] });
+    const block = await loadBlock(em, blockId);
     if (!block || (options.projectId !== undefined && block.project.id !== options.projectId)) throw blockNotFound();
     const permissions = await this.projects.permissions(em, block.project, principal.userId);
     if (!permissions.has('read')) throw blockNotFound();
@@ -117,7 +128,7 @@ export class BlockService {
     if (only && only.every((b) => b.trashedAt)) return;
     const deleted = await em.find(Document, where, { fields: ['id', 'deletedAt'] } as never);
     if (!deleted.length) return;
-    const untrashed = await em.find(Block, { id: { $in: deleted.map((d) => d.id) }, trashedAt: null });
+    const untrashed = await em.fork().find(Block, { id: { $in: deleted.map((d) => d.id) }, trashedAt: null });
     for (const block of untrashed) {
       const at = deleted.find((d) => d.id === block.id)?.deletedAt ?? this.clock.now();
       await em.nativeUpdate(Block, { id: block.id, trashedAt: null }, { trashedAt: at, trashedParentKey: null });
@@ -280,7 +291,7 @@ export class BlockService {
     await this.reconcileTrash(em, projectId);
     const where: FilterQuery<Block> = { project: projectId, trashedAt: { $ne: null } };
     if (blockIds) where.id = { $in: blockIds };
-    const trashed = await em.find(Block, where, { orderBy: { trashedAt: 'asc', id: 'asc' } });
+    const trashed = await em.fork().find(Block, where, { orderBy: { trashedAt: 'asc', id: 'asc' } });
     for (const block of trashed) await this.restoreOne(em, block);
     return trashed.map((b) => b.id);
   }

@@ -13,7 +13,7 @@ import { ProjectService } from '../../projects/services/project.service.js';
 import { Block, type DeploymentAccess, type DeploymentInput } from '../entities/block.entity.js';
 import { BlockVersion } from '../entities/block-version.entity.js';
 import { blockNotFound, blockVersionNotFound, blockVersionTaken, deploymentAccessDenied, deploymentAuthRequired, deploymentNotFound } from '../errors.js';
-import { BlockService, type BlockRunTarget } from './block.service.js';
+import { BlockService, loadBlock, type BlockRunTarget } from './block.service.js';
 import { nextVersion, VERSION_PATTERN } from './versions.js';
 
 export interface DeploymentSettings {
@@ -36,6 +36,12 @@ export interface DeploymentCaller {
 export const DEPLOYMENT_TOKEN_HEADER = 'x-deployment-token';
 
 const TOKEN_PREFIX = 'trd_';
+
+/** The caller of a deployment as a route sees it: its principal (auth `optional`) and the `X-Deployment-Token` header. */
+export const deploymentCallerOf = (ctx: { principal: Principal | null; headers: Readonly<Record<string, string>> }): DeploymentCaller => ({
+  principal: ctx.principal,
+  deploymentToken: ctx.headers[DEPLOYMENT_TOKEN_HEADER] || undefined,
+});
 
 /**
  * Deployments of blocks: immutable versions (`deploy`), the settings that decide who may call the
@@ -181,7 +187,7 @@ export class DeploymentService {
    * | `token` | a caller presenting the deployment token; and the execute permission |
    */
   async authorize(em: EntityManager, caller: DeploymentCaller, blockId: string): Promise<Block> {
-    const block = await em.findOne(Block, { id: blockId }, { populate: ['project'] });
+    const block = await loadBlock(em, blockId);
     if (!block) throw blockNotFound();
     await this.blocks.reconcileTrash(em, block.project.id, [block]);
     const userId = caller.principal?.userId ?? null;
@@ -245,7 +251,7 @@ export class DeploymentService {
 
   /** A deployed block the caller may see (404 `block_not_found` / `deployment_not_found` otherwise). */
   async requireDeployment(em: EntityManager, principal: Principal, blockId: string): Promise<Block> {
-    const block = await em.findOne(Block, { id: blockId }, { populate: ['project'] });
+    const block = await loadBlock(em, blockId);
     if (!block) throw blockNotFound();
     await this.blocks.reconcileTrash(em, block.project.id, [block]);
     if (block.trashedAt || !(await this.canSee(em, block, principal.userId))) throw blockNotFound();

@@ -11,7 +11,7 @@ import { User } from '../../identity/entities/user.entity.js';
 export const projectAccessLevels = ['private', 'team', 'public'] as const;
 export type ProjectAccessLevel = (typeof projectAccessLevels)[number];
 
-/** A project: the container of documents (and, later, blocks), with its file tree. */
+/** A project: the container of documents and blocks (workflow pages), with its file tree. */
 export class Project {
   id!: string;
   name!: string;
