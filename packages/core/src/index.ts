@@ -67,3 +67,4 @@ export * from './modules/documents/index.js';
 export * from './modules/blocks/index.js';
 export * from './modules/collab/index.js';
 export { systemModule } from './modules/system/system.module.js';
+export * from './modules/runs/index.js';
