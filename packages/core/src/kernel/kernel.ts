@@ -173,7 +173,8 @@ export function createKernel(options: KernelOptions): Kernel {
       discovery: { warnWhenNoEntities: false },
       allowGlobalContext: false,
       forceUtcTimezone: true,
-      debug: config.database.debug,
+      // Statements without their bound values ('query-params' stays off): logs never hold user data.
+      debug: config.database.debug ? ['query', 'schema', 'discovery', 'info'] : false,
       logger: (message: string) => log.debug({ orm: true }, message),
     });
     await options.database.afterConnect?.(orm);

@@ -42,7 +42,7 @@ const errorSchemas: Record<string, JsonSchema> = {
 };
 
 const statusText: Record<number, string> = {
-  400: 'Bad request',
+  400: 'Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key)',
   401: 'Missing, invalid or expired credentials',
   402: 'Payment required',
   403: 'Credential kind not accepted or permission missing',
@@ -133,11 +133,18 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
       if (!errorStatuses.has(v)) errorStatuses.set(v, statusText[v] ?? 'Validation failed');
     }
     if (route.body) {
-      for (const s of [400, 413, 415]) if (!errorStatuses.has(s)) errorStatuses.set(s, statusText[s]!);
+      for (const s of [413, 415]) if (!errorStatuses.has(s)) errorStatuses.set(s, statusText[s]!);
     }
+    // The edge refuses hostile input (NUL, lone surrogates, deep nesting, reserved keys) on every
+    // route, and a malformed path parameter names no resource.
+    if (!errorStatuses.has(400)) errorStatuses.set(400, statusText[400]!);
+    if (pathNames.length > 0 && !errorStatuses.has(404)) errorStatuses.set(404, statusText[404]!);
     for (const [code, description] of [...errorStatuses].sort((a, b) => a[0] - b[0])) {
       responses[String(code)] = { description, content: { 'application/json': { schema: errorRef } } };
     }
+    // Any operation may fail on the server's side (internal_error, or not_ready while starting or
+    // stopping); the body has the route's error shape and never internals.
+    responses['5XX'] = { description: 'Server error (internal_error, not_ready, busy)', content: { 'application/json': { schema: errorRef } } };
     operation.responses = responses;
     (paths[oasPath] ??= {})[method] = operation;
   }
