@@ -115,11 +115,25 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
     const status = String(success.status ?? 200);
     const responses: JsonSchema = {};
     if (status === '204') responses[status] = { description: success.description ?? 'No content' };
-    else {
+    else if (status.startsWith('3')) {
+      // A redirect: no body, the target in Location.
+      responses[status] = {
+        description: success.description ?? 'Redirect',
+        headers: { Location: { description: 'Where the client goes next.', required: true, schema: { type: 'string', format: 'uri-reference' } } },
+      };
+    } else {
       const schema = success.schema ? (typeof success.schema === 'function' ? ref(success.schema as ClassType) : success.schema) : { type: 'object' };
       responses[status] = {
         description: success.description ?? 'Success',
         content: { [success.contentType ?? 'application/json']: { schema } },
+      };
+    }
+    for (const alternative of success.alternatives ?? []) {
+      const schema = alternative.schema ? (typeof alternative.schema === 'function' ? ref(alternative.schema as ClassType) : alternative.schema) : undefined;
+      responses[String(alternative.status)] = {
+        description: alternative.description,
+        ...(alternative.headers ? { headers: alternative.headers } : {}),
+        ...(schema ? { content: { [alternative.contentType ?? 'application/json']: { schema } } } : {}),
       };
     }
     const errorRef = { $ref: `#/components/schemas/${route.errorFormat === 'oauth' ? 'OAuthError' : route.errorFormat === 'billing' ? 'BillingError' : 'Error'}` };

@@ -44,6 +44,21 @@ export interface RouteResponseSpec {
   /** DTO class documenting the response body, or a JSON Schema. */
   schema?: ClassType | Record<string, unknown>;
   contentType?: string;
+  /**
+   * Other answers the handler gives on success (it returns them as `Reply`s): a 200 besides the
+   * 201 of a create-or-edit route, the 302 of a redirecting endpoint. Each is documented as well.
+   */
+  alternatives?: RouteAlternativeResponse[];
+}
+
+export interface RouteAlternativeResponse {
+  status: number;
+  description: string;
+  /** Body schema (omit for a body-less answer such as a redirect). */
+  schema?: ClassType | Record<string, unknown>;
+  contentType?: string;
+  /** Response headers worth documenting (`Location` of a redirect). */
+  headers?: Record<string, { description: string; schema?: Record<string, unknown> }>;
 }
 
 export interface RouteDefinition<P = any, Q = any, B = any> {
