@@ -49,6 +49,22 @@ describe.each(testDatabases())('spec conformance on $name', (db) => {
       expect(me.body.teams.find((x: { personal: boolean }) => x.personal)).toBeTruthy();
     });
 
+    it('answers lists as { items, total, page, size } on /teams, members and API keys, with paging', async () => {
+      const user = await t.register();
+      for (const name of ['A', 'B']) await t.request('POST', '/teams', { token: user.token, body: { name } });
+      const first = await t.request('GET', '/teams?size=2', { token: user.token });
+      expect(first.body).toMatchObject({ total: 3, page: 1, size: 2 });
+      expect(first.body.items).toHaveLength(2);
+      expect(first.body.items[0].personal).toBe(true);
+      const second = await t.request('GET', '/teams?size=2&page=2', { token: user.token });
+      expect(second.body).toMatchObject({ total: 3, page: 2, size: 2 });
+      expect(second.body.items).toHaveLength(1);
+      const keys = await t.request('GET', '/auth/api-keys', { token: owner.token });
+      expect(keys.body).toMatchObject({ total: 1, page: 1, size: 20 });
+      const members = await t.request('GET', `/teams/${first.body.items[1].id}/members`, { token: user.token });
+      expect(members.body).toMatchObject({ total: 1, page: 1, size: 20 });
+    });
+
     it('documents the 200 of POST /documents in edit mode', async () => {
       const edited = await t.request('POST', '/documents', { token: owner.token, body: { documentId: doc0.id, title: 'Renamed' } });
       expect(edited.status).toBe(200);

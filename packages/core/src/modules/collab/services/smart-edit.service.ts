@@ -28,6 +28,9 @@ const isCode = (error: unknown, code: string) => error instanceof TrellisError &
  */
 @injectable()
 export class SmartEditService {
+  /** The retry bound (`smartEditRetryMs`); tests shorten it. */
+  retryForMs = smartEditRetryMs;
+
   constructor(
     @inject(DocumentService) private readonly documents: DocumentService,
     @inject(CollabService) private readonly collab: CollabService,
@@ -48,7 +51,7 @@ export class SmartEditService {
         // Without a caller base_version a conflict is never the caller's: retry on the current
         // version until the edit lands or the time bound passes (then 503 busy, never 409).
         if (isCode(error, 'version_conflict') && request.base_version === undefined) {
-          if (Date.now() - started >= smartEditRetryMs) {
+          if (Date.now() - started >= this.retryForMs) {
             throw new TrellisError('unavailable', 'busy', 'The document kept changing; the edit did not land. Retry the request.', { headers: { 'retry-after': '1' }, expose: true });
           }
           // Back off a little (growing, with jitter) so parallel edits stop colliding.

@@ -5,7 +5,7 @@ import { configServiceIdentifier } from '../../../kernel/tokens.js';
 import { newAuthorizationRequest, type AuthorizationParams } from '../checks/authorize/index.js';
 import type { TokenParams } from '../checks/token/index.js';
 import { AuthorizeBody, AuthorizeQuery, present, RevokeBody, TokenBody } from '../dto/protocol.dto.js';
-import { InvalidClient, InvalidRequest, InvalidToken, isOAuthError } from '../oauth-errors.js';
+import { InvalidClient, InvalidToken, isOAuthError } from '../oauth-errors.js';
 import { emptyObjectSchema, redirectToSchema, tokenResponseSchema, userInfoSchema } from '../schemas.js';
 import { issuerOf, withQuery } from '../services/issuer.js';
 import { OAuthAuthorizationService } from '../services/oauth-authorization.service.js';
