@@ -15,13 +15,13 @@ interface Raw {
   closed: Promise<{ code: number; reason: string }>;
 }
 
-/** A raw WebSocket client of /v3/collab, open once the handshake is done. */
+/** A raw WebSocket client of /v3/collab, open once the server sent its first message (the document is loaded). */
 function open(t: TestHost, documentId: string, token: string): Promise<Raw> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`${t.wsUrl}/v3/collab/${documentId}?token=${encodeURIComponent(token)}`);
     const closed = new Promise<{ code: number; reason: string }>((done) => ws.on('close', (code, reason) => done({ code, reason: reason.toString() })));
     ws.on('error', () => undefined);
-    ws.once('open', () => resolve({ ws, closed }));
+    ws.once('message', () => resolve({ ws, closed }));
     ws.once('unexpected-response', (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
   });
 }
