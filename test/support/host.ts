@@ -1,6 +1,7 @@
 import { pino, type Logger } from 'pino';
 import type { AdapterBinding, Kernel, TrellisConfigInput, TrellisModule } from '@trellis/core';
 import { createHost, type Host } from '@trellis/host';
+import { ContractValidator, registerContract, unregisterContract } from './contract.js';
 import type { TestDatabase } from './databases.js';
 
 export type TransportName = 'uws' | 'node';
@@ -20,8 +21,13 @@ export interface TestHost {
   url: string;
   /** `ws://127.0.0.1:<port>` (plus the base path). */
   wsUrl: string;
-  /** A JSON request; `token` is sent as a bearer token. Never throws on HTTP errors. */
+  /**
+   * A JSON request; `token` is sent as a bearer token. Never throws on HTTP errors; throws
+   * `ContractViolation` when the response breaks `/openapi.json` (see `contract.ts`).
+   */
   request<T = any>(method: string, path: string, options?: { body?: unknown; token?: string; headers?: Record<string, string>; raw?: string | Uint8Array }): Promise<TestResponse<T>>;
+  /** The contract check of this host's responses (the shared clients use it). */
+  contract: ContractValidator;
   /** Registers a user through the API and returns its JWT and id. */
   register(email?: string, password?: string): Promise<{ token: string; userId: string; email: string }>;
   close(): Promise<void>;
@@ -56,6 +62,8 @@ export async function startTestHost(
   await host.start();
   if (host.transport !== transport) throw new Error(`asked for the ${transport} transport, got ${host.transport}`);
   const url = host.url;
+  const contract = new ContractValidator(url);
+  registerContract(url, contract);
   const request: TestHost['request'] = async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
     let body: string | Uint8Array | undefined = opts.raw;
@@ -68,6 +76,7 @@ export async function startTestHost(
     const text = await response.text();
     let parsed: unknown = text;
     if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
+    await contract.check(method, path, response.status, response.headers.get('content-type'), text);
     return { status: response.status, headers: response.headers, body: parsed as any, text };
   };
   return {
@@ -76,12 +85,14 @@ export async function startTestHost(
     url,
     wsUrl: url.replace(/^http/, 'ws'),
     request,
+    contract,
     async register(email = `user${++counter}-${process.pid}-${Date.now()}@example.com`, password = 'correct horse battery') {
       const response = await request('POST', '/auth/register', { body: { email, password } });
       if (response.status !== 201) throw new Error(`register failed: ${response.status} ${response.text}`);
       return { token: response.body.token, userId: response.body.user.id, email };
     },
     async close() {
+      unregisterContract(url);
       await host.stop();
       await handle.drop();
     },

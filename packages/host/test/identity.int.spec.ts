@@ -23,7 +23,7 @@ describe.each(testDatabases())('identity on $name', (db) => {
         const login = await t.request('POST', '/auth/login', { body: { email: email.toUpperCase(), password: 'correct horse' } });
         expect(login.status).toBe(200);
         const me = await t.request('GET', '/auth/me', { token: login.body.token });
-        expect(me.body).toEqual({ user: r.body.user, credential: { kind: 'jwt' } });
+        expect(me.body).toEqual({ user: r.body.user, teams: [expect.objectContaining({ personal: true, role: 'owner' })], credential: { kind: 'jwt' } });
       });
 
       it('stores an Argon2id hash, never the password', async () => {

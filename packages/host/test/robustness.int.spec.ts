@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { UserService } from '@trellis/core';
+import { Writable } from 'node:stream';
+import { coreModules, defineModule, defineRoute, UserService } from '@trellis/core';
 import { startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
 import fc from 'fast-check';
+import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 
 // Bad input never gets a 5xx: every route of the API, called by a user who holds every
@@ -159,4 +161,241 @@ describe.each(testDatabases())('robustness on $name', (db) => {
     );
     expect(failures).toEqual([]);
   });
+
+  // Hostile input classes the edge refuses with 400 on every route, before a DTO or the database
+  // sees them: deep nesting, reserved keys, NUL and unpaired surrogates (in bodies, keys, queries
+  // and path parameters).
+  const hostileValues: Array<[string, unknown]> = [
+    ['deep nesting', JSON.parse(`${'['.repeat(1500)}1${']'.repeat(1500)}`)],
+    ['a constructor key', { constructor: 'x' }],
+    ['a __proto__ key', JSON.parse('{"__proto__":{"polluted":true}}')],
+    ['a NUL character', 'a\u0000b'],
+    ['a lone high surrogate', 'x\uD800y'],
+    ['a lone low surrogate', '\uDC00'],
+  ];
+  /** Routes our JWT can call (a route for other credential kinds answers 403 before reading input). */
+  const jwtRoutes = () => routes().filter((route) => route.auth === 'none' || route.auth === 'optional' || route.auth.includes('jwt'));
+
+  it('refuses deep nesting, reserved keys, NUL and lone surrogates in any body field with 400', async () => {
+    const wrong: string[] = [];
+    for (const route of jwtRoutes()) {
+      const schema = bodySchema(route.method, route.path);
+      if (!schema) continue;
+      const doc = t.kernel.openapi() as any;
+      const operation = doc.paths[route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')][route.method.toLowerCase()];
+      const json = 'application/json' in operation.requestBody.content;
+      const fields = Object.keys(schema.properties ?? {});
+      for (const field of fields.length ? fields : ['value']) {
+        for (const [label, value] of hostileValues) {
+          const path = pathFor(route.path, () => randomUUID());
+          const status = json
+            ? await probe(route.method, path, { body: { ...(edgeValue(schema, 'min', 0) as object), [field]: value } })
+            : // A form body can carry a NUL (%00); percent-decoding never yields a lone surrogate.
+              typeof value === 'string' && value.includes('\u0000')
+              ? await probe(route.method, path, { raw: `${field}=a%00b`, contentType: 'application/x-www-form-urlencoded' })
+              : 400;
+          if (status !== 400) wrong.push(`${route.method} ${route.path} ${field}: ${label} -> ${status}`);
+        }
+      }
+      // A key may be hostile too.
+      const status = await probe(route.method, pathFor(route.path, () => randomUUID()), { raw: '{"a\\u0000":1}', contentType: 'application/json' });
+      if (json && status !== 400) wrong.push(`${route.method} ${route.path} NUL in a key -> ${status}`);
+    }
+    expect(failures).toEqual([]);
+    expect(wrong).toEqual([]);
+  });
+
+  it('refuses NUL and lone surrogates in query strings and path parameters with 400', async () => {
+    const wrong: string[] = [];
+    for (const route of jwtRoutes()) {
+      // Percent-decoding turns malformed UTF-8 into U+FFFD (query) or no route (path), so only NUL
+      // reaches these places; both spellings are refused.
+      for (const bad of ['%00', 'a%00b']) {
+        const withQuery = await probe(route.method, pathFor(route.path, () => randomUUID()), { query: `q=${bad}&teamId=${bad}` });
+        if (withQuery !== 400) wrong.push(`${route.method} ${route.path}?q=${bad} -> ${withQuery}`);
+        if (!route.path.includes(':')) continue;
+        const inPath = await probe(route.method, route.path.replace(/:([A-Za-z0-9_]+)/g, bad), {});
+        if (inPath !== 400) wrong.push(`${route.method} ${route.path} path ${bad} -> ${inPath}`);
+      }
+    }
+    const app = await t.request('GET', '/oauth/apps/%00/public');
+    expect(app.status).toBe(400);
+    expect(app.body.error).toBe('invalid_request');
+    expect(failures).toEqual([]);
+    expect(wrong).toEqual([]);
+  });
+
+  it('names the problem of a hostile body in a documented error', async () => {
+    const deep = await t.request('POST', '/project', { token, raw: `{"name":${'['.repeat(2000)}${']'.repeat(2000)}}`, headers: { 'content-type': 'application/json' } });
+    expect(deep.status).toBe(400);
+    expect(deep.body.error).toBe('input_too_deep');
+    const nul = await t.request('POST', '/project', { token, body: { name: 'a\u0000b' } });
+    expect(nul.status).toBe(400);
+    expect(nul.body).toMatchObject({ error: 'invalid_characters', details: [{ field: 'name', constraint: 'invalid_characters' }] });
+    const surrogate = await t.request('POST', '/auth/register', { body: { email: '\uD800@example.com', password: 'correct horse battery' } });
+    expect(surrogate.status).toBe(400);
+    expect(surrogate.body.error).toBe('invalid_characters');
+    const reserved = await t.request('POST', '/project', { token, body: { name: 'p', tools: [], accessLevel: 'private', constructor: { name: 'x' } } });
+    expect(reserved.status).toBe(400);
+    expect(reserved.body.error).toBe('reserved_key');
+  });
+
+  it('answers billing calls racing the deletion of their team without a 5xx', async () => {
+    const statuses: number[] = [];
+    for (let round = 0; round < 6; round++) {
+      const team = await t.request('POST', '/teams', { token, body: { name: `race ${round}` } });
+      expect(team.status).toBe(201);
+      const teamId = team.body.id as string;
+      const calls = [
+        () => t.request('DELETE', `/teams/${teamId}`, { token }),
+        () => t.request('POST', '/billing/credits/purchase', { token, body: { teamId, packCode: 'credits-1000' } }),
+        () => t.request('POST', '/billing/subscription/change-plan', { token, body: { teamId, targetPlanCode: 'pro', billingPeriod: 'monthly' } }),
+        () => t.request('POST', '/billing/credits/reservations', { token, body: { teamId, amount: 1 } }),
+        () => t.request('GET', `/billing/subscription?teamId=${teamId}`, { token }),
+        () => t.request('GET', `/billing/credits/ledger?teamId=${teamId}`, { token }),
+        () => t.request('POST', '/billing/subscription/cancel-renewal', { token, body: { teamId } }),
+        () => t.request('GET', `/billing/orders?teamId=${teamId}`, { token }),
+      ];
+      // Rotate which call starts first so the deletion lands at different points of the others.
+      const order = calls.map((_, i) => calls[(i + round) % calls.length]!);
+      const answers = await Promise.all(order.map((call) => call()));
+      for (const answer of answers) {
+        statuses.push(answer.status);
+        if (answer.status >= 500) failures.push(`race round ${round}: ${answer.status} ${answer.text.slice(0, 300)}`);
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(statuses.some((status) => status < 300)).toBe(true);
+  });
+
+  it('walks every operation of /openapi.json with generated hostile input and never answers 5xx', async () => {
+    // Generic: derived from the published document, so a route added later is walked too.
+    const doc = (await t.request('GET', '/openapi.json')).body;
+    const operations = openApiOperations(doc).filter((op) => !op.path.startsWith('/test/'));
+    expect(operations.length).toBeGreaterThan(50);
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...operations).chain((op) => requestFor(doc, op)), async (generated) => {
+        const r = await t.request(generated.method, generated.url, { token: generated.anonymous ? undefined : token, ...generated.payload });
+        if (r.status >= 500) failures.push(`${generated.method} ${generated.url} ${JSON.stringify(generated.payload).slice(0, 300)} -> ${r.status} ${r.text.slice(0, 200)}`);
+      }),
+      { numRuns: Number(process.env.TRELLIS_FUZZ_RUNS ?? 600), seed: Number(process.env.TRELLIS_FUZZ_SEED ?? 20261124), endOnFailure: true },
+    );
+    expect(failures).toEqual([]);
+  });
 });
+
+// Database errors reach the logs without the values of the failing statement.
+describe.each(testDatabases())('database errors in logs on $name', (db) => {
+  let t: TestHost;
+  const lines: string[] = [];
+  const secret = `secret-${randomUUID()}`;
+  const failing = defineModule({
+    name: 'test-sql-failure',
+    routes: [
+      defineRoute({
+        method: 'POST',
+        path: '/test/sql-failure',
+        auth: 'none',
+        hidden: true,
+        async handler(ctx) {
+          // A statement that fails in the database (no such table), with a bound value.
+          await ctx.em.getConnection().execute('insert into no_such_table (value) values (?)', [secret]);
+        },
+      }),
+    ],
+  });
+
+  beforeAll(async () => {
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(chunk.toString('utf8'));
+        done();
+      },
+    });
+    t = await startTestHost(db, 'node', { modules: [...coreModules, failing], logger: pino({ level: 'debug' }, sink), config: { database: { debug: true } } as never });
+  });
+  afterAll(() => t?.close());
+
+  it('logs the failure and its code, never the bound values of the statement', async () => {
+    const r = await t.request('POST', '/test/sql-failure');
+    expect(r.status).toBe(500);
+    expect(r.text).not.toContain(secret);
+    const log = lines.join('');
+    expect(log).toContain('request failed');
+    expect(log).toMatch(/no_such_table|no such table|does not exist/);
+    expect(log).not.toContain(secret);
+  });
+});
+
+interface Operation {
+  method: string;
+  path: string;
+  operation: any;
+}
+
+/** Every operation of an OpenAPI document. */
+function openApiOperations(doc: any): Operation[] {
+  const out: Operation[] = [];
+  for (const [path, item] of Object.entries<any>(doc.paths)) {
+    for (const method of ['get', 'post', 'put', 'patch', 'delete']) if (item[method]) out.push({ method: method.toUpperCase(), path, operation: item[method] });
+  }
+  return out;
+}
+
+const hostileString = fc.oneof(
+  { weight: 4, arbitrary: fc.string({ maxLength: 40 }) },
+  { weight: 2, arbitrary: fc.string({ unit: 'binary', maxLength: 20 }) },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom('', ' ', '\u0000', 'a\u0000', '\uD800', '\uDFFF\uD800', "'; drop table users; --", '../../etc/passwd', '%00', 'ü'.repeat(300), '9'.repeat(400), '-1', 'null', 'constructor', '__proto__', '2026-13-45T99:99:99Z', 'x'.repeat(70_000)),
+  },
+);
+
+/** A value shaped like `schema` most of the time, and hostile or of the wrong type the rest. */
+function valueFor(doc: any, schema: any, depth: number): fc.Arbitrary<unknown> {
+  const resolved = schema?.$ref ? doc.components.schemas[schema.$ref.split('/').pop()] : (schema ?? {});
+  const junk = fc.oneof(hostileString, fc.jsonValue({ maxDepth: 2 }), fc.constant({ constructor: 1 }), fc.constant(JSON.parse(`${'['.repeat(200)}${']'.repeat(200)}`)));
+  let shaped: fc.Arbitrary<unknown>;
+  if (resolved.enum) shaped = fc.constantFrom(...resolved.enum);
+  else if (resolved.const !== undefined) shaped = fc.constant(resolved.const);
+  else if (resolved.anyOf || resolved.oneOf) shaped = fc.oneof(...(resolved.anyOf ?? resolved.oneOf).map((s: any) => valueFor(doc, s, depth + 1)));
+  else if (resolved.type === 'object' || resolved.properties) {
+    if (depth > 3) return fc.constant({});
+    const entries = Object.entries<any>(resolved.properties ?? {}).map(([name, property]) => [name, valueFor(doc, property, depth + 1)] as const);
+    shaped = fc.record(Object.fromEntries(entries), { requiredKeys: (resolved.required ?? []).filter((name: string) => name in (resolved.properties ?? {})) });
+  } else if (resolved.type === 'array') shaped = fc.array(valueFor(doc, resolved.items, depth + 1), { maxLength: 4 });
+  else if (resolved.type === 'integer') shaped = fc.oneof(fc.integer(), fc.constantFrom(0, -1, 2 ** 31, Number.MAX_SAFE_INTEGER));
+  else if (resolved.type === 'number') shaped = fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constant(1e308));
+  else if (resolved.type === 'boolean') shaped = fc.boolean();
+  else if (resolved.format === 'uuid') shaped = fc.uuid();
+  else if (resolved.format === 'email') shaped = fc.oneof(fc.emailAddress(), hostileString.map((s) => `${s}@example.com`));
+  else if (resolved.format === 'uri') shaped = fc.oneof(fc.webUrl(), hostileString.map((s) => `https://example.com/${s}`));
+  else if (resolved.type === 'string') shaped = fc.oneof(hostileString, fc.string({ minLength: resolved.minLength ?? 0, maxLength: Math.min(resolved.maxLength ?? 60, 60) }));
+  else shaped = fc.jsonValue({ maxDepth: 2 });
+  return fc.oneof({ weight: 4, arbitrary: shaped }, { weight: 1, arbitrary: junk });
+}
+
+/** One generated request for an operation: path parameters, query and body from its schemas. */
+function requestFor(doc: any, op: Operation): fc.Arbitrary<{ method: string; url: string; anonymous: boolean; payload: { body?: unknown; raw?: string; headers?: Record<string, string> } }> {
+  const parameters: any[] = op.operation.parameters ?? [];
+  const pathParams = parameters.filter((p) => p.in === 'path');
+  const queryParams = parameters.filter((p) => p.in === 'query');
+  const content = op.operation.requestBody?.content ?? {};
+  const contentType = Object.keys(content)[0];
+  // Query and path values stay within what an HTTP request line carries (bodies take the long ones).
+  const text = (schema: any) => valueFor(doc, schema, 0).map((v) => (typeof v === 'string' ? v : (JSON.stringify(v) ?? '')).slice(0, 2000));
+  const path = fc.record(Object.fromEntries(pathParams.map((p) => [p.name, fc.oneof(fc.uuid(), text(p.schema))])));
+  const query = fc.record(Object.fromEntries(queryParams.map((p) => [p.name, text(p.schema)])), { requiredKeys: [] });
+  const body = contentType ? fc.option(valueFor(doc, content[contentType].schema, 0), { freq: 8, nil: undefined }) : fc.constant(undefined);
+  return fc.record({ path, query, body, anonymous: fc.boolean() }).map(({ path: pathValues, query: q, body: b, anonymous }) => {
+    const values = pathValues as Record<string, unknown>;
+    const url = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(String(values[name] ?? '')).replace(/^$/, '%20'));
+    const search = new URLSearchParams(Object.entries(q as Record<string, unknown>).map(([k, v]): [string, string] => [k, String(v)])).toString();
+    let payload: { body?: unknown; raw?: string; headers?: Record<string, string> } = {};
+    if (b !== undefined && contentType === 'application/x-www-form-urlencoded' && typeof b === 'object' && b !== null && !Array.isArray(b)) {
+      const pairs = Object.entries(b).map(([k, v]): [string, string] => [k, typeof v === 'string' ? v : (JSON.stringify(v) ?? '')]);
+      payload = { raw: new URLSearchParams(pairs).toString(), headers: { 'content-type': contentType } };
+    } else if (b !== undefined) payload = { body: b };
+    return { method: op.method, url: `${url}${search ? `?${search}` : ''}`, anonymous, payload };
+  });
+}

@@ -3,6 +3,7 @@ import {
   DriverException,
   ForeignKeyConstraintViolationException,
   LockWaitTimeoutException,
+  NotFoundError,
   NotNullConstraintViolationException,
   UniqueConstraintViolationException,
 } from '@mikro-orm/core';
@@ -156,7 +157,11 @@ export const errors = {
  * become 4xx answers rather than 5xx, without revealing SQL: a safety net behind DTO validation.
  */
 export function toTrellisError(error: unknown): TrellisError {
-  if (error instanceof TrellisError) return error;
+  if (error instanceof TrellisError) {
+    if (error.cause !== undefined) scrubDatabaseError(error.cause);
+    return error;
+  }
+  scrubDatabaseError(error);
   const database = fromDatabaseError(error);
   if (database) return database;
   return new TrellisError('internal', 'internal_error', 'An internal error occurred.', { cause: error });
@@ -166,6 +171,8 @@ export function toTrellisError(error: unknown): TrellisError {
 const DATA_EXCEPTION = /^22/;
 
 function fromDatabaseError(error: unknown): TrellisError | null {
+  // `findOneOrFail` on a row that a concurrent request deleted: the record is gone, not a fault.
+  if (error instanceof NotFoundError) return new TrellisError('not_found', 'not_found', 'The record no longer exists.', { cause: error });
   if (!(error instanceof DriverException)) return null;
   if (error instanceof UniqueConstraintViolationException) {
     return new TrellisError('conflict', 'already_exists', 'A record with the same unique value already exists.', { cause: error });
@@ -184,4 +191,39 @@ function fromDatabaseError(error: unknown): TrellisError | null {
     return new TrellisError('validation', 'invalid_value', 'A value does not fit the field it is stored in.', { cause: error });
   }
   return null;
+}
+
+const scrubbed = new WeakSet<object>();
+// Quoted text and `(column)=(value)` pairs in a driver message echo the values of a statement.
+const quotedText = /"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|\([^()]*\)=\([^()]*\)/g;
+
+/**
+ * Removes the bound values of a statement from a database error, in place, so that logging it
+ * never writes user data or secrets (a new API key's hash, a password digest) to the logs. The
+ * SQL driver prefixes its message with the statement, values inlined (`insert into ... - SQLITE_...`);
+ * what remains is the driver's own message with quoted values masked, and the codes (`code`,
+ * `sqlState`, `constraint`, `table`) that say what failed. Idempotent; other errors are left alone.
+ */
+export function scrubDatabaseError(error: unknown): void {
+  if (!isDatabaseError(error) || scrubbed.has(error)) return;
+  scrubbed.add(error);
+  const record = error as unknown as Record<string, unknown>;
+  const original = error.message;
+  const cut = original.lastIndexOf(' - ');
+  const driverMessage = (cut === -1 ? original : original.slice(cut + 3)).replace(quotedText, '…');
+  error.message = driverMessage;
+  const stackLines = (error.stack ?? '').split('\n').filter((line) => line.trim().startsWith('at '));
+  error.stack = [`${error.name}: ${driverMessage}`, ...stackLines].join('\n');
+  for (const key of ['sql', 'sqlMessage', 'detail', 'where', 'parameters', 'bindings', 'query']) {
+    if (key in record) delete record[key];
+  }
+}
+
+/** A MikroORM driver exception, or a driver error that reached us unconverted (raw `execute`). */
+function isDatabaseError(error: unknown): error is Error {
+  if (error instanceof DriverException) return true;
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  // node-sqlite3 codes, or a node-postgres DatabaseError (it carries severity and routine).
+  return typeof code === 'string' && (code.startsWith('SQLITE_') || ('severity' in error && 'routine' in error));
 }

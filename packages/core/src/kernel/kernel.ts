@@ -15,6 +15,7 @@ import { HttpDispatcher } from './http/dispatcher.js';
 import { buildOpenApi } from './http/openapi.js';
 import type { RouteDefinition } from './http/route.js';
 import { createLogger } from './logger.js';
+import { mappedType } from './timestamp-type.js';
 import type { JobDefinition, ModuleContext, RpcMethodDefinition, TrellisModule } from './module.js';
 import {
   authenticatorServiceIdentifier,
@@ -170,10 +171,12 @@ export function createKernel(options: KernelOptions): Kernel {
     orm = await MikroORM.init({
       ...adapterOptions,
       entities,
-      discovery: { warnWhenNoEntities: false },
+      // Dates compare as instants (see TimestampType): no phantom created_at/updated_at writes.
+      discovery: { warnWhenNoEntities: false, getMappedType: mappedType },
       allowGlobalContext: false,
       forceUtcTimezone: true,
-      debug: config.database.debug,
+      // Statements without their bound values ('query-params' stays off): logs never hold user data.
+      debug: config.database.debug ? ['query', 'schema', 'discovery', 'info'] : false,
       logger: (message: string) => log.debug({ orm: true }, message),
     });
     await options.database.afterConnect?.(orm);

@@ -1,4 +1,5 @@
-import { pino, type Logger } from 'pino';
+import { pino, stdSerializers, type Logger } from 'pino';
+import { scrubDatabaseError } from './errors.js';
 
 /** Paths never written to logs: credentials in headers and bodies. */
 export const redactedPaths = [
@@ -21,6 +22,13 @@ export function createLogger(level: string): Logger {
     level,
     base: { service: 'trellis' },
     redact: { paths: redactedPaths, censor: '[redacted]' },
+    // A database error's message holds its statement with values inlined: log it without them.
+    serializers: {
+      err: (error: unknown) => {
+        scrubDatabaseError(error);
+        return stdSerializers.err(error as Error);
+      },
+    },
     timestamp: pino.stdTimeFunctions.isoTime,
   });
 }

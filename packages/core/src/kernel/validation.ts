@@ -1,6 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validate, type ValidationError } from 'class-validator';
 import { TrellisError, type ValidationIssue } from './errors.js';
+import { guardInput } from './http/input-guard.js';
 import type { ClassType } from './http/route.js';
 
 export interface ValidationFailure {
@@ -27,6 +28,8 @@ export async function validateInput<T>(
       status: 400,
     });
   }
+  // Depth, NUL, lone surrogates and reserved keys are refused (400) before class-transformer runs.
+  guardInput(input, where);
   const instance = plainToInstance(dto, input, { exposeDefaultValues: true }) as T & object;
   const problems = await validate(instance, {
     whitelist: true,

@@ -1,10 +1,28 @@
 import { get, request, type ClientRequest, type IncomingMessage } from 'node:http';
 import { connect, type Socket } from 'node:net';
+import { contractFor } from '@trellis/test-support';
+
+// Every response these raw clients read is checked against the host's /openapi.json (see
+// test/support/contract.ts): heads for status and content type, whole bodies against the schema.
+async function checkContract(url: string, method: string, status: number, contentType: string | undefined, body: string | null): Promise<void> {
+  const contract = contractFor(url);
+  if (!contract) return;
+  const { pathname, search } = new URL(url);
+  await contract.check(method, `${pathname}${search}`, status, contentType ?? null, body);
+}
 
 /** A GET on its own connection (no pooling), answered with the response head; the body is left unread. */
 export function openResponse(url: string, headers: Record<string, string> = {}): Promise<{ req: ClientRequest; res: IncomingMessage }> {
   return new Promise((resolve, reject) => {
-    const req = get(url, { agent: false, headers }, (res) => resolve({ req, res }));
+    const req = get(url, { agent: false, headers }, (res) => {
+      checkContract(url, 'GET', res.statusCode ?? 0, res.headers['content-type'], null).then(
+        () => resolve({ req, res }),
+        (error: unknown) => {
+          req.destroy();
+          reject(error as Error);
+        },
+      );
+    });
     req.on('error', reject);
   });
 }
@@ -16,7 +34,9 @@ export function requestOnNewConnection(url: string, method = 'GET'): Promise<{ s
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('end', () => {
+        checkContract(url, method, res.statusCode ?? 0, res.headers['content-type'], body).then(() => resolve({ status: res.statusCode ?? 0, body }), reject);
+      });
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -102,7 +122,10 @@ export class RawConnection {
   private waiters: Array<() => void> = [];
   private closed = false;
 
-  private constructor(private readonly socket: Socket) {
+  private constructor(
+    private readonly socket: Socket,
+    private readonly origin: string,
+  ) {
     socket.on('data', (chunk: Buffer) => {
       this.buffer = Buffer.concat([this.buffer, chunk]);
       this.wake();
@@ -116,7 +139,7 @@ export class RawConnection {
 
   static open(port: number): Promise<RawConnection> {
     return new Promise((resolve, reject) => {
-      const socket = connect(port, '127.0.0.1', () => resolve(new RawConnection(socket)));
+      const socket = connect(port, '127.0.0.1', () => resolve(new RawConnection(socket, `http://127.0.0.1:${port}`)));
       socket.once('error', reject);
     });
   }
@@ -141,6 +164,8 @@ export class RawConnection {
     while (this.buffer.length < length) await this.more();
     const body = this.buffer.subarray(0, length).toString('utf8');
     this.buffer = this.buffer.subarray(length);
+    const [method = 'GET', target = '/'] = text.split('\r\n', 1)[0]!.split(' ');
+    await checkContract(`${this.origin}${target}`, method, status, headers['content-type'], noBody ? null : body);
     return { status, headers, body };
   }
 

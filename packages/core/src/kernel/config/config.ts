@@ -35,7 +35,7 @@ export const kernelConfigSchema = s.object({
       .default('sqlite:./trellis.db')
       .describe('`sqlite:<path>`, `sqlite::memory:` or `postgres://user:pass@host:port/db`.'),
     migrateOnStart: s.boolean().default(true).describe('Apply pending migrations when the host starts.'),
-    debug: s.boolean().default(false).describe('Log every SQL statement.'),
+    debug: s.boolean().default(false).describe('Log every SQL statement (without its bound values).'),
   }),
   auth: s.object({
     jwtSecret: s

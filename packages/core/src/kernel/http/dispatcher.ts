@@ -7,6 +7,7 @@ import { requireScopes } from '../auth/scopes.js';
 import type { KernelConfig } from '../config/config.js';
 import { TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
+import { guardInput } from './input-guard.js';
 import { oauthErrorBody } from './oauth-error-body.js';
 import { Reply } from './reply.js';
 import { DispatchedRequestContext } from './request-context.js';
@@ -199,11 +200,20 @@ export class HttpDispatcher {
     const userAgent = request.headers['user-agent'] ?? '';
     const principal = await this.authenticate(route, request, ip, userAgent);
     const failure = route.validationError;
+    // Every untrusted value passes the edge guard (depth, NUL, lone surrogates, reserved keys)
+    // before a DTO, a handler or the database sees it.
+    // (validateInput applies the guard to what has a DTO.)
+    if (!route.params) guardInput(rawParams, 'params');
+    const rawQuery = parseQuery(request.query);
+    if (!route.query) guardInput(rawQuery, 'query');
     // A path that does not name a well-formed resource names no resource: 404, not 422.
     const params = route.params ? await validateInput(route.params, rawParams, 'params', { status: 404, code: 'not_found' }) : rawParams;
     const lenient = { ignoreUnknown: route.unknownFields === 'ignore' };
-    const query = route.query ? await validateInput(route.query, parseQuery(request.query), 'query', failure, lenient) : parseQuery(request.query);
-    const body = route.body ? await validateInput(route.body, this.parseBody(route, request), 'body', failure, lenient) : undefined;
+    const query = route.query ? await validateInput(route.query, rawQuery, 'query', failure, lenient) : rawQuery;
+    let body: unknown;
+    if (route.body) {
+      body = await validateInput(route.body, this.parseBody(route, request), 'body', failure, lenient);
+    }
 
     const ctx: RequestContext = new DispatchedRequestContext(this.deps, request, requestId, params, query, body, principal, ip, userAgent);
     const result = await route.handler(ctx);

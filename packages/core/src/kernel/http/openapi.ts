@@ -42,7 +42,7 @@ const errorSchemas: Record<string, JsonSchema> = {
 };
 
 const statusText: Record<number, string> = {
-  400: 'Bad request',
+  400: 'Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key)',
   401: 'Missing, invalid or expired credentials',
   402: 'Payment required',
   403: 'Credential kind not accepted or permission missing',
@@ -115,14 +115,28 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
     const status = String(success.status ?? 200);
     const responses: JsonSchema = {};
     if (status === '204') responses[status] = { description: success.description ?? 'No content' };
-    else {
+    else if (status.startsWith('3')) {
+      // A redirect: no body, the target in Location.
+      responses[status] = {
+        description: success.description ?? 'Redirect',
+        headers: { Location: { description: 'Where the client goes next.', required: true, schema: { type: 'string', format: 'uri-reference' } } },
+      };
+    } else {
       const schema = success.schema ? (typeof success.schema === 'function' ? ref(success.schema as ClassType) : success.schema) : { type: 'object' };
       responses[status] = {
         description: success.description ?? 'Success',
         content: {
           [success.contentType ?? 'application/json']: { schema },
-          ...Object.fromEntries((success.alternatives ?? []).map((alt) => [alt.contentType, { schema: alt.schema }])),
+          ...Object.fromEntries((success.mediaTypes ?? []).map((alt) => [alt.contentType, { schema: alt.schema }])),
         },
+      };
+    }
+    for (const alternative of success.alternatives ?? []) {
+      const schema = alternative.schema ? (typeof alternative.schema === 'function' ? ref(alternative.schema as ClassType) : alternative.schema) : undefined;
+      responses[String(alternative.status)] = {
+        description: alternative.description,
+        ...(alternative.headers ? { headers: alternative.headers } : {}),
+        ...(schema ? { content: { [alternative.contentType ?? 'application/json']: { schema } } } : {}),
       };
     }
     const errorRef = { $ref: `#/components/schemas/${route.errorFormat === 'oauth' ? 'OAuthError' : route.errorFormat === 'billing' ? 'BillingError' : 'Error'}` };
@@ -136,11 +150,18 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
       if (!errorStatuses.has(v)) errorStatuses.set(v, statusText[v] ?? 'Validation failed');
     }
     if (route.body) {
-      for (const s of [400, 413, 415]) if (!errorStatuses.has(s)) errorStatuses.set(s, statusText[s]!);
+      for (const s of [413, 415]) if (!errorStatuses.has(s)) errorStatuses.set(s, statusText[s]!);
     }
+    // The edge refuses hostile input (NUL, lone surrogates, deep nesting, reserved keys) on every
+    // route, and a malformed path parameter names no resource.
+    if (!errorStatuses.has(400)) errorStatuses.set(400, statusText[400]!);
+    if (pathNames.length > 0 && !errorStatuses.has(404)) errorStatuses.set(404, statusText[404]!);
     for (const [code, description] of [...errorStatuses].sort((a, b) => a[0] - b[0])) {
       responses[String(code)] = { description, content: { 'application/json': { schema: errorRef } } };
     }
+    // Any operation may fail on the server's side (internal_error, or not_ready while starting or
+    // stopping); the body has the route's error shape and never internals.
+    responses['5XX'] = { description: 'Server error (internal_error, not_ready, busy)', content: { 'application/json': { schema: errorRef } } };
     operation.responses = responses;
     (paths[oasPath] ??= {})[method] = operation;
   }

@@ -45,7 +45,22 @@ export interface RouteResponseSpec {
   schema?: ClassType | Record<string, unknown>;
   contentType?: string;
   /** Other media types the same status may answer with (a streamed variant), each with its schema. */
-  alternatives?: ReadonlyArray<{ contentType: string; schema: Record<string, unknown> }>;
+  mediaTypes?: ReadonlyArray<{ contentType: string; schema: Record<string, unknown> }>;
+  /**
+   * Other answers the handler gives on success (it returns them as `Reply`s): a 200 besides the
+   * 201 of a create-or-edit route, the 302 of a redirecting endpoint. Each is documented as well.
+   */
+  alternatives?: RouteAlternativeResponse[];
+}
+
+export interface RouteAlternativeResponse {
+  status: number;
+  description: string;
+  /** Body schema (omit for a body-less answer such as a redirect). */
+  schema?: ClassType | Record<string, unknown>;
+  contentType?: string;
+  /** Response headers worth documenting (`Location` of a redirect). */
+  headers?: Record<string, { description: string; schema?: Record<string, unknown> }>;
 }
 
 export interface RouteDefinition<P = any, Q = any, B = any> {

@@ -47,8 +47,14 @@ export interface ChannelDefinition {
   path: string;
   /** Largest accepted message in bytes (default 1 MiB); larger ones close the socket with 1009. */
   maxPayloadBytes?: number;
-  accept(request: ChannelUpgradeRequest, context: ChannelContext): Promise<(socket: SocketLike) => ChannelSession> | ((socket: SocketLike) => ChannelSession);
+  accept(request: ChannelUpgradeRequest, context: ChannelContext): Promise<AcceptedChannel> | AcceptedChannel;
 }
+
+/**
+ * What `accept` answers: the function that builds the session, or that function with a smaller
+ * message limit for this connection (a read-only client, say), at most the channel's own.
+ */
+export type AcceptedChannel = ((socket: SocketLike) => ChannelSession) | { open(socket: SocketLike): ChannelSession; maxPayloadBytes?: number };
 
 export function defineChannel(channel: ChannelDefinition): ChannelDefinition {
   return channel;

@@ -66,11 +66,14 @@ export class WsDispatcher {
       remoteAddress: input.remoteAddress,
     };
     try {
-      const build = await channel.accept(request, { log: this.log.child({ channel: channel.name }), get: this.get });
+      const accepted = await channel.accept(request, { log: this.log.child({ channel: channel.name }), get: this.get });
+      const build = typeof accepted === 'function' ? accepted : (socket: SocketLike) => accepted.open(socket);
+      const channelLimit = channel.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
+      const ownLimit = typeof accepted === 'function' ? undefined : accepted.maxPayloadBytes;
       return {
         ok: true,
         channel,
-        maxPayloadBytes: channel.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD,
+        maxPayloadBytes: ownLimit === undefined ? channelLimit : Math.min(ownLimit, channelLimit),
         open: (socket) => {
           this.open.add(socket);
           const session = build(socket);

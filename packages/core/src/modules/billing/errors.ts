@@ -33,3 +33,6 @@ export const billingErrors = {
   paymentProviderError: (cause: unknown) =>
     new TrellisError('unavailable', 'PAYMENT_PROVIDER_ERROR', 'The payment provider could not create a checkout.', { status: 502, cause }),
 };
+
+/** `failHandler` of a team's billing record read: the team was deleted meanwhile (400 NO_TEAM). */
+export const teamGone = (): Error => billingErrors.noTeam('The team no longer exists.');

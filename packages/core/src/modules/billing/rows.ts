@@ -1,4 +1,6 @@
-import { raw, type EntityManager, type EntityName, type FilterQuery } from '@mikro-orm/core';
+import { LockMode, raw, type EntityManager, type EntityName, type FilterQuery } from '@mikro-orm/core';
+import { Team } from '../identity/entities/team.entity.js';
+import { billingErrors } from './errors.js';
 
 /**
  * Takes the write lock of one row inside a transaction, portably: an UPDATE that bumps the row's
@@ -11,6 +13,18 @@ export async function lockRow<T extends { version: number }>(tx: EntityManager, 
   const changed = await tx.nativeUpdate(entity, where, { version: raw('version + 1') } as never);
   if (changed === 0) return null;
   return tx.findOne(entity, where, { refresh: true });
+}
+
+/**
+ * Holds a share lock on the team row until the transaction ends (PostgreSQL; SQLite has one writer
+ * anyway), so a deletion of the team waits for the billing transaction or the transaction sees the
+ * team gone: no deadlock between the deletion's cascade and billing's row locks. Answers 400
+ * NO_TEAM when the team no longer exists.
+ */
+export async function lockTeam(tx: EntityManager, teamId: string): Promise<void> {
+  const postgres = tx.getPlatform().constructor.name.startsWith('PostgreSql');
+  const team = await tx.findOne(Team, { id: teamId }, { fields: ['id'], ...(postgres ? { lockMode: LockMode.PESSIMISTIC_READ } : {}) });
+  if (!team) throw billingErrors.noTeam('The team no longer exists.');
 }
 
 export const isUuid = (value: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);

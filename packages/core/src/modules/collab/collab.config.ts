@@ -21,6 +21,16 @@ export const collabConfigSchema = s.object({
     .range(1000, 86_400_000)
     .default(120_000)
     .describe('How long a REST participant (POST /documents/:id/collab/join) counts as connected without calling join, edit or leave again.'),
+  maxFrameBytes: s
+    .int()
+    .range(1024, 256 * 1024 * 1024)
+    .default(32 * 1024 * 1024)
+    .describe('Largest WebSocket message a collaborator with write permission may send on /v3/collab (a larger one closes the socket with 1009).'),
+  maxReadOnlyFrameBytes: s
+    .int()
+    .range(1024, 16 * 1024 * 1024)
+    .default(64 * 1024)
+    .describe('Largest WebSocket message a read-only collaborator may send on /v3/collab: enough for sync requests and awareness (cursors, names), not for content.'),
 });
 
 export interface CollabConfig {
@@ -28,4 +38,6 @@ export interface CollabConfig {
   mirrorMaxWaitMs: number;
   leaseMs: number;
   participantTtlMs: number;
+  maxFrameBytes: number;
+  maxReadOnlyFrameBytes: number;
 }

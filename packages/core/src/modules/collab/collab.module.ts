@@ -2,7 +2,7 @@ import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
 import { collaborationGateServiceIdentifier } from '../documents/collaboration-gate.js';
 import { collabChannel } from './collab.channel.js';
-import { collabConfigSchema } from './collab.config.js';
+import { collabConfigSchema, type CollabConfig } from './collab.config.js';
 import { DocumentYjsStateSchema } from './entities/document-yjs-state.entity.js';
 import { migrations } from './migrations/index.js';
 import { collabRoutes } from './routes.js';
@@ -33,7 +33,7 @@ export const collabModule = defineModule({
       bind(YjsStateService).toSelf();
     }),
   routes: (ctx) => scopeRoutes(collabRoutes(ctx), documentScopes),
-  channels: [collabChannel],
+  channels: (ctx) => [collabChannel(ctx.section as CollabConfig)],
   async onStop(ctx) {
     await ctx.get(CollabService).closeAll();
   },

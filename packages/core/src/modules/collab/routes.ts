@@ -48,7 +48,7 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
       path: '/documents/:documentId/smart-edit',
       summary: 'Edit a document by whichever road is open (REST or the collaborative channel)',
       description:
-        'A document in collab mode is edited through the collaborative channel: the edit is one Yjs transaction that connected editors receive live (`mode: collab`). Otherwise the REST edit is tried; a 423 switches to the collaborative channel; a 409 when you gave no base_version is retried once after checking content_source again.',
+        'A document in collab mode is edited through the collaborative channel: the edit is one Yjs transaction that connected editors receive live (`mode: collab`). Otherwise the REST edit is tried; a 423 switches to the collaborative channel; without base_version a version conflict is retried on the current version until the edit lands (at most 10 s, then 503 busy), never answered 409.',
       tags: ['Documents', ...tags],
       auth: ['jwt', 'agent_token'],
       params: DocumentParams,
@@ -156,8 +156,9 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
       errors: { 404: missing },
       async handler(ctx) {
         const principal = ctx.requirePrincipal();
-        await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, principal);
-        const joined = await ctx.get(CollabService).join(ctx.params.documentId, principal);
+        const { permissions } = await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, principal);
+        // A reader may join (to follow along) but does not count as an editor for the 423 rule.
+        const joined = await ctx.get(CollabService).join(ctx.params.documentId, principal, permissions.has('write'));
         return {
           success: true,
           participant_id: joined.participantId,

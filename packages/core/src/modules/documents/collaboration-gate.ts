@@ -15,6 +15,8 @@ export interface Author {
 export interface CollaborationGate {
   /** Collaborative connections (WebSocket clients and REST participants) to the document held by this process. */
   localConnections(documentId: string): number;
+  /** Of those, the ones that may write (read-only viewers left out): they lock REST edits out (423). */
+  localEditors(documentId: string): number;
   /** Whether this process holds the document's live Yjs document. */
   isLive(documentId: string): boolean;
   /** Writes collaborative changes not yet mirrored to the stored content, now. */

@@ -81,13 +81,14 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       body: SaveDocumentBody,
       maxBodyBytes: contentBody,
       validationError: documentValidation,
-      response: { status: 201, schema: documentSchema },
+      response: { status: 201, description: 'Created (with projectId)', schema: documentSchema, alternatives: [{ status: 200, description: 'Edited (with documentId)', schema: documentSchema }] },
       errors: {
         400: 'Neither or both of projectId and documentId, no title on create, or invalid content (validation_failed, invalid_content, invalid_markdown_ir)',
         403: 'No write permission (project_access_denied, write_permission_required)',
         404: 'No such project, document or parent folder (project_not_found, document_not_found, node_not_found)',
         409: 'base_version is not current (version_conflict)',
         413: 'The content is too large (content_too_large)',
+        422: 'parentKey names a file, not a folder (parent_not_folder)',
       },
       async handler(ctx) {
         const documents = ctx.get(DocumentService);

@@ -1,6 +1,7 @@
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import { Reply } from '../../kernel/http/reply.js';
 import { IdParams } from '../../kernel/http/dto/id-params.js';
+import { PageQuery, pageOfAll, paging } from '../../kernel/http/dto/paging.js';
 import { TrellisError } from '../../kernel/errors.js';
 import { configServiceIdentifier } from '../../kernel/tokens.js';
 import { ChangePasswordBody, CreateAccessKeyBody, LoginBody, RegisterBody, UpdateProfileBody } from './dto/auth.dto.js';
@@ -10,7 +11,8 @@ import { accessKeySchema, issuedAccessKeySchema, listOf, meSchema, sessionSchema
 import { AccessKeyService } from './services/access-key.service.js';
 import { JwtService } from './services/jwt.service.js';
 import { UserService } from './services/user.service.js';
-import { toAccessKeyView, toUserView } from './views.js';
+import { TeamService } from './services/team.service.js';
+import { toAccessKeyView, toTeamView, toUserView } from './views.js';
 import type { RequestContext } from '../../kernel/http/route.js';
 
 const tags = ['Identity'];
@@ -63,10 +65,12 @@ const me = defineRoute({
   // A scoped credential (an OAuth token, a scoped API key) needs profile:read (or a full-access scope).
   scopes: ['profile:read'],
   response: { schema: meSchema },
-  handler(ctx) {
+  async handler(ctx) {
     const principal = ctx.requirePrincipal();
+    const memberships = await ctx.get(TeamService).listForUser(ctx.em, principal.userId);
     return {
       user: principal.user,
+      teams: memberships.map((m) => toTeamView(m.team, m.role)),
       credential: {
         kind: principal.kind,
         ...(principal.scopes ? { scopes: principal.scopes } : {}),
@@ -128,10 +132,11 @@ function accessKeyRoutes(kind: AccessKeyKind, path: string, label: string): Rout
       summary: `List your ${label}s`,
       tags,
       auth: ['jwt', 'api_key'],
+      query: PageQuery,
       response: { schema: listOf(accessKeySchema) },
       async handler(ctx) {
         const keys = await ctx.get(AccessKeyService).list(ctx.em, ctx.requirePrincipal().userId, kind);
-        return { items: keys.map(toAccessKeyView) };
+        return pageOfAll(keys.map(toAccessKeyView), paging(ctx.query));
       },
     }),
     defineRoute({

@@ -98,8 +98,14 @@ export const issuedAccessKeySchema = {
   },
 };
 
+/** A page of a list: `{ items, total, page, size }`, as every list answers. */
 export const listOf = (items: Record<string, unknown>) => ({
   type: 'object',
-  required: ['items'],
-  properties: { items: { type: 'array', items } },
+  required: ['items', 'total', 'page', 'size'],
+  properties: {
+    items: { type: 'array', items },
+    total: { type: 'integer', minimum: 0, description: 'Items in the whole list.' },
+    page: { type: 'integer', minimum: 1 },
+    size: { type: 'integer', minimum: 1 },
+  },
 });

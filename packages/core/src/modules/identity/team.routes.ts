@@ -1,4 +1,5 @@
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
+import { PageQuery, pageOfAll, paging } from '../../kernel/http/dto/paging.js';
 import { Reply } from '../../kernel/http/reply.js';
 import { AddMemberBody, ChangeRoleBody, MemberParams, TeamNameBody, TeamParams } from './dto/team.dto.js';
 import { listOf, memberSchema, teamSchema } from './schemas.js';
@@ -17,10 +18,11 @@ export const teamRoutes: RouteDefinition[] = [
     summary: 'Your teams, personal team first',
     tags,
     auth,
+    query: PageQuery,
     response: { schema: listOf(teamSchema) },
     async handler(ctx) {
       const memberships = await ctx.get(TeamService).listForUser(ctx.em, ctx.requirePrincipal().userId);
-      return { items: memberships.map((m) => toTeamView(m.team, m.role)) };
+      return pageOfAll(memberships.map((m) => toTeamView(m.team, m.role)), paging(ctx.query));
     },
   }),
   defineRoute({
@@ -85,11 +87,12 @@ export const teamRoutes: RouteDefinition[] = [
     tags,
     auth,
     params: TeamParams,
+    query: PageQuery,
     response: { schema: listOf(memberSchema) },
     errors: { 404: notMember },
     async handler(ctx) {
       const members = await ctx.get(TeamService).members(ctx.em, ctx.params.teamId, ctx.requirePrincipal().userId);
-      return { items: members.map(toMemberView) };
+      return pageOfAll(members.map(toMemberView), paging(ctx.query));
     },
   }),
   defineRoute({

@@ -41,8 +41,16 @@ export class InvalidRequest extends OAuthError {
  * clients do not authenticate with the Authorization header, so the status is 400.
  */
 export class InvalidClient extends OAuthError {
-  constructor(description: string, status = 400) {
-    super('bad_request', 'invalid_client', description, undefined, status);
+  constructor(description: string, status = 400, headers?: Record<string, string>) {
+    super(status === 401 ? 'unauthenticated' : 'bad_request', 'invalid_client', description, headers, status);
+  }
+
+  /**
+   * RFC 6749 §5.2: when the client tried to authenticate with the Authorization header (Basic),
+   * invalid_client is a 401 with a WWW-Authenticate challenge of the scheme it used.
+   */
+  static afterBasic(error: InvalidClient): InvalidClient {
+    return new InvalidClient(error.description, 401, { 'www-authenticate': 'Basic realm="trellis", charset="UTF-8"' });
   }
 }
 

@@ -46,7 +46,7 @@ export const runResponseSpec: RouteResponseSpec = {
   status: 200,
   description: 'stream true (default): the run\'s events as text/event-stream (format sse) or application/x-ndjson (format ndjson); stream false: the result as JSON.',
   schema: runResultSchema,
-  alternatives: [
+  mediaTypes: [
     { contentType: 'text/event-stream', schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: <fields as JSON>`.' } },
     { contentType: 'application/x-ndjson', schema: runEventSchema },
   ],
@@ -57,7 +57,7 @@ const streamResponse: RouteResponseSpec = {
   description: 'The events after the given sequence number, then the live tail until run_complete (or run_waiting while the run waits).',
   contentType: 'text/event-stream',
   schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: <fields as JSON>`.' },
-  alternatives: [{ contentType: 'application/x-ndjson', schema: runEventSchema }],
+  mediaTypes: [{ contentType: 'application/x-ndjson', schema: runEventSchema }],
 };
 
 export function runRoutes(): RouteDefinition[] {

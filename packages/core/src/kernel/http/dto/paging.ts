@@ -64,3 +64,6 @@ export interface Page<T> {
 }
 
 export const pageOf = <T>(items: T[], total: number, p: Paging): Page<T> => ({ items, total, page: p.page, size: p.size });
+
+/** One page of a list already held in memory (lists bounded per user: teams, members, keys). */
+export const pageOfAll = <T>(all: T[], p: Paging): Page<T> => pageOf(all.slice(p.offset, p.offset + p.size), all.length, p);

@@ -1,4 +1,4 @@
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
+import { ForeignKeyConstraintViolationException, UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
@@ -100,6 +100,8 @@ export class BillingAccountService {
     } catch (error) {
       // Another request created them first.
       if (error instanceof UniqueConstraintViolationException) return;
+      // The team was deleted after the caller's membership check.
+      if (error instanceof ForeignKeyConstraintViolationException) throw billingErrors.noTeam('The team no longer exists.');
       throw error;
     }
   }

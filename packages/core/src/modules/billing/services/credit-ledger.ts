@@ -5,7 +5,8 @@ import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { Team } from '../../identity/entities/team.entity.js';
 import { CreditBalance } from '../entities/credit-balance.entity.js';
 import { CreditLedgerEntry, type LedgerKind } from '../entities/credit-ledger-entry.entity.js';
-import { lockRow } from '../rows.js';
+import { billingErrors } from '../errors.js';
+import { lockRow, lockTeam } from '../rows.js';
 
 export interface Movement {
   kind: LedgerKind;
@@ -39,8 +40,10 @@ export class CreditLedger {
 
   /** The team's balance with its write lock held until the transaction ends. */
   async lock(tx: EntityManager, teamId: string): Promise<CreditBalance> {
+    await lockTeam(tx, teamId);
     const balance = await lockRow(tx, CreditBalance, { team: teamId });
-    if (!balance) throw new TrellisError('internal', 'internal_error', `Team ${teamId} has no credit balance.`);
+    // The team was deleted between the caller's membership check and this transaction.
+    if (!balance) throw billingErrors.noTeam('The team no longer exists.');
     return balance;
   }
 

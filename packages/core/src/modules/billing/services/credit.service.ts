@@ -9,7 +9,7 @@ import type { BillingConfig } from '../billing.config.js';
 import { CreditBalance } from '../entities/credit-balance.entity.js';
 import { CreditLedgerEntry } from '../entities/credit-ledger-entry.entity.js';
 import { CreditReservation } from '../entities/credit-reservation.entity.js';
-import { billingErrors } from '../errors.js';
+import { billingErrors, teamGone } from '../errors.js';
 import { isUuid } from '../rows.js';
 import { billingConfigServiceIdentifier } from '../tokens.js';
 import { BillingAccountService } from './billing-account.service.js';
@@ -173,7 +173,8 @@ export class CreditService {
   /** The team's balance (creating the team's billing records on first use). */
   async balance(em: EntityManager, teamId: string): Promise<BalanceSnapshot> {
     await this.accounts.ensure(em, teamId);
-    const balance = await em.findOneOrFail(CreditBalance, { team: teamId }, { refresh: true });
+    // Gone when the team was deleted after `ensure`.
+    const balance = await em.findOneOrFail(CreditBalance, { team: teamId }, { refresh: true, failHandler: teamGone });
     const held = await em.find(CreditReservation, { team: teamId, status: 'held' }, { fields: ['amount'] });
     return { balance, reservedCredits: held.reduce((sum, r) => sum + r.amount, 0) };
   }

@@ -15,7 +15,7 @@ import { PaymentOrder, type OrderKind, type OrderStatus } from '../entities/paym
 import { billingErrors } from '../errors.js';
 import { ManualPaymentProvider } from '../providers/manual-payment-provider.js';
 import type { BillingPeriod } from '../periods.js';
-import { isUuid } from '../rows.js';
+import { isUuid, lockTeam } from '../rows.js';
 import { billingConfigServiceIdentifier } from '../tokens.js';
 import { CouponService } from './coupon.service.js';
 import { CreditLedger, teamIdOf } from './credit-ledger.js';
@@ -139,6 +139,8 @@ export class OrderService {
   private async place(em: EntityManager, draft: OrderDraft, couponCode: string | undefined, customerEmail: string | undefined): Promise<PlacedOrder> {
     const now = this.clock.now();
     const order = await em.transactional(async (tx) => {
+      // The team may have been deleted since the membership check: 400 NO_TEAM, not a foreign-key failure.
+      await lockTeam(tx, draft.teamId);
       const quote = couponCode ? await this.coupons.redeem(tx, couponCode, draft.originalAmount) : null;
       const discount = quote?.discount ?? 0;
       return tx.create(PaymentOrder, {

@@ -13,7 +13,8 @@ import { PaymentOrder } from '../entities/payment-order.entity.js';
 import { Subscription, type SubscriptionStatus } from '../entities/subscription.entity.js';
 import type { PlanChangeReason } from '../hooks.js';
 import { addMonths, monthsOf, periodContaining, type BillingPeriod } from '../periods.js';
-import { lockRow } from '../rows.js';
+import { billingErrors } from '../errors.js';
+import { lockRow, lockTeam } from '../rows.js';
 import { billingConfigServiceIdentifier } from '../tokens.js';
 import { CreditLedger, teamIdOf } from './credit-ledger.js';
 import { PlanCatalog, type Plan } from './plan-catalog.js';
@@ -55,7 +56,15 @@ export class SubscriptionLifecycle {
 
   /** The team's subscription with its write lock held until the transaction ends. */
   async lock(tx: EntityManager, teamId: string): Promise<Subscription | null> {
+    await lockTeam(tx, teamId);
     return lockRow(tx, Subscription, { team: teamId });
+  }
+
+  /** Like `lock`, for a team that must have a subscription: 400 NO_TEAM when the team was deleted meanwhile. */
+  async lockExisting(tx: EntityManager, teamId: string): Promise<Subscription> {
+    const sub = await this.lock(tx, teamId);
+    if (!sub) throw billingErrors.noTeam('The team no longer exists.');
+    return sub;
   }
 
   /**

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { Subscription } from '../entities/subscription.entity.js';
-import { billingErrors } from '../errors.js';
+import { billingErrors, teamGone } from '../errors.js';
 import { isBillingPeriod, type BillingPeriod } from '../periods.js';
 import { BillingAccountService } from './billing-account.service.js';
 import { CreditService, type BalanceSnapshot } from './credit.service.js';
@@ -53,7 +53,7 @@ export class SubscriptionService {
   /** A team's subscription and balance (the team gets its billing records on first read). */
   async overview(em: EntityManager, teamId: string): Promise<Overview> {
     await this.accounts.ensure(em, teamId);
-    const subscription = await em.findOneOrFail(Subscription, { team: teamId }, { refresh: true });
+    const subscription = await em.findOneOrFail(Subscription, { team: teamId }, { refresh: true, failHandler: teamGone });
     return { subscription, balance: await this.credits.balance(em, teamId) };
   }
 
@@ -64,7 +64,7 @@ export class SubscriptionService {
     const period: BillingPeriod = input.billingPeriod;
     const target = { planCode: plan.code, billingPeriod: period };
     await this.accounts.ensure(em, input.teamId);
-    const current = await em.findOneOrFail(Subscription, { team: input.teamId }, { refresh: true });
+    const current = await em.findOneOrFail(Subscription, { team: input.teamId }, { refresh: true, failHandler: teamGone });
     if (this.plans.compare(target, current) > 0) {
       const placed = await this.orders.placePlanOrder(em, {
         teamId: input.teamId,
@@ -89,7 +89,7 @@ export class SubscriptionService {
     }
     if (input.couponCode) throw billingErrors.invalidCoupon('A coupon applies to payment orders; this change needs no payment.');
     return em.transactional(async (tx) => {
-      const sub = (await this.lifecycle.lock(tx, input.teamId))!;
+      const sub = await this.lifecycle.lockExisting(tx, input.teamId);
       const cmp = this.plans.compare(target, sub);
       if (cmp > 0) {
         // The plan changed under us (a payment landed): ask again rather than guess.
@@ -112,7 +112,7 @@ export class SubscriptionService {
   async cancelRenewal(em: EntityManager, teamId: string): Promise<Subscription> {
     await this.accounts.ensure(em, teamId);
     return em.transactional(async (tx) => {
-      const sub = (await this.lifecycle.lock(tx, teamId))!;
+      const sub = await this.lifecycle.lockExisting(tx, teamId);
       if (this.plans.isFallback(sub.planCode)) throw billingErrors.nothingToCancel(this.plans.fallback.name);
       if (!sub.cancelAtPeriodEnd) {
         const now = this.clock.now();
@@ -128,7 +128,7 @@ export class SubscriptionService {
   async resumeRenewal(em: EntityManager, teamId: string): Promise<Subscription> {
     await this.accounts.ensure(em, teamId);
     return em.transactional(async (tx) => {
-      const sub = (await this.lifecycle.lock(tx, teamId))!;
+      const sub = await this.lifecycle.lockExisting(tx, teamId);
       if (sub.cancelAtPeriodEnd) {
         sub.cancelAtPeriodEnd = false;
         sub.canceledAt = null;

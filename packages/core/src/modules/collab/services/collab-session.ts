@@ -94,7 +94,7 @@ export class CollabSession {
   readonly awareness: awarenessProtocol.Awareness;
   readonly connections = new Set<CollabConnection>();
   /** REST participants (collab/join) by id. */
-  readonly participants = new Map<string, { userId: string; expiresAtMs: number }>();
+  readonly participants = new Map<string, { userId: string; expiresAtMs: number; canWrite: boolean }>();
   /** Operations in progress that keep the session open. */
   holds = 0;
   /** The stored content hash as this session last wrote or read it. */

@@ -205,6 +205,16 @@ export class CollabService implements CollaborationGate {
     return session.connections.size + participants;
   }
 
+  localEditors(documentId: string): number {
+    const session = this.session(documentId);
+    if (!session) return 0;
+    const now = this.clock.nowMs();
+    let editors = 0;
+    for (const participant of session.participants.values()) if (participant.canWrite && participant.expiresAtMs > now) editors++;
+    for (const conn of session.connections) if (conn.canWrite) editors++;
+    return editors;
+  }
+
   isLive(documentId: string): boolean {
     return this.session(documentId) !== undefined;
   }
@@ -250,13 +260,13 @@ export class CollabService implements CollaborationGate {
   }
 
   /** Registers a REST participant; the session (and the lease) stays open while it is registered. */
-  async join(documentId: string, principal: Principal): Promise<{ participantId: string; expiresAt: Date; state: Uint8Array; activeConnections: number }> {
+  async join(documentId: string, principal: Principal, canWrite = true): Promise<{ participantId: string; expiresAt: Date; state: Uint8Array; activeConnections: number }> {
     const session = await this.acquire(documentId);
     try {
       const participantId = this.ids.next();
       const expiresAtMs = this.clock.nowMs() + this.config.participantTtlMs;
       for (const [id, participant] of session.participants) if (participant.userId === principal.userId) session.participants.delete(id);
-      session.participants.set(participantId, { userId: principal.userId, expiresAtMs });
+      session.participants.set(participantId, { userId: principal.userId, expiresAtMs, canWrite });
       return { participantId, expiresAt: new Date(expiresAtMs), state: Y.encodeStateAsUpdate(session.doc), activeConnections: this.localConnections(documentId) };
     } finally {
       this.release(session);

@@ -62,7 +62,7 @@ describe('smart-edit routing', () => {
     expect(calls).toEqual(['rest:h0:smart_edit', 'collab:smart_edit']);
   });
 
-  it('retries a 409 once with the fresh version when the caller gave no base_version', async () => {
+  it('retries a 409 with the fresh version when the caller gave no base_version', async () => {
     const { service, calls } = setup({ restOutcomes: [conflict(), 'v2'] });
     expect(await service.edit(em, principal, 'd', { mode: 'commands', commands: [] })).toMatchObject({ mode: 'rest', version: 'v2' });
     expect(calls).toEqual(["rest:h0:smart_edit", "rest:h0':smart_edit"]);
@@ -74,10 +74,16 @@ describe('smart-edit routing', () => {
     expect(calls).toEqual(['rest:h0:smart_edit', 'collab:smart_edit']);
   });
 
-  it('retries only once, and never when the caller supplied base_version', async () => {
-    const twice = setup({ restOutcomes: [conflict(), conflict()] });
-    await expect(twice.service.edit(em, principal, 'd', { mode: 'commands', commands: [] })).rejects.toMatchObject({ code: 'version_conflict' });
-    expect(twice.calls).toHaveLength(2);
+  it('retries version conflicts until the edit lands when the caller gave no base_version (never 409)', async () => {
+    const { service, calls } = setup({ restOutcomes: [conflict(), conflict(), conflict(), 'v4'] });
+    expect(await service.edit(em, principal, 'd', { mode: 'commands', commands: [] })).toMatchObject({ mode: 'rest', version: 'v4' });
+    expect(calls).toEqual(['rest:h0:smart_edit', "rest:h0':smart_edit", "rest:h0'':smart_edit", "rest:h0''':smart_edit"]);
+  });
+
+  it('gives up with 503 busy after the time bound, and never retries a caller base_version', async () => {
+    const endless = setup({ restOutcomes: Array.from({ length: 50 }, conflict) });
+    endless.service.retryForMs = 0;
+    await expect(endless.service.edit(em, principal, 'd', { mode: 'commands', commands: [] })).rejects.toMatchObject({ code: 'busy', status: 503 });
     const given = setup({ restOutcomes: [conflict()] });
     await expect(given.service.edit(em, principal, 'd', { mode: 'commands', commands: [], base_version: 'mine' })).rejects.toMatchObject({ code: 'version_conflict' });
     expect(given.calls).toEqual(['rest:mine:smart_edit']);

@@ -45,6 +45,9 @@ export class YjsStateService {
       } catch (error) {
         throw invalidState((error as Error).message || 'it cannot be decoded');
       }
+      // An update without a single Yjs item (`[0,0]` and the like) holds no document: it would wipe
+      // the content if taken as the state.
+      if (scratch.store.clients.size === 0) throw invalidState('it is empty (it holds no Yjs items)');
       const author = authorOf(principal);
       if (this.collab.isLive(documentId) || this.documents.leaseActive(doc)) {
         await this.collab.applyState(documentId, state, author);

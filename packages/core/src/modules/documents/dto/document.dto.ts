@@ -2,6 +2,7 @@ import { Transform } from 'class-transformer';
 import { Allow, ArrayMaxSize, ArrayNotEmpty, IsArray, IsDefined, IsIn, IsInt, IsISO8601, IsObject, IsOptional, IsString, IsUUID, Length, MaxLength, Min, ValidateIf } from 'class-validator';
 import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
 import { PageQuery } from '../../../kernel/http/dto/paging.js';
+import { editCommandsSchema } from './edit-command.schema.js';
 import { versionSources, type VersionSource } from '../entities/document-version.entity.js';
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
@@ -23,7 +24,11 @@ export class ContentQuery {
   @IsOptional()
   @Transform(toBool)
   @IsIn([true, false])
-  @Doc({ description: '`1` or `true`: keep // comment lines in markdown-ir. Ignored for agent tokens, which never see comments.' })
+  @Doc({
+    description: '`1` or `true`: keep // comment lines in markdown-ir. Ignored for agent tokens, which never see comments.',
+    // The query carries text: the published values are the strings a client sends.
+    schema: { type: 'string', enum: ['1', 'true', '0', 'false'] },
+  })
   keep_comments?: boolean;
 }
 
@@ -40,7 +45,7 @@ export class EditBody {
   @ValidateIf((o: EditBody) => o.mode === 'commands')
   @IsArray()
   @ArrayNotEmpty()
-  @Doc({ description: 'Commands applied in order, all or nothing (mode commands). See docs/http/documents.md.', schema: { type: 'array', items: { type: 'object' } } })
+  @Doc({ description: 'Commands applied in order, all or nothing (mode commands). See docs/http/documents.md.', schema: editCommandsSchema })
   commands?: unknown[];
 
   @ValidateIf((o: EditBody) => o.mode === 'content')
@@ -67,7 +72,7 @@ export class SmartEditBody {
   @ValidateIf((o: SmartEditBody) => o.mode === 'commands')
   @IsArray()
   @ArrayNotEmpty()
-  @Doc({ schema: { type: 'array', items: { type: 'object' } } })
+  @Doc({ description: 'Commands applied in order, all or nothing (mode commands). See docs/http/documents.md.', schema: editCommandsSchema })
   commands?: unknown[];
 
   @ValidateIf((o: SmartEditBody) => o.mode === 'content')

@@ -312,8 +312,23 @@ export class DocumentService {
   /** `POST /documents/:id/edit`: the REST edit, with optimistic concurrency and the collaborative lock. */
   async edit(em: EntityManager, principal: Principal, documentId: string, request: EditRequest & { base_version: string }, source: VersionSource = 'edit'): Promise<{ version: string; results: CommandResult[] }> {
     const { doc } = await this.requireDocument(em, documentId, principal, 'write');
-    const local = this.gate?.localConnections(documentId) ?? 0;
-    if (local > 0 || this.leaseActive(doc)) throw documentLocked(local);
+    const gate = this.gate;
+    // Only collaborators who may write lock REST edits out (423); read-only viewers do not.
+    const editors = gate?.localEditors(documentId) ?? 0;
+    if (editors > 0) throw documentLocked(editors);
+    if (this.leaseActive(doc)) {
+      // The lease is held; when it is this process's session, held by read-only viewers only, the
+      // edit goes through the live document (the viewers see it), with the same version check.
+      if (!gate?.isLive(documentId)) throw documentLocked(0);
+      await gate.flush(documentId);
+      const current = await em.fork().findOne(Document, { id: documentId, deletedAt: null });
+      if (!current) throw documentNotFound();
+      if (request.base_version !== current.contentHash) throw versionConflict(current);
+      const outcome = this.computeEdit(current.content, request, principal);
+      if (!outcome.changed) return { version: current.contentHash, results: outcome.results };
+      if ((gate.localEditors(documentId) ?? 0) > 0) throw documentLocked(gate.localEditors(documentId));
+      return { version: await gate.applyContent(documentId, outcome.content, authorOf(principal), source), results: outcome.results };
+    }
     if (request.base_version !== doc.contentHash) throw versionConflict(doc);
     const outcome = this.computeEdit(doc.content, request, principal);
     if (!outcome.changed) return { version: doc.contentHash, results: outcome.results };

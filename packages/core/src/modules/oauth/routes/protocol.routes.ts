@@ -5,7 +5,7 @@ import { configServiceIdentifier } from '../../../kernel/tokens.js';
 import { newAuthorizationRequest, type AuthorizationParams } from '../checks/authorize/index.js';
 import type { TokenParams } from '../checks/token/index.js';
 import { AuthorizeBody, AuthorizeQuery, present, RevokeBody, TokenBody } from '../dto/protocol.dto.js';
-import { InvalidRequest, InvalidToken, isOAuthError } from '../oauth-errors.js';
+import { InvalidClient, InvalidToken, isOAuthError } from '../oauth-errors.js';
 import { emptyObjectSchema, redirectToSchema, tokenResponseSchema, userInfoSchema } from '../schemas.js';
 import { issuerOf, withQuery } from '../services/issuer.js';
 import { OAuthAuthorizationService } from '../services/oauth-authorization.service.js';
@@ -122,14 +122,20 @@ const token = defineRoute({
   response: { schema: tokenResponseSchema },
   errors: {
     400: 'invalid_request, invalid_client, invalid_grant, invalid_scope, unsupported_grant_type',
+    401: 'invalid_client when the client sent an Authorization: Basic header (with WWW-Authenticate: Basic, RFC 6749 §5.2)',
     415: 'Not form-encoded (invalid_request)',
     429: 'Rate limited (temporarily_unavailable)',
   },
   async handler(ctx) {
     const params: TokenParams = paramsOf(ctx.body, tokenNames);
     await ctx.get(OAuthRateLimiter).check('token', ctx.ip, params.client_id);
-    const tokens = await ctx.get(OAuthTokenService).grant(ctx.em, params, { ip: ctx.ip, userAgent: ctx.userAgent });
-    return Reply.json(tokens, 200, noStore);
+    try {
+      const tokens = await ctx.get(OAuthTokenService).grant(ctx.em, params, { ip: ctx.ip, userAgent: ctx.userAgent });
+      return Reply.json(tokens, 200, noStore);
+    } catch (error) {
+      if (error instanceof InvalidClient && /^basic\s/i.test(ctx.headers['authorization'] ?? '')) throw InvalidClient.afterBasic(error);
+      throw error;
+    }
   },
 });
 
@@ -138,7 +144,7 @@ const revoke = defineRoute({
   path: '/oauth/revoke',
   summary: 'Revoke an access or refresh token (RFC 7009)',
   description:
-    'Form-encoded: token (required), token_type_hint, client_id. Always 200 `{}` whether or not the token was valid; revoking a refresh token ends ' +
+    'Form-encoded: token, token_type_hint, client_id. Always 200 `{}`, whether or not the token was valid or sent; revoking a refresh token ends ' +
     'its whole family, access tokens included. With client_id, a token of another client is left alone (still 200).',
   tags,
   auth: 'none',
@@ -147,12 +153,13 @@ const revoke = defineRoute({
   bodyTypes: ['form'],
   ...protocol,
   response: { schema: emptyObjectSchema },
-  errors: { 400: 'token missing (invalid_request)', 429: 'Rate limited (temporarily_unavailable)' },
+  errors: { 429: 'Rate limited (temporarily_unavailable)' },
   async handler(ctx) {
     const token = present(ctx.body.token);
     const clientId = present(ctx.body.client_id);
     await ctx.get(OAuthRateLimiter).check('revoke', ctx.ip, clientId);
-    if (!token) throw new InvalidRequest('token is required.');
+    // Always 200, even without a token: there is nothing to revoke.
+    if (!token) return Reply.json({}, 200, noStore);
     await ctx.get(OAuthTokenService).revoke(ctx.em, token, clientId);
     return Reply.json({}, 200, noStore);
   },
