@@ -1,4 +1,4 @@
-import { pino } from 'pino';
+import { pino, type Logger } from 'pino';
 import type { AdapterBinding, Kernel, TrellisConfigInput, TrellisModule } from '@trellis/core';
 import { createHost, type Host } from '@trellis/host';
 import type { TestDatabase } from './databases.js';
@@ -38,7 +38,7 @@ export const testJwtSecret = 'test-secret-test-secret-test-secret-0123';
 export async function startTestHost(
   db: TestDatabase,
   transport: TransportName,
-  options: { config?: TrellisConfigInput; modules?: readonly TrellisModule[]; adapters?: readonly AdapterBinding[] } = {},
+  options: { config?: TrellisConfigInput; modules?: readonly TrellisModule[]; adapters?: readonly AdapterBinding[]; logger?: Logger } = {},
 ): Promise<TestHost> {
   const handle = await db.create();
   const config = {
@@ -51,7 +51,7 @@ export async function startTestHost(
     database: handle.adapter,
     modules: options.modules,
     adapters: options.adapters,
-    logger: pino({ level: process.env.TRELLIS_TEST_LOG ?? 'silent' }),
+    logger: options.logger ?? pino({ level: process.env.TRELLIS_TEST_LOG ?? 'silent' }),
   });
   await host.start();
   if (host.transport !== transport) throw new Error(`asked for the ${transport} transport, got ${host.transport}`);

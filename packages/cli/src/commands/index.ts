@@ -7,6 +7,7 @@ import { oauthAppCommand } from './oauth-app.js';
 import { openapiCommand } from './openapi.js';
 import { startCommand } from './start.js';
 import { userCommand } from './user.js';
+import { workerCommand } from './worker.js';
 
 /**
  * Every `trellis` sub-command. A command file exports `register(program)`; add a line here.
@@ -24,4 +25,5 @@ export const commands: ReadonlyArray<{ register(program: Command): void }> = [
   openapiCommand,
   doctorCommand,
   billingCommand,
+  workerCommand,
 ];

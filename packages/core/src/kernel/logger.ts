@@ -13,6 +13,7 @@ export const redactedPaths = [
   '*.code_verifier',
   '*.client_secret',
   '*.jwtSecret',
+  '*.apiKey',
 ];
 
 export function createLogger(level: string): Logger {

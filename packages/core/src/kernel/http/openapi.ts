@@ -119,7 +119,10 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
       const schema = success.schema ? (typeof success.schema === 'function' ? ref(success.schema as ClassType) : success.schema) : { type: 'object' };
       responses[status] = {
         description: success.description ?? 'Success',
-        content: { [success.contentType ?? 'application/json']: { schema } },
+        content: {
+          [success.contentType ?? 'application/json']: { schema },
+          ...Object.fromEntries((success.alternatives ?? []).map((alt) => [alt.contentType, { schema: alt.schema }])),
+        },
       };
     }
     const errorRef = { $ref: `#/components/schemas/${route.errorFormat === 'oauth' ? 'OAuthError' : route.errorFormat === 'billing' ? 'BillingError' : 'Error'}` };

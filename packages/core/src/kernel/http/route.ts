@@ -44,6 +44,8 @@ export interface RouteResponseSpec {
   /** DTO class documenting the response body, or a JSON Schema. */
   schema?: ClassType | Record<string, unknown>;
   contentType?: string;
+  /** Other media types the same status may answer with (a streamed variant), each with its schema. */
+  alternatives?: ReadonlyArray<{ contentType: string; schema: Record<string, unknown> }>;
 }
 
 export interface RouteDefinition<P = any, Q = any, B = any> {

@@ -1,15 +1,51 @@
+import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
+import { entityManagerServiceIdentifier } from '../../kernel/tokens.js';
+import { aiGatewayServiceIdentifier, aiProvidersServiceIdentifier } from '../../ports/ai-provider.js';
+import { aiConfigSchema, type AiConfig } from './ai.config.js';
 import { AiModelSchema } from './entities/ai-model.entity.js';
 import { AiToolSchema } from './entities/ai-tool.entity.js';
 import { migrations } from './migrations/index.js';
+import { aiRoutes } from './routes.js';
+import { AiGatewayService } from './services/ai-gateway.service.js';
+import { AiModelService } from './services/ai-model.service.js';
+import { AiToolService } from './services/ai-tool.service.js';
+import { SecretBox, decodeKey, deriveKey } from './services/secret-box.js';
+import { aiConfigServiceIdentifier, secretBoxServiceIdentifier } from './tokens.js';
 
 /**
- * AI model configurations and AI tools. This issue brings the entities (shared with the developer
- * API's `/dev/model` and `/dev/tool`); the `/ai` routes and providers come with their issue.
+ * AI model configurations and AI tools, and the `AiGateway` that conversations and runs call.
+ * Provider adapters are bound by the deployment: `provide(aiProvidersServiceIdentifier, [...])`;
+ * without one a model call fails with `ai_provider_not_configured`.
  */
 export const aiModule = defineModule({
   name: 'ai',
   dependsOn: ['identity'],
+  config: aiConfigSchema,
   entities: [AiModelSchema, AiToolSchema],
   migrations,
+  container: ({ config, section, log }) =>
+    new ContainerModule(({ bind }) => {
+      const ai = section as AiConfig;
+      const keys = new Map<string, Buffer>();
+      for (const [id, key] of Object.entries(ai.encryption.previousKeys)) keys.set(id, decodeKey(key));
+      if (ai.encryption.key) keys.set(ai.encryption.keyId, decodeKey(ai.encryption.key));
+      else {
+        keys.set(ai.encryption.keyId, deriveKey(config.auth.jwtSecret ?? ''));
+        log.warn('⚠ ai.encryption.key is not set: AI model secrets are encrypted with a key derived from auth.jwtSecret. Set ai.encryption.key (32 random bytes, base64) in production.');
+      }
+      bind(aiConfigServiceIdentifier).toConstantValue(ai);
+      bind(secretBoxServiceIdentifier).toConstantValue(new SecretBox(ai.encryption.keyId, keys));
+      bind(aiProvidersServiceIdentifier).toConstantValue([]);
+      bind(AiModelService).toSelf();
+      bind(AiToolService).toSelf();
+      bind(AiGatewayService).toSelf();
+      bind(aiGatewayServiceIdentifier).toService(AiGatewayService);
+    }),
+  routes: aiRoutes,
+  async onStart(ctx) {
+    if (Object.keys((ctx.section as AiConfig).encryption.previousKeys).length === 0) return;
+    const changed = await ctx.get(AiModelService).reseal(ctx.get(entityManagerServiceIdentifier).fork());
+    ctx.log.info({ models: changed }, changed ? 'AI model secrets re-encrypted with the current key' : 'No AI model secret uses an old key: the old keys can be removed');
+  },
 });

@@ -1,3 +1,8 @@
 export { aiModule } from './ai.module.js';
 export { AiModel, AiModelSchema } from './entities/ai-model.entity.js';
 export { AiTool, AiToolSchema, type AiToolAction } from './entities/ai-tool.entity.js';
+export { AiModelService } from './services/ai-model.service.js';
+export { AiToolService } from './services/ai-tool.service.js';
+export { AiGatewayService, priceOf } from './services/ai-gateway.service.js';
+export { SecretBox, maskConf, SECRET_MASK } from './services/secret-box.js';
+export { aiConfigSchema, type AiConfig } from './ai.config.js';

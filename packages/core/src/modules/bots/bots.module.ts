@@ -1,14 +1,19 @@
+import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
 import { BotSchema } from './entities/bot.entity.js';
 import { migrations } from './migrations/index.js';
+import { botRoutes } from './routes.js';
+import { BotService } from './services/bot.service.js';
 
-/**
- * Bots. This issue brings the entity (shared with the developer API's `/dev/bot`); the bots
- * area's own routes (`/bot`) come with their issue.
- */
+/** Bots (`/bot`): a name and a conf naming the AI model (and tools) that answer in its conversations. */
 export const botsModule = defineModule({
   name: 'bots',
-  dependsOn: ['identity'],
+  dependsOn: ['identity', 'ai'],
   entities: [BotSchema],
   migrations,
+  container: () =>
+    new ContainerModule(({ bind }) => {
+      bind(BotService).toSelf();
+    }),
+  routes: botRoutes,
 });

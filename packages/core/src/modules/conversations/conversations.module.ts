@@ -1,14 +1,32 @@
+import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
+import { ConversationMemberSchema } from './entities/conversation-member.entity.js';
 import { ConversationSchema } from './entities/conversation.entity.js';
+import { MessageSchema } from './entities/message.entity.js';
 import { migrations } from './migrations/index.js';
+import { conversationRoutes } from './routes.js';
+import { ConversationTurnService } from './services/conversation-turn.service.js';
+import { ConversationService } from './services/conversation.service.js';
+import { ToolExecutionService } from './services/tool-execution.service.js';
 
 /**
- * Conversations. This issue brings the entity (shared with the developer API's `/dev/conv`); the
- * conversation routes, messages and streaming come with their issue.
+ * Conversations and messages (`/conversation`): members, the bot's turns (streamed over the user
+ * WebSocket, tool calls run automatically or answered by the client, paid in credits) and the AI
+ * tool execute endpoint, which writes into conversations.
  */
 export const conversationsModule = defineModule({
   name: 'conversations',
-  dependsOn: ['identity', 'bots'],
-  entities: [ConversationSchema],
+  dependsOn: ['identity', 'bots', 'ai', 'billing', 'realtime'],
+  entities: [ConversationSchema, ConversationMemberSchema, MessageSchema],
   migrations,
+  container: () =>
+    new ContainerModule(({ bind }) => {
+      bind(ConversationService).toSelf();
+      bind(ConversationTurnService).toSelf();
+      bind(ToolExecutionService).toSelf();
+    }),
+  routes: conversationRoutes,
+  async onStop(ctx) {
+    await ctx.get(ConversationTurnService).stopAll();
+  },
 });

@@ -1,4 +1,5 @@
 import type { AiModel } from '../ai/entities/ai-model.entity.js';
+import { maskConf } from '../ai/services/secret-box.js';
 import type { AiTool } from '../ai/entities/ai-tool.entity.js';
 import type { Bot } from '../bots/entities/bot.entity.js';
 import type { Conversation } from '../conversations/entities/conversation.entity.js';
@@ -44,7 +45,8 @@ export const toDevModelView = (m: AiModel) => ({
   name: m.name,
   type: m.type ?? '',
   description: m.desc,
-  config: m.conf,
+  // Secrets (encrypted at rest) are never answered: sealed values and `apiKey` show as the mask.
+  config: maskConf(m.conf),
   service: m.service,
 });
 

@@ -23,6 +23,8 @@ export class Conversation {
   conf!: ConversationConf;
   /** User ids; by default the creator only. */
   members!: string[];
+  /** The hardware device the conversation belongs to (`GET /conversation?hdId=`), or null. */
+  hdId!: string | null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -38,6 +40,7 @@ export const ConversationSchema = new EntitySchema<Conversation>({
     bot: { kind: 'm:1', entity: () => Bot, nullable: true, deleteRule: 'cascade', index: true },
     conf: { type: 'json' },
     members: { type: 'json' },
+    hdId: { type: 'string', length: 128, nullable: true, default: null },
     createdAt: { type: 'datetime', onCreate: () => new Date() },
     updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
   },

@@ -5,6 +5,8 @@ import type { Paging } from '../../../kernel/http/dto/paging.js';
 import { User } from '../../identity/entities/user.entity.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { DeviceTokenService } from './device-token.service.js';
+import { AiModelService } from '../../ai/services/ai-model.service.js';
+import type { AiModel } from '../../ai/entities/ai-model.entity.js';
 import { devResources, type DevInput, type DevResourceType, type OwnedEntity } from '../resource-types.js';
 
 /**
@@ -17,6 +19,7 @@ export class DeveloperResourceService {
   constructor(
     @inject(idsServiceIdentifier) private readonly ids: Ids,
     @inject(DeviceTokenService) private readonly deviceTokens: DeviceTokenService,
+    @inject(AiModelService) private readonly models: AiModelService,
   ) {}
 
   async list(em: EntityManager, type: DevResourceType, ownerId: string, page: Paging): Promise<{ items: OwnedEntity[]; total: number }> {
@@ -43,15 +46,23 @@ export class DeveloperResourceService {
       owner: em.getReference(User, ownerId),
       ...d.build(input, ownerId),
     } as never);
+    // AI model secrets are encrypted before they reach the database, whichever API writes them.
+    if (type === 'model') this.sealModel(entity as unknown as AiModel, null);
     await em.flush();
     return entity;
   }
 
   async update(em: EntityManager, type: DevResourceType, ownerId: string, id: string, input: DevInput): Promise<OwnedEntity> {
     const entity = await this.get(em, type, ownerId, id);
+    const previousConf = type === 'model' ? (entity as unknown as AiModel).conf : null;
     devResources[type].apply(entity, input);
+    if (type === 'model' && input.config !== undefined) this.sealModel(entity as unknown as AiModel, previousConf);
     await em.flush();
     return entity;
+  }
+
+  private sealModel(model: AiModel, previous: Record<string, unknown> | null): void {
+    model.conf = this.models.prepareConf(model.service, model.conf, previous);
   }
 
   async remove(em: EntityManager, type: DevResourceType, ownerId: string, id: string): Promise<void> {

@@ -1,0 +1,94 @@
+#!/usr/bin/env node
+// CodeSandbox benchmark: what a code block costs in the embedded QuickJS sandbox.
+//
+//   pnpm --filter @trellis/core build && node bench/sandbox.mjs [--runs 2000] [--emits 10000] [--workers 2] [--rounds 3]
+//
+// - runs/s of a trivial function body (`return inputs.a + inputs.b`), one run at a time and with
+//   as many runs in flight as there are workers;
+// - emits/s of a body that calls `emit()` --emits times, delivered to `onEmit` on this thread.
+// The baseline in the same run is the same work done unsandboxed in this process (a `new Function`
+// body, and a plain loop calling the same onEmit), so the ratios show the price of isolation.
+//
+// Not a test: it prints figures and never fails on them.
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { QuickJsCodeSandbox } from '@trellis/core';
+
+const { values: args } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '2000' },
+    emits: { type: 'string', default: '10000' },
+    workers: { type: 'string', default: '2' },
+    rounds: { type: 'string', default: '3' },
+  },
+});
+const runs = Number(args.runs);
+const emits = Number(args.emits);
+const workers = Number(args.workers);
+const rounds = Number(args.rounds);
+const request = { globals: { inputs: { a: 1, b: 2 } }, timeoutMs: 5_000, memoryBytes: 16 * 1024 * 1024 };
+const fmt = (n) => Math.round(n).toLocaleString('en-US');
+const best = async (fn) => {
+  let top = 0;
+  for (let i = 0; i < rounds; i++) top = Math.max(top, await fn());
+  return top;
+};
+
+const sandbox = new QuickJsCodeSandbox({ workers });
+await sandbox.warmUp();
+// Start every worker and load its module before measuring.
+await Promise.all(Array.from({ length: workers }, () => sandbox.run({ ...request, code: 'return 0' })));
+
+const trivial = 'return inputs.a + inputs.b';
+const sequential = await best(async () => {
+  const started = performance.now();
+  for (let i = 0; i < runs; i++) await sandbox.run({ ...request, code: trivial });
+  return runs / ((performance.now() - started) / 1000);
+});
+const parallel = await best(async () => {
+  const started = performance.now();
+  let next = 0;
+  const lane = async () => {
+    while (next < runs) {
+      next += 1;
+      await sandbox.run({ ...request, code: trivial });
+    }
+  };
+  await Promise.all(Array.from({ length: workers }, lane));
+  return runs / ((performance.now() - started) / 1000);
+});
+const bare = await best(async () => {
+  const started = performance.now();
+  for (let i = 0; i < runs; i++) {
+    const fn = new Function('inputs', trivial);
+    JSON.parse(JSON.stringify(fn(request.globals.inputs)));
+    await Promise.resolve();
+  }
+  return runs / ((performance.now() - started) / 1000);
+});
+
+let received = 0;
+const onEmit = (text) => {
+  received += text.length;
+};
+const emitCode = `for (let i = 0; i < ${emits}; i++) emit("chunk " + i); return ${emits}`;
+const sandboxEmits = await best(async () => {
+  const started = performance.now();
+  await sandbox.run({ ...request, code: emitCode, onEmit });
+  return emits / ((performance.now() - started) / 1000);
+});
+const bareEmits = await best(async () => {
+  const started = performance.now();
+  for (let i = 0; i < emits; i++) onEmit(`chunk ${i}`);
+  await Promise.resolve();
+  return emits / ((performance.now() - started) / 1000);
+});
+await sandbox.close();
+
+console.log(`CodeSandbox (QuickJS/WASM, ${workers} worker thread(s)), best of ${rounds} rounds`);
+console.log(`  trivial runs, one at a time:      ${fmt(sequential)} runs/s`);
+console.log(`  trivial runs, ${workers} in flight:        ${fmt(parallel)} runs/s`);
+console.log(`  baseline, unsandboxed new Function: ${fmt(bare)} runs/s  (sandbox: 1/${(bare / parallel).toFixed(0)} of it)`);
+console.log(`  emits delivered to onEmit:        ${fmt(sandboxEmits)} emits/s (${fmt(emits)} per run)`);
+console.log(`  baseline, plain loop to onEmit:   ${fmt(bareEmits)} emits/s  (sandbox: 1/${(bareEmits / sandboxEmits).toFixed(0)} of it)`);
+console.log(`  (${fmt(received)} characters received in all)`);

@@ -1,0 +1,225 @@
+import { APICallError } from '@ai-sdk/provider';
+import {
+  aiErrors,
+  TrellisError,
+  type AiChatRequest,
+  type AiEmbedRequest,
+  type AiEmbedResult,
+  type AiFinishReason,
+  type AiMessage,
+  type AiProvider,
+  type AiStreamPart,
+  type AiToolCall,
+} from '@trellis/core';
+import { embedMany, jsonSchema, RetryError, streamText, tool, type EmbeddingModel, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { ConfReader } from './conf.js';
+import { abortReason, aiErrorFromStatus, callWithRetries, defaultRetryPolicy, streamWithRetries, type AiAdapterOptions, type RetryPolicy } from './retry.js';
+
+/** The settings every AI SDK based adapter reads from `conf` (besides its own). */
+export interface AiSdkConf {
+  model: string;
+  apiKey?: string;
+  baseURL?: string;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  maxTokens?: number;
+  stop?: string[];
+  seed?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  headers?: Record<string, string>;
+  maxRetries?: number;
+}
+
+/** Reads the common sampling settings; `temperatureMax` is the vendor's upper bound. */
+export function readSamplingConf(reader: ConfReader, options: { temperatureMax: number; topK?: boolean; penalties?: boolean; seed?: boolean }) {
+  return {
+    temperature: reader.number('temperature', { min: 0, max: options.temperatureMax }),
+    topP: reader.number('topP', { min: 0, max: 1 }),
+    topK: options.topK ? reader.number('topK', { min: 1, integer: true }) : undefined,
+    maxTokens: reader.number('maxTokens', { min: 1, integer: true }),
+    stop: reader.stringList('stop', 4),
+    seed: options.seed ? reader.number('seed', { integer: true }) : undefined,
+    presencePenalty: options.penalties ? reader.number('presencePenalty', { min: -2, max: 2 }) : undefined,
+    frequencyPenalty: options.penalties ? reader.number('frequencyPenalty', { min: -2, max: 2 }) : undefined,
+    headers: reader.stringRecord('headers'),
+    maxRetries: reader.number('maxRetries', { min: 0, max: 10, integer: true }),
+  };
+}
+
+const finishReasons: Record<string, AiFinishReason> = { stop: 'stop', length: 'length', 'tool-calls': 'tool-calls', 'content-filter': 'content-filter', error: 'error' };
+
+/** Trellis messages as AI SDK model messages (system messages go to `system`). */
+export function toModelMessages(messages: readonly AiMessage[]): { system: string | undefined; messages: ModelMessage[] } {
+  const system: string[] = [];
+  const out: ModelMessage[] = [];
+  for (const message of messages) {
+    switch (message.role) {
+      case 'system':
+        system.push(message.content);
+        break;
+      case 'user':
+        out.push({ role: 'user', content: message.content });
+        break;
+      case 'assistant':
+        if (message.toolCalls?.length) {
+          out.push({
+            role: 'assistant',
+            content: [
+              ...(message.content ? [{ type: 'text' as const, text: message.content }] : []),
+              ...message.toolCalls.map((call: AiToolCall) => ({ type: 'tool-call' as const, toolCallId: call.toolCallId, toolName: call.toolName, input: call.input })),
+            ],
+          });
+        } else out.push({ role: 'assistant', content: message.content });
+        break;
+      case 'tool': {
+        const part = { type: 'tool-result' as const, toolCallId: message.toolCallId, toolName: message.toolName, output: { type: 'text' as const, value: message.content } };
+        const previous = out.at(-1);
+        // Results of one assistant turn travel together (Gemini and Anthropic expect one turn).
+        if (previous?.role === 'tool') previous.content.push(part);
+        else out.push({ role: 'tool', content: [part] });
+        break;
+      }
+    }
+  }
+  return { system: system.length ? system.join('\n\n') : undefined, messages: out };
+}
+
+/**
+ * Maps whatever the AI SDK threw into the `aiErrors` vocabulary. `secrets` are removed from any
+ * vendor text that reaches the message (some vendors echo part of a refused key).
+ */
+export function mapAiSdkError(error: unknown, vendor: string, secrets: readonly (string | undefined)[] = []): unknown {
+  if (error instanceof TrellisError) return error;
+  if (RetryError.isInstance(error)) return mapAiSdkError(error.lastError, vendor, secrets);
+  const redact = (text: string | undefined) => {
+    if (!text) return text;
+    let out = text;
+    for (const secret of secrets) if (secret && secret.length >= 4) out = out.split(secret).join('***');
+    return out.length > 500 ? `${out.slice(0, 500)}...` : out;
+  };
+  if (APICallError.isInstance(error)) {
+    if (error.statusCode !== undefined && error.statusCode < 400) {
+      // The answer started fine and its body failed (a connection cut mid-stream, a malformed chunk).
+      const reason = error.cause instanceof Error ? error.cause.message : error.message;
+      return aiErrors.unavailable(`The ${vendor} stream was interrupted: ${redact(reason)}`, error);
+    }
+    if (error.statusCode !== undefined) {
+      return aiErrorFromStatus(error.statusCode, { vendor, message: redact(error.message), headers: error.responseHeaders, cause: error });
+    }
+    return aiErrors.unavailable(`${vendor} could not be reached: ${redact(error.message)}`, error);
+  }
+  const name = error instanceof Error ? error.name : '';
+  if (['AI_InvalidPromptError', 'AI_InvalidArgumentError', 'AI_UnsupportedFunctionalityError', 'AI_InvalidMessageRoleError'].includes(name)) {
+    return aiErrors.badRequest(`${vendor} cannot take this request: ${redact((error as Error).message)}`, error);
+  }
+  return aiErrors.unavailable(`The ${vendor} stream failed: ${redact(error instanceof Error ? error.message : String(error))}`, error);
+}
+
+/**
+ * An `AiProvider` on top of any Vercel AI SDK 6 language model: the subclass parses its `conf` and
+ * builds the model; this class streams through `streamText` (one step, tools without `execute`,
+ * so tool calls come back to the caller), maps errors and retries before the first part.
+ */
+export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvider<Conf> {
+  abstract readonly service: string;
+  /** The vendor's name in error messages. */
+  protected abstract readonly vendor: string;
+  readonly secretConfKeys: readonly string[] = ['apiKey'];
+  protected readonly retryPolicy: RetryPolicy;
+
+  constructor(protected readonly options: AiAdapterOptions = {}) {
+    this.retryPolicy = { ...defaultRetryPolicy, ...options.retry };
+  }
+
+  abstract parseConf(conf: Record<string, unknown>): Conf;
+
+  /** The AI SDK model for `conf`. */
+  protected abstract languageModel(conf: Conf): LanguageModel;
+
+  /** Vendor-specific `providerOptions` of a call. */
+  protected providerOptions(_conf: Conf): Record<string, Record<string, any>> | undefined {
+    return undefined;
+  }
+
+  protected policyFor(conf: Conf): RetryPolicy {
+    return conf.maxRetries === undefined ? this.retryPolicy : { ...this.retryPolicy, maxRetries: conf.maxRetries };
+  }
+
+  protected mapError(conf: Conf): (error: unknown) => unknown {
+    return (error) => mapAiSdkError(error, this.vendor, this.secretConfKeys.map((key) => (conf as Record<string, any>)[key]));
+  }
+
+  chat(conf: Conf, request: AiChatRequest): AsyncIterable<AiStreamPart> {
+    const model = this.languageModel(conf);
+    return streamWithRetries(() => this.streamOnce(model, conf, request), { policy: this.policyFor(conf), signal: request.signal, mapError: this.mapError(conf) });
+  }
+
+  private async *streamOnce(model: LanguageModel, conf: Conf, request: AiChatRequest): AsyncGenerator<AiStreamPart> {
+    const { system, messages } = toModelMessages(request.messages);
+    let tools: ToolSet | undefined;
+    if (request.tools?.length) {
+      tools = {};
+      for (const definition of request.tools) tools[definition.name] = tool({ description: definition.description, inputSchema: jsonSchema(definition.parameters as any) });
+    }
+    const result = streamText({
+      model,
+      system,
+      messages,
+      tools,
+      temperature: request.temperature ?? conf.temperature,
+      maxOutputTokens: request.maxOutputTokens ?? conf.maxTokens,
+      topP: conf.topP,
+      topK: conf.topK,
+      stopSequences: conf.stop,
+      seed: conf.seed,
+      presencePenalty: conf.presencePenalty,
+      frequencyPenalty: conf.frequencyPenalty,
+      providerOptions: this.providerOptions(conf),
+      maxRetries: 0,
+      abortSignal: request.signal,
+      // Errors arrive as `error` parts below; the default handler would print them.
+      onError: () => undefined,
+    });
+    let finish: AiStreamPart | undefined;
+    for await (const part of result.fullStream) {
+      switch (part.type) {
+        case 'text-delta':
+          if (part.text) yield { type: 'text-delta', delta: part.text };
+          break;
+        case 'tool-call':
+          yield { type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: part.input };
+          break;
+        case 'error':
+          throw part.error;
+        case 'abort':
+          throw abortReason(request.signal);
+        case 'finish':
+          finish = {
+            type: 'finish',
+            finishReason: finishReasons[part.finishReason] ?? 'other',
+            usage: { inputTokens: part.totalUsage.inputTokens ?? 0, outputTokens: part.totalUsage.outputTokens ?? 0 },
+          };
+          break;
+        default:
+          break;
+      }
+    }
+    if (request.signal?.aborted) throw abortReason(request.signal);
+    if (!finish) throw aiErrors.unavailable(`The ${this.vendor} stream ended before it finished.`);
+    yield finish;
+  }
+
+  /** Embeddings through an AI SDK embedding model, with the same retries and error mapping. */
+  protected async embedWith(model: EmbeddingModel, conf: Conf, request: AiEmbedRequest, providerOptions?: Record<string, Record<string, any>>): Promise<AiEmbedResult> {
+    if (request.texts.length === 0) return { embeddings: [], usage: { inputTokens: 0 } };
+    return callWithRetries(
+      async () => {
+        const result = await embedMany({ model, values: request.texts, maxRetries: 0, abortSignal: request.signal, providerOptions });
+        return { embeddings: result.embeddings, usage: { inputTokens: result.usage.tokens ?? 0 } };
+      },
+      { policy: this.policyFor(conf), signal: request.signal, mapError: this.mapError(conf) },
+    );
+  }
+}

@@ -1,0 +1,64 @@
+import { s, type InferConfig } from '../../kernel/config/schema.js';
+
+const priceSchema = s.object({
+  input: s.number().range(0, 1_000_000).describe('Credits per 1,000 input (prompt) tokens.'),
+  output: s.number().range(0, 1_000_000).describe('Credits per 1,000 output (completion) tokens.'),
+});
+
+export type AiPrice = InferConfig<typeof priceSchema>;
+
+/** `config.ai`: secrets at rest, pricing, tool-call limits and tool-action network policy. */
+export const aiConfigSchema = s.object({
+  encryption: s.object({
+    key: s
+      .string()
+      .matches(/^[A-Za-z0-9+/_-]{43}=?$/, '32 bytes in base64 or base64url (openssl rand -base64 32)')
+      .orUndefined()
+      .describe(
+        'AES-256-GCM key that encrypts the secret keys of AI model conf (`apiKey`, ...) at rest: 32 random bytes in base64. When unset, a key is derived from `auth.jwtSecret` (with a warning): set it in production, and keep it when you rotate the JWT secret.',
+      ),
+    keyId: s
+      .string()
+      .matches(/^[A-Za-z0-9_-]{1,16}$/, '1 to 16 letters, digits, _ or -')
+      .default('k1')
+      .describe('Id of `encryption.key`. Every encrypted value starts with `enc:v1:<keyId>:`, so a value names the key that decrypts it.'),
+    previousKeys: s
+      .record(s.string().matches(/^[A-Za-z0-9+/_-]{43}=?$/, '32 bytes in base64'))
+      .default(() => ({}))
+      .describe(
+        'Old keys by id, kept to decrypt values written before a rotation. At start, values under an old key are re-encrypted with the current key; remove an old key once the log says nothing uses it (docs/ai.md).',
+      ),
+  }),
+  pricing: s.object({
+    default: priceSchema.default(() => ({ input: 1, output: 2 })).describe('Price of a model no entry of `pricing.models` names.'),
+    models: s
+      .record(priceSchema)
+      .default(() => ({}))
+      .describe('Prices by `<service>/<conf.model>` (`openai/gpt-4o-mini`), by `<service>` alone, or by an AI model id; the most specific entry wins.'),
+    reserveInputTokens: s
+      .int()
+      .range(1, 10_000_000)
+      .default(8_000)
+      .describe('Input tokens assumed when reserving credits for one model call, before its usage is known.'),
+    reserveOutputTokens: s
+      .int()
+      .range(1, 10_000_000)
+      .default(2_000)
+      .describe('Output tokens assumed when reserving for a model call whose conf sets no `maxTokens`.'),
+  }),
+  toolAutoMaxSteps: s
+    .int()
+    .range(1, 100)
+    .default(8)
+    .describe('Most model calls in one conversation turn with `tool_auto` (each tool round is one more call).'),
+  tools: s.object({
+    allowPrivateNetworks: s
+      .boolean()
+      .default(false)
+      .describe('Let `http` and `mcp` tool actions reach loopback, private, link-local and unique-local addresses. Off by default (server-side request forgery).'),
+    timeoutMs: s.int().range(100, 600_000).default(30_000).describe('Default and largest timeout of one tool action call.'),
+    maxResponseBytes: s.int().range(1_024, 50_000_000).default(1_048_576).describe('Largest response body an `http` action reads.'),
+  }),
+});
+
+export type AiConfig = InferConfig<typeof aiConfigSchema>;

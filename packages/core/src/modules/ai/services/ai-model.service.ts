@@ -1,0 +1,166 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import { TrellisError } from '../../../kernel/errors.js';
+import type { Paging } from '../../../kernel/http/dto/paging.js';
+import { aiErrors, aiProvidersServiceIdentifier, type AiProvider } from '../../../ports/ai-provider.js';
+import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { User } from '../../identity/entities/user.entity.js';
+import { AiModel } from '../entities/ai-model.entity.js';
+import { SecretBox, isSealed, maskConf, SECRET_MASK } from './secret-box.js';
+import { secretBoxServiceIdentifier } from '../tokens.js';
+
+export interface AiModelInput {
+  name: string;
+  desc?: string | null;
+  service: string;
+  conf: Record<string, unknown>;
+}
+
+export const modelNotFound = (id: string) => new TrellisError('not_found', 'model_not_found', `No AI model of yours has the id ${id}.`);
+
+const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+
+/**
+ * AI model configurations: CRUD within one owner, conf validated by the provider adapter named by
+ * `service`, secret conf keys sealed with AES-256-GCM before they reach the database and masked in
+ * every view. The only place a secret is decrypted is `openConf`, on the way to the provider.
+ */
+@injectable()
+export class AiModelService {
+  private readonly providers: ReadonlyMap<string, AiProvider<any>>;
+
+  constructor(
+    @inject(aiProvidersServiceIdentifier) providers: readonly AiProvider<any>[],
+    @inject(secretBoxServiceIdentifier) private readonly box: SecretBox,
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+  ) {
+    this.providers = new Map(providers.map((p) => [p.service, p]));
+  }
+
+  provider(service: string | null): AiProvider<any> | undefined {
+    return service ? this.providers.get(service) : undefined;
+  }
+
+  /** The installed provider of a model, or 400 `ai_provider_not_configured`. */
+  requireProvider(model: AiModel): AiProvider<any> {
+    const provider = this.provider(model.service);
+    if (!provider) throw aiErrors.notConfigured(model.service);
+    return provider;
+  }
+
+  secretKeys(service: string | null): readonly string[] {
+    return this.provider(service)?.secretConfKeys ?? ['apiKey'];
+  }
+
+  /** Secrets masked; safe to answer or log. */
+  maskedConf(model: Pick<AiModel, 'service' | 'conf'>): Record<string, unknown> {
+    return maskConf(model.conf, this.secretKeys(model.service));
+  }
+
+  /** The conf with its secrets decrypted, for the provider only. */
+  openConf(model: Pick<AiModel, 'conf'>): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(model.conf ?? {})) out[key] = isSealed(value) ? this.box.open(value) : value;
+    return out;
+  }
+
+  /**
+   * The conf to store: the mask in place of a secret keeps the stored one, the provider (when
+   * installed) validates the plain settings, then every secret key is sealed.
+   */
+  prepareConf(service: string | null, conf: Record<string, unknown>, previous: Record<string, unknown> | null): Record<string, unknown> {
+    const keys = new Set([...this.secretKeys(service), ...Object.keys(conf).filter((k) => isSealed(previous?.[k]))]);
+    const stored: Record<string, unknown> = { ...conf };
+    for (const key of keys) {
+      if (stored[key] === SECRET_MASK) {
+        if (previous && previous[key] !== undefined) stored[key] = previous[key];
+        else delete stored[key];
+      }
+    }
+    const provider = this.provider(service);
+    if (provider) {
+      try {
+        provider.parseConf(this.openConf({ conf: stored }));
+      } catch (error) {
+        if (error instanceof TrellisError) throw error;
+        throw aiErrors.invalidConf([{ field: 'conf', constraint: 'parseConf', message: error instanceof Error ? error.message : String(error) }]);
+      }
+    }
+    for (const key of this.secretKeys(service)) {
+      const value = stored[key];
+      if (value !== undefined && value !== null && value !== '' && !isSealed(value)) stored[key] = this.box.seal(value);
+    }
+    return stored;
+  }
+
+  async list(em: EntityManager, ownerId: string, page: Paging): Promise<{ items: AiModel[]; total: number }> {
+    const [items, total] = await em.findAndCount(AiModel, { owner: ownerId }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: page.size, offset: page.offset });
+    return { items, total };
+  }
+
+  async get(em: EntityManager, ownerId: string, id: string): Promise<AiModel> {
+    const model = isUuid(id) ? await em.findOne(AiModel, { id, owner: ownerId }) : null;
+    if (!model) throw modelNotFound(id);
+    return model;
+  }
+
+  /** A model `userId` may use: one they own. */
+  async usable(em: EntityManager, userId: string, id: string): Promise<AiModel> {
+    return this.get(em, userId, id);
+  }
+
+  async create(em: EntityManager, ownerId: string, input: AiModelInput): Promise<AiModel> {
+    const model = em.create(AiModel, {
+      id: this.ids.next(),
+      owner: em.getReference(User, ownerId),
+      name: input.name,
+      desc: input.desc ?? null,
+      service: input.service,
+      type: 'chat',
+      conf: this.prepareConf(input.service, input.conf, null),
+    } as AiModel);
+    await em.flush();
+    return model;
+  }
+
+  async update(em: EntityManager, ownerId: string, id: string, input: AiModelInput): Promise<AiModel> {
+    const model = await this.get(em, ownerId, id);
+    const conf = this.prepareConf(input.service, input.conf, model.conf);
+    model.name = input.name;
+    model.desc = input.desc ?? null;
+    model.service = input.service;
+    model.conf = conf;
+    await em.flush();
+    return model;
+  }
+
+  async remove(em: EntityManager, ownerId: string, id: string): Promise<void> {
+    const deleted = isUuid(id) ? await em.nativeDelete(AiModel, { id, owner: ownerId }) : 0;
+    if (deleted === 0) throw modelNotFound(id);
+  }
+
+  /** Re-encrypts every secret sealed under an old key with the current one. Returns how many models changed. */
+  async reseal(em: EntityManager): Promise<number> {
+    let changed = 0;
+    const batch = 200;
+    for (let offset = 0; ; offset += batch) {
+      const models = await em.find(AiModel, {}, { orderBy: { id: 'asc' }, limit: batch, offset });
+      for (const model of models) {
+        let dirty = false;
+        const conf = { ...model.conf };
+        for (const [key, value] of Object.entries(conf)) {
+          if (isSealed(value) && SecretBox.keyIdOf(value) !== this.box.keyId) {
+            conf[key] = this.box.seal(this.box.open(value));
+            dirty = true;
+          }
+        }
+        if (dirty) {
+          model.conf = conf;
+          changed++;
+        }
+      }
+      await em.flush();
+      if (models.length < batch) return changed;
+    }
+  }
+}

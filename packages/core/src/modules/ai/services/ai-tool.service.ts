@@ -1,0 +1,210 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import { TrellisError, type ValidationIssue } from '../../../kernel/errors.js';
+import type { Paging } from '../../../kernel/http/dto/paging.js';
+import type { AiToolDefinition, JsonSchemaObject } from '../../../ports/ai-provider.js';
+import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { User } from '../../identity/entities/user.entity.js';
+import type { AiConfig } from '../ai.config.js';
+import { AiTool, type AiToolAction } from '../entities/ai-tool.entity.js';
+import { aiConfigServiceIdentifier } from '../tokens.js';
+import { httpMethods, runHttpAction, type HttpActionConf } from './http-action.js';
+import { describeMcpTool, runMcpAction, type McpActionConf } from './mcp-action.js';
+
+export interface AiToolInput {
+  name: string;
+  desc?: string | null;
+  service?: string | null;
+  conf?: Record<string, unknown>;
+  actions: AiToolAction[];
+}
+
+export const toolNotFound = (id: string) => new TrellisError('not_found', 'tool_not_found', `No AI tool of yours has the id ${id}.`);
+
+const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+const actionTypes = ['http', 'mcp'] as const;
+const emptyParameters: JsonSchemaObject = { type: 'object', properties: {}, additionalProperties: true };
+
+/** What the caller of an action knows besides the model's arguments (the execute endpoint's body). */
+export interface ActionContext {
+  content?: string;
+  convId?: string;
+  msgId?: string;
+  data?: Record<string, unknown>;
+}
+
+/** One action resolved for calling: the function name offered to a model and what runs it. */
+interface ResolvedAction {
+  functionName: string;
+  tool: AiTool;
+  action: AiToolAction;
+}
+
+/**
+ * AI tools: CRUD within one owner, action validation, the function definitions offered to models,
+ * and running an action (`http`: a templated request; `mcp`: a tool on an MCP server).
+ */
+@injectable()
+export class AiToolService {
+  constructor(
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+    @inject(aiConfigServiceIdentifier) private readonly config: AiConfig,
+  ) {}
+
+  /** Checks every action's type and conf; 422 `invalid_tool_action` with details. */
+  validateActions(actions: readonly AiToolAction[]): AiToolAction[] {
+    const issues: ValidationIssue[] = [];
+    const names = new Set<string>();
+    const out: AiToolAction[] = [];
+    actions.forEach((action, i) => {
+      const at = `actions.${i}`;
+      if (names.has(action.name)) issues.push({ field: `${at}.name`, constraint: 'unique', message: `Two actions are named ${action.name}.` });
+      names.add(action.name);
+      const conf = action.conf ?? {};
+      if (!(actionTypes as readonly string[]).includes(action.type)) {
+        issues.push({ field: `${at}.type`, constraint: 'isIn', message: 'An action type is http or mcp.' });
+        return;
+      }
+      const url = conf.url;
+      if (typeof url !== 'string' || !/^https?:\/\//i.test(url) || url.length > 4096) {
+        issues.push({ field: `${at}.conf.url`, constraint: 'isUrl', message: 'conf.url is an http or https URL (it may hold {{placeholders}} for http actions).' });
+      }
+      if (conf.headers !== undefined && (!isObject(conf.headers) || Object.values(conf.headers).some((v) => typeof v !== 'string'))) {
+        issues.push({ field: `${at}.conf.headers`, constraint: 'isObject', message: 'conf.headers maps header names to strings.' });
+      }
+      if (conf.timeoutMs !== undefined && (!Number.isInteger(conf.timeoutMs) || (conf.timeoutMs as number) < 1 || (conf.timeoutMs as number) > this.config.tools.timeoutMs)) {
+        issues.push({ field: `${at}.conf.timeoutMs`, constraint: 'range', message: `conf.timeoutMs is 1 to ${this.config.tools.timeoutMs} milliseconds.` });
+      }
+      if (conf.parameters !== undefined && (!isObject(conf.parameters) || conf.parameters.type !== 'object')) {
+        issues.push({ field: `${at}.conf.parameters`, constraint: 'jsonSchema', message: 'conf.parameters is a JSON Schema of type object.' });
+      }
+      if (conf.description !== undefined && typeof conf.description !== 'string') {
+        issues.push({ field: `${at}.conf.description`, constraint: 'isString', message: 'conf.description is text.' });
+      }
+      if (action.type === 'http') {
+        const method = conf.method === undefined ? 'GET' : typeof conf.method === 'string' ? conf.method.toUpperCase() : '';
+        if (!(httpMethods as readonly string[]).includes(method)) issues.push({ field: `${at}.conf.method`, constraint: 'isIn', message: `conf.method is one of ${httpMethods.join(', ')}.` });
+        if (conf.response !== undefined && (!isObject(conf.response) || (conf.response.path !== undefined && typeof conf.response.path !== 'string'))) {
+          issues.push({ field: `${at}.conf.response`, constraint: 'isObject', message: 'conf.response is { path?: "dotted.path" }.' });
+        }
+        out.push({ name: action.name, type: 'http', conf: { ...conf, method } });
+      } else {
+        if (typeof conf.tool !== 'string' || conf.tool.length === 0) issues.push({ field: `${at}.conf.tool`, constraint: 'isString', message: 'conf.tool names the tool on the MCP server.' });
+        out.push({ name: action.name, type: 'mcp', conf: { ...conf } });
+      }
+    });
+    if (issues.length) throw new TrellisError('bad_request', 'invalid_tool_action', 'An action of the tool is not valid.', { details: issues });
+    return out;
+  }
+
+  async list(em: EntityManager, ownerId: string, page: Paging): Promise<{ items: AiTool[]; total: number }> {
+    const [items, total] = await em.findAndCount(AiTool, { owner: ownerId }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: page.size, offset: page.offset });
+    return { items, total };
+  }
+
+  async get(em: EntityManager, ownerId: string, id: string): Promise<AiTool> {
+    const tool = isUuid(id) ? await em.findOne(AiTool, { id, owner: ownerId }) : null;
+    if (!tool) throw toolNotFound(id);
+    return tool;
+  }
+
+  async create(em: EntityManager, ownerId: string, input: AiToolInput): Promise<AiTool> {
+    const actions = this.validateActions(input.actions);
+    const tool = em.create(AiTool, {
+      id: this.ids.next(),
+      owner: em.getReference(User, ownerId),
+      name: input.name,
+      desc: input.desc ?? null,
+      service: input.service ?? null,
+      conf: input.conf ?? {},
+      actions,
+    } as AiTool);
+    await em.flush();
+    return tool;
+  }
+
+  async update(em: EntityManager, ownerId: string, id: string, input: AiToolInput): Promise<AiTool> {
+    const tool = await this.get(em, ownerId, id);
+    const actions = this.validateActions(input.actions);
+    tool.name = input.name;
+    tool.desc = input.desc ?? null;
+    tool.service = input.service ?? null;
+    tool.conf = input.conf ?? {};
+    tool.actions = actions;
+    await em.flush();
+    return tool;
+  }
+
+  async remove(em: EntityManager, ownerId: string, id: string): Promise<void> {
+    const deleted = isUuid(id) ? await em.nativeDelete(AiTool, { id, owner: ownerId }) : 0;
+    if (deleted === 0) throw toolNotFound(id);
+  }
+
+  /** Tools of `userId` among `toolIds`, in the order given; unknown ids are skipped. */
+  async usable(em: EntityManager, userId: string, toolIds: readonly string[]): Promise<AiTool[]> {
+    const ids = toolIds.filter(isUuid);
+    if (ids.length === 0) return [];
+    const tools = await em.find(AiTool, { id: { $in: ids }, owner: userId });
+    const byId = new Map(tools.map((t) => [t.id, t]));
+    return ids.map((id) => byId.get(id)).filter((t): t is AiTool => t !== undefined);
+  }
+
+  /** The function name of every action: `<tool>__<action>`, sanitised, unique, at most 64 characters. */
+  resolve(tools: readonly AiTool[]): ResolvedAction[] {
+    const used = new Set<string>();
+    const out: ResolvedAction[] = [];
+    for (const tool of tools) {
+      const prefix = tool.name.replace(/[^a-zA-Z0-9_-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 28) || 'tool';
+      for (const action of tool.actions) {
+        let name = `${prefix}__${action.name}`.slice(0, 64);
+        for (let n = 2; used.has(name); n++) name = `${prefix}__${action.name}`.slice(0, 60) + `_${n}`;
+        used.add(name);
+        out.push({ functionName: name, tool, action });
+      }
+    }
+    return out;
+  }
+
+  async definitions(tools: readonly AiTool[], signal?: AbortSignal): Promise<AiToolDefinition[]> {
+    return Promise.all(
+      this.resolve(tools).map(async ({ functionName, tool, action }) => {
+        const conf = action.conf ?? {};
+        let description = typeof conf.description === 'string' ? conf.description : (tool.desc ?? `${tool.name}: ${action.name}`);
+        let parameters = isObject(conf.parameters) ? (conf.parameters as JsonSchemaObject) : emptyParameters;
+        if (action.type === 'mcp' && !isObject(conf.parameters)) {
+          const declared = await describeMcpTool(conf as unknown as McpActionConf, this.callOptions(signal));
+          parameters = declared.parameters;
+          if (typeof conf.description !== 'string') description = declared.description;
+        }
+        return { name: functionName, description, parameters };
+      }),
+    );
+  }
+
+  /** Runs an action by its function name (from `resolve`) or, with one tool, by its action name. */
+  async call(tools: readonly AiTool[], name: string, args: unknown, context: ActionContext = {}, signal?: AbortSignal): Promise<unknown> {
+    const resolved = this.resolve(tools);
+    const match = resolved.find((r) => r.functionName === name) ?? (tools.length === 1 ? resolved.find((r) => r.action.name === name) : undefined);
+    if (!match) throw new TrellisError('not_found', 'tool_action_not_found', `No action named ${name} among the tools offered.`);
+    return this.run(match.action, args, context, signal);
+  }
+
+  async run(action: AiToolAction, args: unknown, context: ActionContext, signal?: AbortSignal): Promise<unknown> {
+    const conf = action.conf ?? {};
+    if (action.type === 'http') {
+      const scope = { ...(isObject(args) ? args : {}), args: args ?? {}, content: context.content ?? '', convId: context.convId ?? '', msgId: context.msgId ?? '', data: context.data ?? {} };
+      return runHttpAction(
+        { method: String(conf.method ?? 'GET'), url: String(conf.url), headers: (conf.headers ?? {}) as Record<string, string>, body: conf.body, timeoutMs: conf.timeoutMs as number | undefined, response: conf.response as HttpActionConf['response'] },
+        scope,
+        { ...this.callOptions(signal), maxResponseBytes: this.config.tools.maxResponseBytes },
+      );
+    }
+    if (action.type === 'mcp') return runMcpAction(conf as unknown as McpActionConf, args, this.callOptions(signal));
+    throw new TrellisError('bad_request', 'invalid_tool_action', `Unknown action type ${action.type}.`);
+  }
+
+  private callOptions(signal?: AbortSignal) {
+    return { allowPrivate: this.config.tools.allowPrivateNetworks, timeoutMs: this.config.tools.timeoutMs, signal };
+  }
+}

@@ -1,0 +1,66 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { JsonSchemaObject } from '../../../ports/ai-provider.js';
+import { assertPublicHost } from './network-guard.js';
+import { toolCallFailed } from './http-action.js';
+import { TrellisError } from '../../../kernel/errors.js';
+
+export interface McpActionConf {
+  url: string;
+  tool: string;
+  headers: Record<string, string>;
+  timeoutMs?: number;
+}
+
+export interface McpCallOptions {
+  allowPrivate: boolean;
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** One MCP session over Streamable HTTP for the length of `work`, closed afterwards. */
+async function withClient<T>(conf: McpActionConf, options: McpCallOptions, work: (client: Client, requestOptions: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
+  const url = new URL(conf.url);
+  await assertPublicHost(url.hostname, options.allowPrivate);
+  const timeout = Math.min(conf.timeoutMs ?? options.timeoutMs, options.timeoutMs);
+  const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout);
+  const client = new Client({ name: 'trellis', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: conf.headers, redirect: 'manual' } });
+  try {
+    await client.connect(transport, { signal, timeout });
+    return await work(client, { signal, timeout });
+  } catch (error) {
+    if (error instanceof TrellisError) throw error;
+    if (options.signal?.aborted) throw options.signal.reason ?? error;
+    throw toolCallFailed(`The MCP server at ${url.origin} failed: ${error instanceof Error ? error.message.slice(0, 300) : 'unknown error'}`, error);
+  } finally {
+    await client.close().catch(() => undefined);
+  }
+}
+
+/** The input schema and description the MCP server declares for the action's tool. */
+export async function describeMcpTool(conf: McpActionConf, options: McpCallOptions): Promise<{ description: string; parameters: JsonSchemaObject }> {
+  return withClient(conf, options, async (client, requestOptions) => {
+    const { tools } = await client.listTools(undefined, requestOptions);
+    const tool = tools.find((t) => t.name === conf.tool);
+    if (!tool) throw toolCallFailed(`The MCP server offers no tool named "${conf.tool}".`);
+    return { description: tool.description ?? tool.title ?? conf.tool, parameters: tool.inputSchema as JsonSchemaObject };
+  });
+}
+
+/**
+ * Calls the action's tool. The result is the tool's `structuredContent` when it returns one, else
+ * the text of its text content parts joined by newlines (other parts as they are). A result with
+ * `isError` fails with `tool_call_failed` carrying the tool's text.
+ */
+export async function runMcpAction(conf: McpActionConf, args: unknown, options: McpCallOptions): Promise<unknown> {
+  return withClient(conf, options, async (client, requestOptions) => {
+    const result = await client.callTool({ name: conf.tool, arguments: (args ?? {}) as Record<string, unknown> }, undefined, requestOptions);
+    const content = Array.isArray(result.content) ? (result.content as Array<{ type: string; text?: string }>) : [];
+    const texts = content.filter((c) => c.type === 'text').map((c) => c.text ?? '');
+    if (result.isError) throw toolCallFailed(`The MCP tool "${conf.tool}" reported an error: ${texts.join('\n').slice(0, 500)}`);
+    if (result.structuredContent !== undefined) return result.structuredContent;
+    if (texts.length === content.length) return texts.join('\n');
+    return content;
+  });
+}

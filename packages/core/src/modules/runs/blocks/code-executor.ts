@@ -1,0 +1,44 @@
+import { TrellisError } from '../../../kernel/errors.js';
+import type { CodeSandbox } from '../../../ports/code-sandbox.js';
+import type { BlockExecutor, BlockIo, BlockOutcome } from './executor.js';
+import type { WorkflowBlock } from './workflow.js';
+
+/**
+ * Code block (`codeBlock` with language javascript or js): its text is the body of a function run
+ * in the CodeSandbox port. It sees `inputs` (by input name) and `blocks` (every earlier output and
+ * text block by name); `emit(text)` streams `block_chunk`s; the return value is the output.
+ */
+export class CodeBlockExecutor implements BlockExecutor {
+  readonly kind = 'code' as const;
+
+  constructor(
+    private readonly sandbox: () => CodeSandbox | undefined,
+    private readonly limits: { timeoutMs: number; memoryBytes: number },
+  ) {}
+
+  async execute(block: WorkflowBlock, io: BlockIo): Promise<BlockOutcome> {
+    const sandbox = this.sandbox();
+    if (!sandbox) {
+      throw new TrellisError('unavailable', 'sandbox_not_configured', 'No CodeSandbox is bound in this deployment, so code blocks cannot run.');
+    }
+    const blocks = Object.fromEntries(io.ctx);
+    const started = Date.now();
+    try {
+      const result = await sandbox.run({
+        code: block.text,
+        globals: { inputs: { ...io.inputs }, blocks },
+        // The run's own deadline aborts `signal`; the block's limit is its own.
+        timeoutMs: this.limits.timeoutMs,
+        memoryBytes: this.limits.memoryBytes,
+        signal: io.signal,
+        onEmit: (text) => io.chunk(text),
+      });
+      io.sandboxTime(result.durationMs);
+      return { output: result.value ?? null, console: result.console };
+    } catch (error) {
+      const measured = (error as { durationMs?: unknown }).durationMs;
+      io.sandboxTime(typeof measured === 'number' && measured > 0 ? measured : Date.now() - started);
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,77 @@
+import { Transform } from 'class-transformer';
+import { Allow, IsBoolean, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsUUID, Max, Min } from 'class-validator';
+import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
+import { PageQuery } from '../../../kernel/http/dto/paging.js';
+
+export class RunDocumentParams {
+  @IsUUID('all')
+  documentId!: string;
+}
+
+export class RunParams {
+  @IsUUID('all')
+  documentId!: string;
+
+  @IsUUID('all')
+  runId!: string;
+}
+
+@Schema({ name: 'DocumentRunRequest', description: 'Every field is optional; an empty body runs the stored content with no inputs.' })
+export class DocumentRunBody {
+  @IsOptional()
+  @IsObject()
+  @Doc({ description: 'Values keyed by input block name, checked against the input blocks (400 `invalid_inputs` with details).', schema: { type: 'object', additionalProperties: true } })
+  inputs?: Record<string, unknown>;
+
+  @IsOptional()
+  @IsBoolean()
+  @Doc({ description: 'true (default): stream events (SSE or NDJSON); false: answer once the run ends (or waits at an ask block).' })
+  stream?: boolean;
+
+  @IsOptional()
+  @IsIn(['sse', 'ndjson'])
+  @Doc({ description: '`sse` (default, text/event-stream) or `ndjson` (application/x-ndjson); only when stream is true.' })
+  format?: 'sse' | 'ndjson';
+
+  @IsOptional()
+  @IsObject()
+  @Doc({ description: 'Debug mode: run this document JSON instead of the stored content. Nothing is stored (no run record, no event log; the run cannot be resumed or reconnected to).', schema: { type: 'object' } })
+  content?: Record<string, unknown>;
+
+  @IsOptional()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(1)
+  @Doc({ description: 'Seconds; at most `runs.maxTimeoutSeconds` (400 `timeout_too_large`). Default `runs.defaultTimeoutSeconds`.' })
+  timeout?: number;
+
+  @IsOptional()
+  @IsIn(['stop', 'continue'])
+  @Doc({ description: 'Trellis addition: after a failed block, `stop` the run or `continue` with the next block, for blocks without `attrs.onError`. Default `runs.onError`.' })
+  onError?: 'stop' | 'continue';
+}
+
+@Schema({ name: 'RunResumeRequest' })
+export class ResumeBody {
+  @Allow()
+  @Doc({ description: 'The answer to the ask block the run waits at (any JSON); it becomes that block\'s output.', schema: {} })
+  answer?: unknown;
+}
+
+const toInt = ({ value }: { value: unknown }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value);
+
+export class RunEventsQuery {
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(Number.MAX_SAFE_INTEGER)
+  @Doc({ description: 'Send the events after this sequence number (the `Last-Event-ID` header does the same and wins).' })
+  after?: number;
+
+  @IsOptional()
+  @IsIn(['sse', 'ndjson'])
+  @Doc({ description: '`sse` (default) or `ndjson`.' })
+  format?: 'sse' | 'ndjson';
+}
+
+export class RunListQuery extends PageQuery {}

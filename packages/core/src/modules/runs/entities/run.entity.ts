@@ -1,0 +1,139 @@
+import { EntitySchema } from '@mikro-orm/core';
+
+/** Where a run was started from (the Block API adds `block`, `test` and `api`). */
+export const runSources = ['document', 'block', 'test', 'api'] as const;
+export type RunSource = (typeof runSources)[number];
+
+/**
+ * Lifecycle: `queued` → `running` → `completed` | `failed` | `timed_out` | `cancelled`, with
+ * `running` → `waiting` (an ask block) → `queued` (resume) in between.
+ */
+export const runStatuses = ['queued', 'running', 'waiting', 'completed', 'failed', 'timed_out', 'cancelled'] as const;
+export type RunStatus = (typeof runStatuses)[number];
+export const terminalRunStatuses: ReadonlySet<RunStatus> = new Set(['completed', 'failed', 'timed_out', 'cancelled']);
+
+export type BlockSessionStatus = 'pending' | 'running' | 'completed' | 'failed' | 'waiting' | 'skipped';
+
+/** The spec's Run session, plus what Trellis records about the block's execution. */
+export interface BlockSession {
+  blockId: string;
+  blockType: string;
+  blockName: string;
+  status: BlockSessionStatus;
+  /** The output as text (JSON for non-string values); '' until the block completes. */
+  output: string;
+  error?: { code: string; message: string };
+  console?: Array<{ level: string; text: string }>;
+  startedAt?: string;
+  finishedAt?: string;
+  durationMs?: number;
+}
+
+/** One entry of the run's context: an input, a block's output, or a text block's text. */
+export interface CtxEntry {
+  name: string;
+  blockId: string;
+  blockType: string;
+  value: unknown;
+}
+
+export interface RunUsage {
+  /** Tokens per model id. */
+  models: Record<string, { inputTokens: number; outputTokens: number; calls: number }>;
+  /** Milliseconds spent inside the code sandbox. */
+  sandboxMs: number;
+}
+
+export const emptyUsage = (): RunUsage => ({ models: {}, sandboxMs: 0 });
+
+/**
+ * A run of a workflow (a document's top-level blocks). The run keeps its own copy of the content
+ * it executes, and a checkpoint after every block (`cursor`, `sessions`, `ctx`), so a
+ * continuation (resume after an ask, a retry after a lost worker) starts from the last completed
+ * block. Its events are in `RunEvent`, numbered by `seq`.
+ */
+export class Run {
+  id!: string;
+  documentId!: string | null;
+  projectId!: string | null;
+  teamId!: string | null;
+  userId!: string;
+  source!: RunSource;
+  version!: string | null;
+  status!: RunStatus;
+  inputs!: Record<string, unknown>;
+  content!: unknown;
+  /** Index of the next top-level block to execute. */
+  cursor!: number;
+  sessions!: BlockSession[];
+  ctx!: CtxEntry[];
+  output!: unknown;
+  error!: { code: string; message: string } | null;
+  usage!: RunUsage;
+  /** `stop` or `continue` after a failed block, for blocks that do not say. */
+  onError!: 'stop' | 'continue';
+  timeoutSeconds!: number;
+  timedOut!: boolean;
+  reservationId!: string | null;
+  reservedCredits!: number;
+  usedCredits!: number | null;
+  /** Sequence numbers below this one may have been handed out; a new attempt starts here. */
+  seqCeiling!: number;
+  /** Executions started (a retry after a lost worker is a new attempt). */
+  attempt!: number;
+  /** Set while an ask block waits: its block id and question. */
+  waiting!: { blockId: string; question: string } | null;
+  /** The answer given with resume, consumed by the continuation. */
+  answer!: unknown;
+  cancelRequested!: boolean;
+  heartbeatAt!: Date | null;
+  startedAt!: Date | null;
+  /** When the current execution must end: the first start, or the last resume, plus the timeout. */
+  deadlineAt!: Date | null;
+  finishedAt!: Date | null;
+  durationMs!: number | null;
+  createdAt!: Date;
+  updatedAt!: Date;
+}
+
+export const RunSchema = new EntitySchema<Run>({
+  class: Run,
+  tableName: 'runs',
+  indexes: [{ properties: ['documentId', 'createdAt'] }, { properties: ['projectId', 'createdAt'] }, { properties: ['status', 'heartbeatAt'] }],
+  properties: {
+    id: { type: 'uuid', primary: true },
+    documentId: { type: 'uuid', nullable: true },
+    projectId: { type: 'uuid', nullable: true },
+    teamId: { type: 'uuid', nullable: true },
+    userId: { type: 'uuid' },
+    source: { type: 'string', length: 16 },
+    version: { type: 'string', length: 64, nullable: true },
+    status: { type: 'string', length: 16 },
+    inputs: { type: 'json' },
+    content: { type: 'json' },
+    cursor: { type: 'integer', default: 0 },
+    sessions: { type: 'json' },
+    ctx: { type: 'json' },
+    output: { type: 'json', nullable: true },
+    error: { type: 'json', nullable: true },
+    usage: { type: 'json' },
+    onError: { type: 'string', length: 16 },
+    timeoutSeconds: { type: 'integer' },
+    timedOut: { type: 'boolean', default: false },
+    reservationId: { type: 'uuid', nullable: true },
+    reservedCredits: { type: 'integer', default: 0 },
+    usedCredits: { type: 'integer', nullable: true },
+    seqCeiling: { type: 'integer', default: 0 },
+    attempt: { type: 'integer', default: 0 },
+    waiting: { type: 'json', nullable: true },
+    answer: { type: 'json', nullable: true },
+    cancelRequested: { type: 'boolean', default: false },
+    heartbeatAt: { type: 'datetime', nullable: true },
+    startedAt: { type: 'datetime', nullable: true },
+    deadlineAt: { type: 'datetime', nullable: true },
+    finishedAt: { type: 'datetime', nullable: true },
+    durationMs: { type: 'integer', nullable: true },
+    createdAt: { type: 'datetime' },
+    updatedAt: { type: 'datetime' },
+  },
+});

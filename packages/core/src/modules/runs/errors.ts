@@ -1,0 +1,27 @@
+import { TrellisError, type ValidationIssue } from '../../kernel/errors.js';
+
+/** The runs area's errors (catalogued in docs/errors.md). */
+export const runErrors = {
+  invalidInputs: (details: ValidationIssue[]) =>
+    new TrellisError('bad_request', 'invalid_inputs', 'The inputs do not match the input blocks of this workflow.', { details }),
+  invalidWorkflow: (details: ValidationIssue[]) =>
+    new TrellisError('bad_request', 'invalid_workflow', 'The workflow cannot run: some blocks are not valid.', { details }),
+  noTeam: () => new TrellisError('bad_request', 'no_team_associated', 'This run has no team to bill: the document\'s project belongs to no team.'),
+  balanceCheckFailed: (cause: unknown) =>
+    new TrellisError('internal', 'balance_check_failed', 'The credit balance could not be checked; the run was not started. Try again.', { cause, expose: true }),
+  timeoutTooLarge: (requested: number, max: number) =>
+    new TrellisError('bad_request', 'timeout_too_large', `The timeout may be at most ${max} seconds (asked for ${requested}).`, {
+      details: [{ field: 'timeout', constraint: 'max', message: `must not exceed ${max}` }],
+      extra: { max_timeout: max },
+    }),
+  runNotFound: () => new TrellisError('not_found', 'run_not_found', 'No such run of this document.'),
+  notWaiting: (status: string) => new TrellisError('conflict', 'run_not_waiting', `The run is ${status}, not waiting for an answer.`),
+  alreadyFinished: (status: string) => new TrellisError('conflict', 'run_finished', `The run already ended (${status}).`),
+};
+
+/** Codes a block or a run fails with (in `block_error` and `run_error` events). */
+export const runFailure = {
+  timeout: { code: 'run_timeout', message: 'The run passed its timeout and was stopped.' },
+  cancelled: { code: 'run_cancelled', message: 'The run was cancelled.' },
+  workerLost: { code: 'worker_lost', message: 'The process executing the run stopped, and the run used all its attempts.' },
+};

@@ -1,0 +1,14 @@
+export { runsModule } from './runs.module.js';
+export { runsConfigSchema, type RunsConfig } from './runs.config.js';
+export { runsConfigServiceIdentifier } from './tokens.js';
+export { Run, RunSchema, runSources, runStatuses, terminalRunStatuses, type RunSource, type RunStatus, type BlockSession, type BlockSessionStatus, type CtxEntry, type RunUsage } from './entities/run.entity.js';
+export { RunEvent, RunEventSchema } from './entities/run-event.entity.js';
+export { RunService, type StartRunInput, type StartedRun, type RunResult, type DocumentRunBody } from './services/run.service.js';
+export { InProcessRunQueue, type InProcessRunQueueOptions } from './services/in-process-run-queue.js';
+export { followRun, runEventsTopic, runControlTopic, type RunEventRecord } from './services/event-log.js';
+export { runReply, runResponseSpec, sseOf, ndjsonOf } from './routes.js';
+export { toRunView } from './views.js';
+export { runErrors, runFailure } from './errors.js';
+export { blockNodeTypes, inputTypes, parseWorkflow, inputDefinitions, validateInputs, type BlockKind, type WorkflowBlock, type InputDefinition, type InputType } from './blocks/workflow.js';
+export type { BlockExecutor, BlockIo, BlockOutcome } from './blocks/executor.js';
+export { runResultSchema, runRecordSchema, runPageSchema, runSessionSchema, runEventSchema } from './schemas.js';

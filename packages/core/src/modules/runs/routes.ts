@@ -1,0 +1,178 @@
+import { paging } from '../../kernel/http/dto/paging.js';
+import { Reply } from '../../kernel/http/reply.js';
+import { defineRoute, type RouteDefinition, type RouteResponseSpec } from '../../kernel/http/route.js';
+import { combinedAuth, documentValidation } from '../documents/routes.js';
+import { DocumentRunBody, ResumeBody, RunDocumentParams, RunEventsQuery, RunListQuery, RunParams } from './dto/run.dto.js';
+import { runEventSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
+import type { RunEventRecord } from './services/event-log.js';
+import { RunService, type StartedRun } from './services/run.service.js';
+import { toRunView } from './views.js';
+
+const tags = ['Runs'];
+const missing = 'No such document, or no access to it (document_not_found)';
+
+/** SSE frames of run events: `id:` is the sequence number, `event:` the type. */
+export function sseOf(events: AsyncIterable<RunEventRecord>): Reply {
+  async function* frames() {
+    for await (const event of events) yield { id: String(event.seq), event: event.type, data: event.data };
+  }
+  return Reply.sse(frames());
+}
+
+/** NDJSON lines of run events: `{ seq, type, ...fields }`. */
+export function ndjsonOf(events: AsyncIterable<RunEventRecord>): Reply {
+  async function* lines() {
+    for await (const event of events) yield { seq: event.seq, type: event.type, ...event.data };
+  }
+  return Reply.ndjson(lines());
+}
+
+/**
+ * The HTTP answer of a started run, shared by the document run route and the Block API's run
+ * routes: a stream of its events (SSE or NDJSON), or with `stream: false` its result once it ends.
+ * The client going away does not stop the run.
+ */
+export async function runReply(started: StartedRun, options: { stream?: boolean; format?: 'sse' | 'ndjson' }): Promise<unknown> {
+  if (options.stream === false) return started.result();
+  const events = started.events(0);
+  return options.format === 'ndjson' ? ndjsonOf(events) : sseOf(events);
+}
+
+/** The OpenAPI description of a run response (JSON with stream false, SSE or NDJSON otherwise). */
+export const runResponseSpec: RouteResponseSpec = {
+  status: 200,
+  description: 'stream true (default): the run\'s events as text/event-stream (format sse) or application/x-ndjson (format ndjson); stream false: the result as JSON.',
+  schema: runResultSchema,
+  alternatives: [
+    { contentType: 'text/event-stream', schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: <fields as JSON>`.' } },
+    { contentType: 'application/x-ndjson', schema: runEventSchema },
+  ],
+};
+
+const streamResponse: RouteResponseSpec = {
+  status: 200,
+  description: 'The events after the given sequence number, then the live tail until run_complete (or run_waiting while the run waits).',
+  contentType: 'text/event-stream',
+  schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: <fields as JSON>`.' },
+  alternatives: [{ contentType: 'application/x-ndjson', schema: runEventSchema }],
+};
+
+export function runRoutes(): RouteDefinition[] {
+  return [
+    defineRoute({
+      method: 'POST',
+      path: '/documents/:documentId/run',
+      summary: 'Run a document: its top-level blocks, top to bottom, with streamed events',
+      description:
+        'JWT only. Needs the execute permission. Reserves credits from the project\'s team before it starts. Events carry sequence numbers (SSE `id:`, NDJSON `seq`); a dropped stream continues with `GET /documents/{documentId}/runs/{runId}/events`. Disconnecting does not stop the run. See docs/runs.md.',
+      tags,
+      auth: ['jwt'],
+      params: RunDocumentParams,
+      body: DocumentRunBody,
+      validationError: documentValidation,
+      response: runResponseSpec,
+      errors: {
+        400: 'Inputs fail the input blocks (invalid_inputs, with details); debug content is not document JSON (invalid_content); a block is not valid (invalid_workflow); timeout above the maximum (timeout_too_large); the project has no team (no_team_associated); bad body (validation_failed)',
+        402: 'Too few credits (insufficient_credits, with balance, required and shortfall)',
+        403: 'Not a JWT (credential_not_allowed), or no execute permission (execute_permission_required)',
+        404: missing,
+        500: 'The credit balance could not be checked (balance_check_failed)',
+      },
+      async handler(ctx) {
+        const body = ctx.body ?? {};
+        const started = await ctx.get(RunService).startDocumentRun(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, body);
+        return runReply(started, body);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/documents/:documentId/runs',
+      summary: 'List the runs of a document, newest first',
+      tags,
+      auth: combinedAuth,
+      params: RunDocumentParams,
+      query: RunListQuery,
+      validationError: documentValidation,
+      response: { schema: runPageSchema },
+      errors: { 404: missing },
+      async handler(ctx) {
+        const page = await ctx.get(RunService).listForDocument(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, paging(ctx.query));
+        return { ...page, items: page.items.map(toRunView) };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/documents/:documentId/runs/:runId',
+      summary: 'Read a run: status, inputs, sessions, output, error, usage, timings',
+      tags,
+      auth: combinedAuth,
+      params: RunParams,
+      response: { schema: runRecordSchema },
+      errors: { 404: `${missing}; no such run of this document (run_not_found)` },
+      async handler(ctx) {
+        return toRunView(await ctx.get(RunService).get(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId));
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/documents/:documentId/runs/:runId/events',
+      summary: 'Replay a run\'s events and follow it live (reconnect with Last-Event-ID or ?after=)',
+      description:
+        'Answers the events whose sequence number is above `Last-Event-ID` (or `after`, default 0: the whole log), each exactly once, then the live tail from whichever process executes the run. Ends after run_complete, or at run_waiting while the run waits for an answer. A finished run replays its whole log.',
+      tags,
+      auth: combinedAuth,
+      params: RunParams,
+      query: RunEventsQuery,
+      validationError: documentValidation,
+      response: streamResponse,
+      errors: { 404: `${missing}; no such run of this document (run_not_found)` },
+      async handler(ctx) {
+        const header = ctx.headers['last-event-id'];
+        const fromHeader = header !== undefined && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : undefined;
+        const after = fromHeader ?? ctx.query.after ?? 0;
+        const events = await ctx.get(RunService).events(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId, after, ctx.signal);
+        return ctx.query.format === 'ndjson' ? ndjsonOf(events) : sseOf(events);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/documents/:documentId/runs/:runId/resume',
+      summary: 'Resume a run after an Ask interruption (only enqueues the continuation)',
+      description: 'The answer becomes the ask block\'s output; the continuation streams on the run\'s event stream (`GET .../events` with Last-Event-ID). Answers at once with 202.',
+      tags,
+      auth: combinedAuth,
+      params: RunParams,
+      body: ResumeBody,
+      validationError: documentValidation,
+      response: { status: 202, schema: { type: 'object', required: ['success', 'runId', 'status'], properties: { success: { const: true }, runId: { type: 'string' }, status: { type: 'string' } } } },
+      errors: {
+        403: 'No execute permission (execute_permission_required)',
+        404: `${missing}; no such run of this document (run_not_found)`,
+        409: 'The run is not waiting for an answer (run_not_waiting)',
+      },
+      async handler(ctx) {
+        const run = await ctx.get(RunService).resume(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId, ctx.body?.answer);
+        return Reply.json({ success: true, runId: run.id, status: run.status }, 202);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/documents/:documentId/runs/:runId/cancel',
+      summary: 'Cancel a run (queued, running or waiting)',
+      description: 'A running run stops its current block in whichever process executes it and ends with run_error `run_cancelled` and run_complete; its credits are released.',
+      tags,
+      auth: combinedAuth,
+      params: RunParams,
+      response: { status: 202, schema: { type: 'object', required: ['success', 'runId', 'status'], properties: { success: { const: true }, runId: { type: 'string' }, status: { type: 'string' } } } },
+      errors: {
+        403: 'No execute permission (execute_permission_required)',
+        404: `${missing}; no such run of this document (run_not_found)`,
+        409: 'The run already ended (run_finished)',
+      },
+      async handler(ctx) {
+        const run = await ctx.get(RunService).cancel(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId);
+        return Reply.json({ success: true, runId: run.id, status: run.status }, 202);
+      },
+    }),
+  ];
+}

@@ -1,0 +1,53 @@
+import { s, type InferConfig } from '../../kernel/config/schema.js';
+
+export const runsConfigSchema = s.object({
+  defaultTimeoutSeconds: s.int().range(1, 86_400).default(300).describe('Timeout of a run that asks for none, in seconds.'),
+  maxTimeoutSeconds: s
+    .int()
+    .range(1, 86_400)
+    .default(900)
+    .describe('Largest `timeout` a run may ask for, in seconds; a larger one is refused with 400 `timeout_too_large`. The default timeout is capped by it too.'),
+  concurrency: s.int().range(1, 1_000).default(8).describe('Runs one process executes at once (the in-process queue, and each `trellis worker`).'),
+  execute: s
+    .boolean()
+    .default(true)
+    .describe('Whether this process executes queued runs. Set false on host processes of a deployment whose `trellis worker` processes execute them (BullMQ queue).'),
+  shutdownGraceMs: s
+    .int()
+    .range(0, 600_000)
+    .default(10_000)
+    .describe('When the process stops, how long executing runs may go on before they are interrupted; an interrupted run continues from its last completed block in another process (or after a restart).'),
+  onError: s.string()
+    .oneOf(['stop', 'continue'] as const)
+    .default('stop')
+    .describe('What a run does after a block fails, for runs and blocks that do not say (`attrs.onError` on a block, `onError` in the run body).'),
+  creditsPerRun: s.int().range(0, 1_000_000).default(1).describe('Credits every run costs on top of its model usage (reserved at start, always charged when the run started).'),
+  reservationTtlSeconds: s
+    .int()
+    .range(60, 30 * 86_400)
+    .default(7 * 86_400)
+    .describe('Lifetime of a run\'s credit reservation; covers runs waiting for an answer. An unsettled reservation is released after it.'),
+  maxToolRounds: s.int().range(1, 100).default(8).describe('Model turns an LLM block may take while it calls tools.'),
+  codeTimeoutMs: s.int().range(10, 600_000).default(10_000).describe('Time limit of one code block (also bounded by the run\'s remaining time).'),
+  codeMemoryBytes: s
+    .int()
+    .range(1024 * 1024, 2 * 1024 * 1024 * 1024)
+    .default(64 * 1024 * 1024)
+    .describe('Heap limit of one code block\'s sandbox.'),
+  sandboxWorkers: s.int().range(1, 64).orUndefined().describe('Worker threads of the embedded code sandbox (default: the CPUs, at most 4).'),
+  flushIntervalMs: s
+    .int()
+    .range(1, 5_000)
+    .default(20)
+    .describe('Chunk events are written to the event log in batches at most this old; every other event is written before the run goes on.'),
+  heartbeatSeconds: s.int().range(1, 3_600).default(10).describe('How often an executing run marks itself alive.'),
+  staleAfterSeconds: s
+    .int()
+    .range(3, 86_400)
+    .default(60)
+    .describe('A running or queued run without a heartbeat for this long is taken as lost (its worker died): it is retried from its last completed block, or failed once `maxAttempts` is used.'),
+  maxAttempts: s.int().range(1, 20).default(3).describe('Executions a run may start (the first plus retries after lost workers).'),
+  reaperIntervalMs: s.int().range(100, 3_600_000).default(15_000).describe('How often each process looks for lost runs.'),
+});
+
+export type RunsConfig = InferConfig<typeof runsConfigSchema>;

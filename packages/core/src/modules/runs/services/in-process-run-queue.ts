@@ -1,0 +1,103 @@
+import type { RunJob, RunJobHandler, RunQueue } from '../../../ports/run-queue.js';
+
+export interface InProcessRunQueueOptions {
+  /** Jobs executed at once. */
+  concurrency: number;
+  /** How long `close` waits for running jobs before it aborts them. */
+  closeGraceMs?: number;
+}
+
+/**
+ * The embedded RunQueue: jobs wait in memory and run in this process with bounded concurrency.
+ * Each team has its own FIFO line and the lines take turns (round robin), so one team's burst
+ * cannot hold back another team's runs. Jobs queued when the process stops are not kept; the
+ * runs module finds such runs again (queued or running without a heartbeat) and enqueues them.
+ */
+export class InProcessRunQueue implements RunQueue {
+  private readonly lines = new Map<string, RunJob[]>();
+  /** Teams in round-robin order (a team is here while its line is not empty). */
+  private readonly turn: string[] = [];
+  private readonly known = new Set<string>();
+  private readonly running = new Map<string, { promise: Promise<void>; abort: AbortController }>();
+  private handler: RunJobHandler | null = null;
+  private closed = false;
+
+  constructor(private readonly options: InProcessRunQueueOptions) {}
+
+  async enqueue(job: RunJob): Promise<void> {
+    if (this.closed || this.known.has(job.runId)) return;
+    this.known.add(job.runId);
+    let line = this.lines.get(job.teamId);
+    if (!line) {
+      this.lines.set(job.teamId, (line = []));
+      this.turn.push(job.teamId);
+    }
+    line.push(job);
+    this.pump();
+  }
+
+  async process(handler: RunJobHandler): Promise<void> {
+    this.handler = handler;
+    this.pump();
+  }
+
+  /** Jobs waiting (not running). */
+  get waiting(): number {
+    let total = 0;
+    for (const line of this.lines.values()) total += line.length;
+    return total;
+  }
+
+  get active(): number {
+    return this.running.size;
+  }
+
+  private take(): RunJob | undefined {
+    const team = this.turn.shift();
+    if (team === undefined) return undefined;
+    const line = this.lines.get(team)!;
+    const job = line.shift()!;
+    if (line.length) this.turn.push(team);
+    else this.lines.delete(team);
+    return job;
+  }
+
+  private pump(): void {
+    if (!this.handler || this.closed) return;
+    while (this.running.size < this.options.concurrency) {
+      const job = this.take();
+      if (!job) return;
+      const abort = new AbortController();
+      const handler = this.handler;
+      const promise = (async () => {
+        try {
+          await handler(job, abort.signal);
+        } catch {
+          // The handler records failures on the run itself.
+        } finally {
+          this.running.delete(job.runId);
+          this.known.delete(job.runId);
+          this.pump();
+        }
+      })();
+      this.running.set(job.runId, { promise, abort });
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.lines.clear();
+    this.turn.length = 0;
+    const running = [...this.running.values()];
+    if (!running.length) return;
+    const all = Promise.allSettled(running.map((r) => r.promise));
+    const grace = this.options.closeGraceMs ?? 5_000;
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), grace)))]);
+    clearTimeout(timer);
+    if (timedOut) {
+      for (const r of running) r.abort.abort(new Error('The run queue is closing.'));
+      await all;
+    }
+  }
+}

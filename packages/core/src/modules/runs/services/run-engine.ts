@@ -1,0 +1,293 @@
+import { TrellisError } from '../../../kernel/errors.js';
+import type { AiUsage } from '../../../ports/ai-provider.js';
+import type { BlockExecutor, BlockIo } from '../blocks/executor.js';
+import { asText } from '../blocks/template.js';
+import type { BlockKind, WorkflowBlock } from '../blocks/workflow.js';
+import type { BlockSession, CtxEntry, RunStatus, RunUsage } from '../entities/run.entity.js';
+import { runFailure } from '../errors.js';
+import type { RunEventSink } from './event-log.js';
+
+/** The in-memory state of an executing run (a stored run's checkpoint, or a debug run). */
+export interface RunState {
+  id: string;
+  documentId: string | null;
+  userId: string;
+  status: RunStatus;
+  inputs: Record<string, unknown>;
+  blocks: WorkflowBlock[];
+  cursor: number;
+  sessions: BlockSession[];
+  ctx: CtxEntry[];
+  usage: RunUsage;
+  onError: 'stop' | 'continue';
+  /** Epoch ms of the first start, and of the deadline. */
+  startedAt: number;
+  deadline: number;
+  timedOut: boolean;
+  waiting: { blockId: string; question: string } | null;
+  /** The answer of a resume, consumed by the continuation. */
+  answer: unknown;
+  hasAnswer: boolean;
+  output: unknown;
+  error: { code: string; message: string } | null;
+  /** True until `run_start` was emitted. */
+  fresh: boolean;
+}
+
+/** Where an execution saves its progress; a debug run saves nothing. */
+export interface RunPersistence {
+  /** Saves the state after a block. Throws `RunSuperseded` when another attempt took the run over, `RunCancelled` when a cancel was asked for. */
+  checkpoint(state: RunState): Promise<void>;
+  /** Saves the final state (and settles or releases the credits). */
+  finish(state: RunState): Promise<void>;
+  heartbeat(): Promise<void>;
+}
+
+export class RunSuperseded extends Error {}
+export class RunCancelled extends Error {}
+
+/** Why an execution was stopped from outside. */
+export type StopReason = 'timeout' | 'cancel' | 'shutdown';
+
+export interface ExecuteOptions {
+  /** Aborted by the queue (shutdown) or by a cancel. */
+  signal?: AbortSignal;
+  /** Returns why `signal` aborted ('shutdown' when not known). */
+  stopReason?: () => StopReason;
+  heartbeatMs?: number;
+}
+
+const initialSessions = (blocks: readonly WorkflowBlock[]): BlockSession[] =>
+  blocks.filter((b) => b.kind !== 'text').map((b) => ({ blockId: b.id, blockType: b.type, blockName: b.name, status: 'pending', output: '' }));
+
+/** The first state of a run: every executable block pending, text blocks already in the context. */
+export function initialState(input: { id: string; documentId: string | null; userId: string; blocks: WorkflowBlock[]; inputs: Record<string, unknown>; onError: 'stop' | 'continue'; startedAt: number; timeoutSeconds: number }): RunState {
+  return {
+    id: input.id,
+    documentId: input.documentId,
+    userId: input.userId,
+    status: 'queued',
+    inputs: input.inputs,
+    blocks: input.blocks,
+    cursor: 0,
+    sessions: initialSessions(input.blocks),
+    ctx: input.blocks.filter((b) => b.kind === 'text').map((b) => ({ name: b.name, blockId: b.id, blockType: b.type, value: b.text })),
+    usage: { models: {}, sandboxMs: 0 },
+    onError: input.onError,
+    startedAt: input.startedAt,
+    deadline: input.startedAt + input.timeoutSeconds * 1000,
+    timedOut: false,
+    waiting: null,
+    answer: null,
+    hasAnswer: false,
+    output: null,
+    error: null,
+    fresh: true,
+  };
+}
+
+const errorOf = (error: unknown): { code: string; message: string } => {
+  if (error instanceof TrellisError) return { code: error.code, message: error.message };
+  return { code: 'block_failed', message: error instanceof Error ? error.message : String(error) };
+};
+
+/**
+ * Executes a run's blocks from its cursor, top to bottom, through one `BlockExecutor` per kind,
+ * emitting the spec's events, checkpointing after every block, and ending with `run_complete`
+ * (or `run_waiting` at an ask block). The run's timeout aborts every block it started.
+ */
+export class RunEngine {
+  constructor(private readonly executors: ReadonlyMap<BlockKind, BlockExecutor>) {}
+
+  async execute(state: RunState, sink: RunEventSink, persistence: RunPersistence, options: ExecuteOptions = {}): Promise<void> {
+    const controller = new AbortController();
+    let reason: StopReason | null = null;
+    const stop = (why: StopReason) => {
+      if (reason) return;
+      reason = why;
+      controller.abort(new TrellisError('unavailable', why === 'timeout' ? runFailure.timeout.code : why === 'cancel' ? runFailure.cancelled.code : 'run_interrupted', 'The run was stopped.'));
+    };
+    const onOuterAbort = () => stop(options.stopReason?.() ?? 'shutdown');
+    if (options.signal?.aborted) onOuterAbort();
+    options.signal?.addEventListener('abort', onOuterAbort);
+    const timer = setTimeout(() => stop('timeout'), Math.max(0, state.deadline - Date.now()));
+    const heartbeat = setInterval(() => void persistence.heartbeat().catch(() => undefined), options.heartbeatMs ?? 10_000);
+    heartbeat.unref?.();
+    state.status = 'running';
+    try {
+      if (state.fresh) {
+        sink.emit('run_start', { runId: state.id, documentId: state.documentId });
+        state.fresh = false;
+      }
+      if (state.waiting && state.hasAnswer) this.answerAsk(state, sink);
+      while (state.cursor < state.blocks.length && !reason) {
+        const block = state.blocks[state.cursor]!;
+        if (block.kind === 'text') {
+          state.cursor++;
+          continue;
+        }
+        const outcome = await this.runBlock(state, block, sink, controller.signal);
+        if (outcome === 'wait') {
+          await sink.flush();
+          await persistence.checkpoint(state);
+          return;
+        }
+        if (outcome === 'stop' || reason) break;
+        state.cursor++;
+        await sink.flush();
+        try {
+          await persistence.checkpoint(state);
+        } catch (error) {
+          if (error instanceof RunCancelled) stop('cancel');
+          else throw error;
+        }
+      }
+      if (reason === 'shutdown') return;
+      if (reason === 'timeout' || reason === 'cancel') {
+        const failure = reason === 'timeout' ? runFailure.timeout : runFailure.cancelled;
+        state.timedOut = reason === 'timeout';
+        state.status = reason === 'timeout' ? 'timed_out' : 'cancelled';
+        state.error = failure;
+        sink.emit('run_error', { runId: state.id, error: failure.code, message: failure.message });
+      } else if (state.error) {
+        state.status = 'failed';
+        sink.emit('run_error', { runId: state.id, error: state.error.code, message: state.error.message });
+      } else {
+        state.status = 'completed';
+      }
+      state.output = outputOf(state);
+      // The record is final before run_complete goes out: a client that saw it reads the final run.
+      await sink.flush();
+      await persistence.finish(state);
+      sink.emit('run_complete', completion(state));
+      await sink.flush();
+    } finally {
+      clearTimeout(timer);
+      clearInterval(heartbeat);
+      options.signal?.removeEventListener('abort', onOuterAbort);
+    }
+  }
+
+  /** The continuation of an ask block: its answer is its output. */
+  private answerAsk(state: RunState, sink: RunEventSink): void {
+    const session = state.sessions.find((s) => s.blockId === state.waiting!.blockId)!;
+    const block = state.blocks[state.cursor]!;
+    session.status = 'completed';
+    session.output = asText(state.answer);
+    session.finishedAt = new Date().toISOString();
+    state.ctx.push({ name: block.name, blockId: block.id, blockType: block.type, value: state.answer });
+    sink.emit('block_complete', { blockId: block.id, output: state.answer });
+    sink.emit('block_end', { blockId: block.id });
+    state.waiting = null;
+    state.answer = null;
+    state.hasAnswer = false;
+    state.cursor++;
+  }
+
+  private async runBlock(state: RunState, block: WorkflowBlock, sink: RunEventSink, signal: AbortSignal): Promise<'done' | 'wait' | 'stop'> {
+    const session = state.sessions.find((s) => s.blockId === block.id)!;
+    const started = Date.now();
+    session.status = 'running';
+    session.startedAt = new Date(started).toISOString();
+    delete session.error;
+    sink.emit('block_start', { blockId: block.id, blockType: block.type, blockName: block.name });
+    const ctx = new Map(state.ctx.map((entry) => [entry.name, entry.value]));
+    const io: BlockIo = {
+      runId: state.id,
+      userId: state.userId,
+      signal,
+      ctx,
+      inputs: state.inputs,
+      remainingMs: () => Math.max(0, state.deadline - Date.now()),
+      chunk: (delta) => void sink.emit('block_chunk', { blockId: block.id, delta }),
+      toolStart: (toolCallId, toolName) => void sink.emit('tool_start', { blockId: block.id, toolCallId, toolName }),
+      toolResult: (toolCallId, result) => void sink.emit('tool_result', { blockId: block.id, toolCallId, result: result ?? null }),
+      modelUsage: (modelId: string, usage: AiUsage) => {
+        const entry = (state.usage.models[modelId] ??= { inputTokens: 0, outputTokens: 0, calls: 0 });
+        entry.inputTokens += usage.inputTokens;
+        entry.outputTokens += usage.outputTokens;
+        entry.calls += 1;
+      },
+      sandboxTime: (ms) => void (state.usage.sandboxMs += Math.round(ms)),
+    };
+    const finish = () => {
+      session.finishedAt = new Date().toISOString();
+      session.durationMs = Date.now() - started;
+    };
+    try {
+      const executor = this.executors.get(block.kind);
+      if (!executor) throw new TrellisError('not_implemented', 'block_kind_unsupported', `No executor handles ${block.kind} blocks.`);
+      const outcome = await executor.execute(block, io);
+      if (signal.aborted) throw signal.reason;
+      if ('wait' in outcome) {
+        session.status = 'waiting';
+        state.status = 'waiting';
+        state.waiting = { blockId: block.id, question: outcome.wait.question };
+        sink.emit('run_waiting', { runId: state.id, blockId: block.id, question: outcome.wait.question });
+        return 'wait';
+      }
+      finish();
+      session.status = 'completed';
+      session.output = asText(outcome.output);
+      if (outcome.console?.length) session.console = outcome.console;
+      state.ctx.push({ name: block.name, blockId: block.id, blockType: block.type, value: outcome.output ?? null });
+      sink.emit('block_complete', { blockId: block.id, output: outcome.output ?? null });
+      sink.emit('block_end', { blockId: block.id });
+      return 'done';
+    } catch (error) {
+      finish();
+      if (signal.aborted && signal.reason instanceof TrellisError && signal.reason.code === 'run_interrupted') {
+        // The process is stopping: the block runs again in the next attempt, from this checkpoint.
+        session.status = 'pending';
+        return 'stop';
+      }
+      const failure = signal.aborted ? errorOf(signal.reason) : errorOf(error);
+      if (signal.aborted) failure.message = signal.reason instanceof TrellisError && signal.reason.code === runFailure.timeout.code ? runFailure.timeout.message : failure.message;
+      session.status = 'failed';
+      session.error = failure;
+      sink.emit('block_error', { blockId: block.id, error: failure.message, code: failure.code });
+      sink.emit('block_end', { blockId: block.id });
+      if (signal.aborted) return 'stop';
+      if ((block.onError ?? state.onError) === 'continue') {
+        state.ctx.push({ name: block.name, blockId: block.id, blockType: block.type, value: null });
+        return 'done';
+      }
+      state.error = failure;
+      return 'stop';
+    }
+  }
+}
+
+/** The run's output: the output block's value (an object by name when there are several), else the last block's. */
+export function outputOf(state: RunState): unknown {
+  const outputs = state.blocks.filter((b) => b.kind === 'output');
+  const value = (name: string) => state.ctx.find((entry) => entry.name === name)?.value ?? null;
+  if (outputs.length === 1) return value(outputs[0]!.name);
+  if (outputs.length > 1) return Object.fromEntries(outputs.map((b) => [b.name, value(b.name)]));
+  const last = [...state.ctx].reverse().find((entry) => state.blocks.some((b) => b.id === entry.blockId && b.kind !== 'text'));
+  return last?.value ?? null;
+}
+
+export function completion(state: RunState): Record<string, unknown> {
+  return {
+    runId: state.id,
+    globalCtx: state.ctx,
+    sessions: state.sessions.map(publicSession),
+    completedBlocks: state.sessions.filter((s) => s.status === 'completed').length,
+    duration: Date.now() - state.startedAt,
+    timedOut: state.timedOut,
+  };
+}
+
+/** The spec's Run session fields (plus error when the block failed). */
+export function publicSession(session: BlockSession): Record<string, unknown> {
+  return {
+    blockId: session.blockId,
+    blockType: session.blockType,
+    blockName: session.blockName,
+    status: session.status,
+    output: session.output,
+    ...(session.error ? { error: session.error } : {}),
+    ...(session.console?.length ? { console: session.console } : {}),
+  };
+}

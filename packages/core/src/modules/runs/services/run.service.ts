@@ -1,0 +1,624 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import type { Logger } from 'pino';
+import type { Principal } from '../../../kernel/auth/principal.js';
+import { TrellisError } from '../../../kernel/errors.js';
+import type { Page, Paging } from '../../../kernel/http/dto/paging.js';
+import { pageOf } from '../../../kernel/http/dto/paging.js';
+import type { Kernel } from '../../../kernel/kernel.js';
+import { entityManagerServiceIdentifier, kernelServiceIdentifier, loggerServiceIdentifier } from '../../../kernel/tokens.js';
+import { aiGatewayServiceIdentifier } from '../../../ports/ai-provider.js';
+import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
+import { codeSandboxServiceIdentifier } from '../../../ports/code-sandbox.js';
+import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
+import { runQueueServiceIdentifier, type RunJob, type RunQueue } from '../../../ports/run-queue.js';
+import { CreditService } from '../../billing/services/credit.service.js';
+import { ContentError, normalizeDocument } from '../../documents/content/rich-text.js';
+import { DocumentService } from '../../documents/services/document.service.js';
+import { AskBlockExecutor, InputBlockExecutor, OutputBlockExecutor } from '../blocks/basic-executors.js';
+import { LlmBlockExecutor, ToolBlockExecutor } from '../blocks/ai-executors.js';
+import { CodeBlockExecutor } from '../blocks/code-executor.js';
+import type { BlockExecutor } from '../blocks/executor.js';
+import { inputDefinitions, parseWorkflow, validateInputs, type BlockKind, type InputDefinition, type WorkflowBlock } from '../blocks/workflow.js';
+import { Run, terminalRunStatuses, type RunSource, type RunStatus } from '../entities/run.entity.js';
+import { runErrors, runFailure } from '../errors.js';
+import type { RunsConfig } from '../runs.config.js';
+import { runsConfigServiceIdentifier } from '../tokens.js';
+import { followRun, LocalEventSink, runControlTopic, StoredEventSink, type RunEventRecord } from './event-log.js';
+import { completion, initialState, outputOf, publicSession, RunCancelled, RunEngine, RunSuperseded, type RunPersistence, type RunState, type StopReason } from './run-engine.js';
+
+/** What `RunService.start` needs: the Block API and the document run route both call it. */
+export interface StartRunInput {
+  /** The user the run executes for (AI models and tools resolve for this user). */
+  userId: string;
+  /** The document whose content runs, or null for a run of given content only (block test runs). */
+  documentId: string | null;
+  projectId: string | null;
+  /** The team whose credits pay; null answers 400 `no_team_associated`. */
+  teamId: string | null;
+  /** Document JSON `{ type: 'doc', content: [...] }`: the workflow. */
+  content: unknown;
+  inputs?: Record<string, unknown>;
+  /** Input definitions that replace the workflow's input blocks for checking `inputs` (a deployment's). */
+  inputDefinitions?: InputDefinition[];
+  source: RunSource;
+  /** The deployed version a run of a block deployment executes. */
+  version?: string | null;
+  /** Seconds; absent means `runs.defaultTimeoutSeconds`; more than `runs.maxTimeoutSeconds` is 400 `timeout_too_large`. */
+  timeoutSeconds?: number;
+  onError?: 'stop' | 'continue';
+  /**
+   * true: a stored run (record, event log, queue, resumable, reconnectable). false: a debug run
+   * executed in this process, with its events on the returned stream only and nothing stored.
+   */
+  store: boolean;
+}
+
+/** The 200 body of a run with `stream: false` (the spec's fields, plus status, output and error). */
+export interface RunResult {
+  runId: string;
+  documentId: string | null;
+  status: RunStatus;
+  globalCtx: unknown[];
+  sessions: Record<string, unknown>[];
+  duration: number;
+  timedOut: boolean;
+  output: unknown;
+  error: { code: string; message: string } | null;
+  waiting: { blockId: string; question: string } | null;
+}
+
+/** A started run: its event stream (from the start, or after a sequence number) and its final result. */
+export interface StartedRun {
+  runId: string;
+  documentId: string | null;
+  stored: boolean;
+  events(after?: number, signal?: AbortSignal): AsyncIterable<RunEventRecord>;
+  /** Resolves when the run completes, fails or waits for an answer. */
+  result(): Promise<RunResult>;
+}
+
+export interface DocumentRunBody {
+  inputs?: Record<string, unknown>;
+  content?: unknown;
+  timeout?: number;
+  onError?: 'stop' | 'continue';
+}
+
+const activeStatuses: RunStatus[] = ['queued', 'running'];
+
+/**
+ * The workflow runtime: starts runs (checking inputs, timeout and credits), executes queued runs
+ * through the RunQueue port, resumes runs that wait for an answer, cancels, lists, and streams
+ * runs' events from their log.
+ */
+@injectable()
+export class RunService {
+  private readonly engine: RunEngine;
+  private readonly log: Logger;
+
+  constructor(
+    @inject(runsConfigServiceIdentifier) private readonly config: RunsConfig,
+    @inject(entityManagerServiceIdentifier) private readonly rootEm: EntityManager,
+    @inject(pubSubServiceIdentifier) private readonly pubsub: PubSub,
+    @inject(runQueueServiceIdentifier) private readonly queue: RunQueue,
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+    @inject(clockServiceIdentifier) private readonly clock: Clock,
+    @inject(CreditService) private readonly credits: CreditService,
+    @inject(DocumentService) private readonly documents: DocumentService,
+    @inject(kernelServiceIdentifier) private readonly kernel: Kernel,
+    @inject(loggerServiceIdentifier) log: Logger,
+  ) {
+    this.log = log.child({ module: 'runs' });
+    const executors: BlockExecutor[] = [
+      new InputBlockExecutor(),
+      new LlmBlockExecutor(() => this.optional(aiGatewayServiceIdentifier), config.maxToolRounds),
+      new CodeBlockExecutor(() => this.optional(codeSandboxServiceIdentifier), { timeoutMs: config.codeTimeoutMs, memoryBytes: config.codeMemoryBytes }),
+      new ToolBlockExecutor(() => this.optional(aiGatewayServiceIdentifier)),
+      new AskBlockExecutor(),
+      new OutputBlockExecutor(),
+    ];
+    this.engine = new RunEngine(new Map<BlockKind, BlockExecutor>(executors.map((e) => [e.kind, e])));
+  }
+
+  private optional<T>(id: symbol | import('inversify').ServiceIdentifier<T>): T | undefined {
+    const { container } = this.kernel;
+    return container.isBound(id) ? (container.get(id) as T) : undefined;
+  }
+
+  private readonly fork = (): EntityManager => this.rootEm.fork();
+
+  // ---------------------------------------------------------------------------------------------
+  // Starting
+
+  /** The input definitions of a workflow (for the Block API's deployment and docs). */
+  inputsOf(content: unknown): InputDefinition[] {
+    return inputDefinitions(parseWorkflow(content, runErrors.invalidWorkflow));
+  }
+
+  /**
+   * Starts a run of `input.content`. Checks, in order: the workflow (400 `invalid_workflow`), the
+   * inputs (400 `invalid_inputs` with details), the timeout (400 `timeout_too_large`), the team
+   * (400 `no_team_associated`), the credits (402 `insufficient_credits`, 500
+   * `balance_check_failed`). A stored run is recorded and queued; a debug run starts executing in
+   * this process.
+   */
+  async start(em: EntityManager, input: StartRunInput): Promise<StartedRun> {
+    const timeoutSeconds = input.timeoutSeconds ?? Math.min(this.config.defaultTimeoutSeconds, this.config.maxTimeoutSeconds);
+    if (timeoutSeconds > this.config.maxTimeoutSeconds) throw runErrors.timeoutTooLarge(timeoutSeconds, this.config.maxTimeoutSeconds);
+    let content: unknown;
+    try {
+      content = normalizeDocument(input.content);
+    } catch (error) {
+      if (!(error instanceof ContentError)) throw error;
+      throw new TrellisError('bad_request', 'invalid_content', `content: ${error.message}`, { details: [{ field: `content${error.path ? `.${error.path}` : ''}`, constraint: error.reason, message: error.message }] });
+    }
+    const blocks = parseWorkflow(content, runErrors.invalidWorkflow);
+    const { values, issues } = validateInputs(input.inputDefinitions ?? inputDefinitions(blocks), input.inputs ?? {});
+    if (issues.length) throw runErrors.invalidInputs(issues);
+    if (!input.teamId) throw runErrors.noTeam();
+    const runId = this.ids.next();
+    const amount = await this.estimate(blocks);
+    let reservationId: string | null = null;
+    if (amount > 0) {
+      try {
+        const hold = await this.credits.reserve(em.fork(), { teamId: input.teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds });
+        reservationId = hold.id;
+      } catch (error) {
+        if (error instanceof TrellisError && error.code === 'insufficient_credits') throw error;
+        this.log.error({ err: error, runId }, 'credit balance check failed');
+        throw runErrors.balanceCheckFailed(error);
+      }
+    }
+    const now = this.clock.now();
+    const onError = input.onError ?? this.config.onError;
+    if (!input.store) return this.startDebug({ runId, input, blocks, values, onError, timeoutSeconds, reservationId, amount, teamId: input.teamId });
+    const run = em.create(Run, {
+      id: runId,
+      documentId: input.documentId,
+      projectId: input.projectId,
+      teamId: input.teamId,
+      userId: input.userId,
+      source: input.source,
+      version: input.version ?? null,
+      status: 'queued',
+      inputs: values,
+      content,
+      cursor: 0,
+      sessions: [],
+      ctx: [],
+      output: null,
+      error: null,
+      usage: { models: {}, sandboxMs: 0 },
+      onError,
+      timeoutSeconds,
+      timedOut: false,
+      reservationId,
+      reservedCredits: reservationId ? amount : 0,
+      usedCredits: null,
+      seqCeiling: 0,
+      attempt: 0,
+      waiting: null,
+      answer: null,
+      cancelRequested: false,
+      heartbeatAt: now,
+      startedAt: null,
+      deadlineAt: null,
+      finishedAt: null,
+      durationMs: null,
+      createdAt: now,
+      updatedAt: now,
+    } as Run);
+    const initial = initialState({ id: runId, documentId: input.documentId, userId: input.userId, blocks, inputs: values, onError, startedAt: now.getTime(), timeoutSeconds });
+    run.sessions = initial.sessions;
+    run.ctx = initial.ctx;
+    try {
+      await em.flush();
+    } catch (error) {
+      if (reservationId) await this.credits.release(this.fork(), reservationId, 'the run could not be stored').catch(() => undefined);
+      throw error;
+    }
+    await this.queue.enqueue({ runId, teamId: input.teamId });
+    return this.handle(runId, input.documentId);
+  }
+
+  /** The handle of an earlier stored run of `documentId` (for the Block API's `runId`), or null. */
+  async attach(em: EntityManager, documentId: string, runId: string): Promise<StartedRun | null> {
+    const run = await em.findOne(Run, { id: runId, documentId });
+    return run ? this.handle(run.id, documentId) : null;
+  }
+
+  /** The started-run handle of a stored run. */
+  private handle(runId: string, documentId: string | null): StartedRun {
+    return {
+      runId,
+      documentId,
+      stored: true,
+      events: (after = 0, signal) => this.follow(runId, after, { endWhenWaiting: true, signal }),
+      result: async () => {
+        for await (const _event of this.follow(runId, 0, { endWhenWaiting: true, fromEnd: true })) {
+          // Wait for the end of the stream.
+        }
+        const run = await this.fork().findOneOrFail(Run, { id: runId });
+        return this.resultOf(run);
+      },
+    };
+  }
+
+  private startDebug(args: { runId: string; input: StartRunInput; blocks: WorkflowBlock[]; values: Record<string, unknown>; onError: 'stop' | 'continue'; timeoutSeconds: number; reservationId: string | null; amount: number; teamId: string }): StartedRun {
+    const { runId, input, blocks } = args;
+    const state = initialState({ id: runId, documentId: input.documentId, userId: input.userId, blocks, inputs: args.values, onError: args.onError, startedAt: Date.now(), timeoutSeconds: args.timeoutSeconds });
+    const sink = new LocalEventSink();
+    const persistence: RunPersistence = {
+      checkpoint: async () => undefined,
+      heartbeat: async () => undefined,
+      finish: async (final) => {
+        await this.closeCredits(args.reservationId, args.amount, final);
+      },
+    };
+    const done = this.engine
+      .execute(state, sink, persistence, { heartbeatMs: this.config.heartbeatSeconds * 1000 })
+      .then(async () => {
+        // A debug run stopped at an ask block cannot be resumed: its credits are settled now.
+        if (state.status === 'waiting') await this.closeCredits(args.reservationId, args.amount, state);
+      })
+      .catch((error: unknown) => {
+        this.log.error({ err: error, runId }, 'debug run failed');
+        if (args.reservationId) void this.credits.release(this.fork(), args.reservationId, 'the run failed').catch(() => undefined);
+      })
+      .finally(() => void sink.close());
+    let consumed = false;
+    return {
+      runId,
+      documentId: input.documentId,
+      stored: false,
+      events: () => {
+        if (consumed) throw new Error('The events of a debug run can be read once.');
+        consumed = true;
+        return sink.events();
+      },
+      result: async () => {
+        await done;
+        return {
+          runId,
+          documentId: input.documentId,
+          status: state.status,
+          globalCtx: state.ctx,
+          sessions: state.sessions.map(publicSession),
+          duration: Date.now() - state.startedAt,
+          timedOut: state.timedOut,
+          output: state.output,
+          error: state.error,
+          waiting: state.waiting,
+        };
+      },
+    };
+  }
+
+  /** Credits a run reserves: `creditsPerRun` plus one model turn's estimate per LLM block. */
+  private async estimate(blocks: readonly WorkflowBlock[]): Promise<number> {
+    let amount = this.config.creditsPerRun;
+    const gateway = this.optional(aiGatewayServiceIdentifier);
+    if (gateway) {
+      for (const block of blocks) {
+        if (block.kind !== 'llm') continue;
+        try {
+          amount += Math.max(0, Math.ceil(await gateway.estimate(block.attrs.model as string)));
+        } catch {
+          // An unknown model fails its block when it runs; it reserves nothing.
+        }
+      }
+    }
+    return amount;
+  }
+
+  /** Settles a completed run's real usage (at most what was reserved); releases the credits of a run that did not complete. */
+  private async closeCredits(reservationId: string | null, reserved: number, state: RunState): Promise<number | null> {
+    if (!reservationId) return null;
+    try {
+      if (state.status !== 'completed' && state.status !== 'waiting') {
+        await this.credits.release(this.fork(), reservationId, `run ${state.status}`);
+        return 0;
+      }
+      let used = this.config.creditsPerRun;
+      const gateway = this.optional(aiGatewayServiceIdentifier);
+      for (const [modelId, usage] of Object.entries(state.usage.models)) {
+        try {
+          used += gateway ? Math.ceil(await gateway.price(modelId, usage)) : 0;
+        } catch {
+          used = reserved;
+        }
+      }
+      used = Math.min(Math.max(0, used), reserved);
+      await this.credits.settle(this.fork(), reservationId, used, `run ${state.id}`);
+      return used;
+    } catch (error) {
+      this.log.warn({ err: error, runId: state.id }, 'could not close the credit reservation of a run');
+      return null;
+    }
+  }
+
+  /** `POST /documents/:id/run`: execute permission on the document, its project's team pays. */
+  async startDocumentRun(em: EntityManager, principal: Principal, documentId: string, body: DocumentRunBody): Promise<StartedRun> {
+    const { doc } = await this.documents.requireDocument(em, documentId, principal, 'execute');
+    const debug = body.content !== undefined;
+    return this.start(em, {
+      userId: principal.userId,
+      documentId: doc.id,
+      projectId: doc.project.id,
+      teamId: doc.project.team?.id ?? null,
+      content: debug ? body.content : doc.content,
+      inputs: body.inputs,
+      source: 'document',
+      timeoutSeconds: body.timeout,
+      onError: body.onError,
+      store: !debug,
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Executing (the RunQueue handler)
+
+  /** Starts this process consuming the run queue. */
+  async consume(): Promise<void> {
+    await this.queue.process((job, signal) => this.executeJob(job, signal));
+  }
+
+  /** Executes (or continues) one queued run. Safe to call again for an interrupted run. */
+  async executeJob(job: RunJob, signal: AbortSignal): Promise<void> {
+    const em = this.fork();
+    const run = await em.findOne(Run, { id: job.runId });
+    if (!run || !activeStatuses.includes(run.status)) return;
+    if (run.cancelRequested) return this.endWithoutEngine(run, 'cancelled');
+    if (run.attempt >= this.config.maxAttempts) return this.endWithoutEngine(run, 'failed');
+    const now = this.clock.now();
+    const attempt = run.attempt + 1;
+    const startedAt = run.startedAt ?? now;
+    const deadlineAt = run.deadlineAt ?? new Date(now.getTime() + run.timeoutSeconds * 1000);
+    const claimed = await em.nativeUpdate(
+      Run,
+      { id: run.id, attempt: run.attempt, status: { $in: activeStatuses } },
+      { attempt, status: 'running', heartbeatAt: now, startedAt, deadlineAt, updatedAt: now },
+    );
+    if (!claimed) return;
+    Object.assign(run, { attempt, startedAt, deadlineAt });
+    const state = this.stateOf(run);
+    const sink = await StoredEventSink.open(this.fork, this.pubsub, run, this.config.flushIntervalMs);
+    const cancel = new AbortController();
+    let why: StopReason = 'shutdown';
+    const unsubscribe = await this.pubsub.subscribe(runControlTopic(run.id), (message) => {
+      if (String(message) === 'cancel') {
+        why = 'cancel';
+        cancel.abort();
+      }
+    });
+    const onShutdown = () => cancel.abort();
+    signal.addEventListener('abort', onShutdown);
+    try {
+      await this.engine.execute(state, sink, this.persistence(run, state), { signal: cancel.signal, stopReason: () => why, heartbeatMs: this.config.heartbeatSeconds * 1000 });
+      // Every event is stored: the continuation numbers its events right after the last one.
+      await sink.close();
+      await this.fork().nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { seqCeiling: sink.lastSeq });
+    } catch (error) {
+      if (!(error instanceof RunSuperseded)) this.log.error({ err: error, runId: run.id }, 'run execution failed');
+    } finally {
+      signal.removeEventListener('abort', onShutdown);
+      await sink.close().catch(() => undefined);
+      await unsubscribe();
+    }
+  }
+
+  /** The engine state of a stored run (its checkpoint). */
+  private stateOf(run: Run): RunState {
+    const blocks = parseWorkflow(run.content, runErrors.invalidWorkflow);
+    return {
+      id: run.id,
+      documentId: run.documentId,
+      userId: run.userId,
+      status: run.status,
+      inputs: run.inputs,
+      blocks,
+      cursor: run.cursor,
+      sessions: run.sessions,
+      ctx: run.ctx,
+      usage: run.usage,
+      onError: run.onError,
+      startedAt: (run.startedAt ?? run.createdAt).getTime(),
+      deadline: (run.deadlineAt ?? new Date(Date.now() + run.timeoutSeconds * 1000)).getTime(),
+      timedOut: run.timedOut,
+      waiting: run.waiting,
+      answer: run.answer,
+      hasAnswer: run.waiting !== null && run.status !== 'waiting',
+      output: run.output,
+      error: run.error,
+      fresh: run.seqCeiling === 0,
+    };
+  }
+
+  private persistence(run: Run, state: RunState): RunPersistence {
+    const fence = { id: run.id, attempt: run.attempt };
+    return {
+      checkpoint: async (s) => {
+        const changed = await this.fork().nativeUpdate(
+          Run,
+          { ...fence, cancelRequested: false },
+          { cursor: s.cursor, sessions: s.sessions, ctx: s.ctx, usage: s.usage, status: s.status, waiting: s.waiting, answer: null, heartbeatAt: this.clock.now(), updatedAt: this.clock.now() },
+        );
+        if (changed) return;
+        const current = await this.fork().findOne(Run, fence);
+        if (!current) throw new RunSuperseded();
+        if (current.cancelRequested) {
+          await this.fork().nativeUpdate(Run, fence, { cursor: s.cursor, sessions: s.sessions, ctx: s.ctx, usage: s.usage });
+          if (s.status === 'waiting') {
+            // The cancel came while the run paused: end it now.
+            await this.endWithoutEngine(current, 'cancelled');
+            return;
+          }
+          throw new RunCancelled();
+        }
+      },
+      heartbeat: async () => {
+        await this.fork().nativeUpdate(Run, fence, { heartbeatAt: this.clock.now() });
+      },
+      finish: async (s) => {
+        const now = this.clock.now();
+        const used = await this.closeCredits(run.reservationId, run.reservedCredits, s);
+        const changed = await this.fork().nativeUpdate(Run, fence, {
+          cursor: s.cursor,
+          sessions: s.sessions,
+          ctx: s.ctx,
+          usage: s.usage,
+          status: s.status,
+          waiting: null,
+          output: s.output ?? null,
+          error: s.error,
+          timedOut: s.timedOut,
+          usedCredits: used,
+          finishedAt: now,
+          durationMs: now.getTime() - s.startedAt,
+          updatedAt: now,
+        });
+        if (!changed) throw new RunSuperseded();
+      },
+    };
+    void state;
+  }
+
+  /**
+   * Ends a run that is not executing (queued, waiting, or lost with no attempts left): takes it
+   * over with a new attempt number, emits `run_error` and `run_complete`, releases its credits.
+   */
+  private async endWithoutEngine(run: Run, status: 'cancelled' | 'failed'): Promise<void> {
+    const em = this.fork();
+    const attempt = run.attempt + 1;
+    const claimed = await em.nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { attempt });
+    if (!claimed) return;
+    const fresh = await em.findOneOrFail(Run, { id: run.id }, { refresh: true });
+    if (terminalRunStatuses.has(fresh.status)) return;
+    const state = this.stateOf(fresh);
+    const failure = status === 'cancelled' ? runFailure.cancelled : runFailure.workerLost;
+    const sink = await StoredEventSink.open(this.fork, this.pubsub, fresh, this.config.flushIntervalMs);
+    if (state.fresh) sink.emit('run_start', { runId: run.id, documentId: run.documentId });
+    for (const session of state.sessions) {
+      if (session.status === 'running' || session.status === 'waiting') {
+        session.status = 'failed';
+        session.error = failure;
+      }
+    }
+    state.status = status;
+    state.error = failure;
+    state.waiting = null;
+    state.output = outputOf(state);
+    sink.emit('run_error', { runId: run.id, error: failure.code, message: failure.message });
+    await sink.flush();
+    await this.persistence(fresh, state).finish(state);
+    sink.emit('run_complete', completion(state));
+    await sink.close();
+    await this.fork().nativeUpdate(Run, { id: run.id, attempt: fresh.attempt }, { seqCeiling: sink.lastSeq });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Resume, cancel, lost runs
+
+  /** Gives the answer to the ask block a run waits at and queues the continuation (answers at once). */
+  async resume(em: EntityManager, principal: Principal, documentId: string, runId: string, answer: unknown): Promise<Run> {
+    await this.documents.requireDocument(em, documentId, principal, 'execute');
+    const run = await this.requireRun(em, documentId, runId);
+    if (run.status !== 'waiting') throw runErrors.notWaiting(run.status);
+    const now = this.clock.now();
+    const changed = await em.nativeUpdate(
+      Run,
+      { id: run.id, status: 'waiting' },
+      { status: 'queued', answer: answer === undefined ? null : answer, heartbeatAt: now, deadlineAt: new Date(now.getTime() + run.timeoutSeconds * 1000), updatedAt: now },
+    );
+    if (!changed) throw runErrors.notWaiting('no longer waiting');
+    await this.queue.enqueue({ runId: run.id, teamId: run.teamId ?? run.userId });
+    return em.findOneOrFail(Run, { id: run.id }, { refresh: true });
+  }
+
+  /** Stops a run: a queued or waiting run ends at once; an executing one is told to stop (in whichever process runs it). */
+  async cancel(em: EntityManager, principal: Principal, documentId: string, runId: string): Promise<Run> {
+    await this.documents.requireDocument(em, documentId, principal, 'execute');
+    const run = await this.requireRun(em, documentId, runId);
+    if (terminalRunStatuses.has(run.status)) throw runErrors.alreadyFinished(run.status);
+    await em.nativeUpdate(Run, { id: run.id }, { cancelRequested: true, updatedAt: this.clock.now() });
+    if (run.status === 'running') await this.pubsub.publish(runControlTopic(run.id), 'cancel');
+    else await this.endWithoutEngine(run, 'cancelled');
+    return em.findOneOrFail(Run, { id: run.id }, { refresh: true });
+  }
+
+  /**
+   * Finds runs whose executing process went away (queued or running, no heartbeat for
+   * `staleAfterSeconds`) and queues them again: the next attempt continues from the last
+   * completed block. A run out of attempts fails with `run_error` `worker_lost`.
+   */
+  async recoverLostRuns(): Promise<number> {
+    const em = this.fork();
+    const staleBefore = new Date(this.clock.nowMs() - this.config.staleAfterSeconds * 1000);
+    const lost = await em.find(Run, { status: { $in: activeStatuses }, heartbeatAt: { $lt: staleBefore } }, { limit: 100, orderBy: { heartbeatAt: 'asc' } });
+    let count = 0;
+    for (const run of lost) {
+      const claimed = await em.nativeUpdate(Run, { id: run.id, heartbeatAt: run.heartbeatAt }, { heartbeatAt: this.clock.now() });
+      if (!claimed) continue;
+      count++;
+      if (run.attempt >= this.config.maxAttempts) await this.endWithoutEngine(run, 'failed');
+      else await this.queue.enqueue({ runId: run.id, teamId: run.teamId ?? run.userId });
+    }
+    return count;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Reading
+
+  private async requireRun(em: EntityManager, documentId: string, runId: string): Promise<Run> {
+    const run = await em.findOne(Run, { id: runId, documentId }, { refresh: true });
+    if (!run) throw runErrors.runNotFound();
+    return run;
+  }
+
+  /** A run of a document the caller may read. */
+  async get(em: EntityManager, principal: Principal, documentId: string, runId: string): Promise<Run> {
+    await this.documents.requireDocument(em, documentId, principal, 'read');
+    return this.requireRun(em, documentId, runId);
+  }
+
+  /** Runs of a document the caller may read, newest first. */
+  async listForDocument(em: EntityManager, principal: Principal, documentId: string, p: Paging): Promise<Page<Run>> {
+    await this.documents.requireDocument(em, documentId, principal, 'read');
+    const [items, total] = await em.findAndCount(Run, { documentId }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: p.size, offset: p.offset });
+    return pageOf(items, total, p);
+  }
+
+  /** Runs of a project, newest first. The caller (the Project API) checks access to the project. */
+  async listForProject(em: EntityManager, projectId: string, p: Paging): Promise<Page<Run>> {
+    const [items, total] = await em.findAndCount(Run, { projectId }, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: p.size, offset: p.offset });
+    return pageOf(items, total, p);
+  }
+
+  /** The event stream of a stored run after `after` (see `followRun`). */
+  follow(runId: string, after: number, options: { endWhenWaiting: boolean; signal?: AbortSignal; fromEnd?: boolean }): AsyncGenerator<RunEventRecord> {
+    return followRun(this.fork, this.pubsub, runId, after, { endWhenWaiting: options.endWhenWaiting, signal: options.signal });
+  }
+
+  /** The reconnect stream of a run of a document the caller may read. */
+  async events(em: EntityManager, principal: Principal, documentId: string, runId: string, after: number, signal?: AbortSignal): Promise<AsyncIterable<RunEventRecord>> {
+    await this.get(em, principal, documentId, runId);
+    return this.follow(runId, after, { endWhenWaiting: true, signal });
+  }
+
+  resultOf(run: Run): RunResult {
+    return {
+      runId: run.id,
+      documentId: run.documentId,
+      status: run.status,
+      globalCtx: run.ctx,
+      sessions: run.sessions.map(publicSession),
+      duration: run.durationMs ?? (run.startedAt ? this.clock.nowMs() - run.startedAt.getTime() : 0),
+      timedOut: run.timedOut,
+      output: run.output ?? null,
+      error: run.error,
+      waiting: run.waiting,
+    };
+  }
+}

@@ -1,0 +1,32 @@
+import type { Run } from './entities/run.entity.js';
+import { publicSession } from './services/run-engine.js';
+
+/** A run record as the API returns it. */
+export function toRunView(run: Run): Record<string, unknown> {
+  return {
+    id: run.id,
+    documentId: run.documentId,
+    projectId: run.projectId,
+    userId: run.userId,
+    source: run.source,
+    version: run.version,
+    status: run.status,
+    inputs: run.inputs,
+    sessions: run.sessions.map(publicSession),
+    globalCtx: run.ctx,
+    output: run.output ?? null,
+    error: run.error,
+    waiting: run.waiting,
+    usage: run.usage,
+    reservedCredits: run.reservedCredits,
+    usedCredits: run.usedCredits,
+    timeout: run.timeoutSeconds,
+    timedOut: run.timedOut,
+    attempts: run.attempt,
+    startedAt: run.startedAt?.toISOString() ?? null,
+    finishedAt: run.finishedAt?.toISOString() ?? null,
+    duration: run.durationMs,
+    createdAt: run.createdAt.toISOString(),
+    updatedAt: run.updatedAt.toISOString(),
+  };
+}

@@ -1,0 +1,356 @@
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { availableParallelism } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { TrellisError } from '../kernel/errors.js';
+import type { CodeSandbox, CodeSandboxRequest, CodeSandboxResult } from '../ports/code-sandbox.js';
+import type { SandboxFailureCode } from './quickjs-engine.js';
+import type { FromWorker, ToWorker, WorkerData } from './quickjs-worker.js';
+
+export interface QuickJsCodeSandboxOptions {
+  /**
+   * Worker threads that run code, each one run at a time. Runs beyond this wait for a free
+   * worker (the wait does not count against their time limit). Workers start when first needed.
+   * Default: the number of CPUs, at most 4.
+   */
+  workers?: number;
+  /**
+   * Limit of the interpreter's own call stack, in bytes. Deeper recursion fails the run with
+   * `sandbox_error` ("Maximum call stack size exceeded"). Default 256 KiB (about 1,400 frames
+   * of a small function).
+   */
+  maxStackBytes?: number;
+  /**
+   * Most console output kept per run, in characters. Output past it is dropped and one `warn`
+   * entry says so; the run goes on. Default 1,048,576.
+   */
+  maxConsoleChars?: number;
+  /**
+   * When a run leaves a worker's WebAssembly memory larger than this, the worker drops its
+   * module so the memory returns to the system (its next run loads a fresh one, ~20 ms).
+   * Default 64 MiB.
+   */
+  retainMemoryBytes?: number;
+  /**
+   * How long a run may go on after its time limit (or an abort) before its worker thread is
+   * terminated outright. The interpreter normally stops within milliseconds; the hard stop is for
+   * code stuck inside one long built-in call. Default 250 ms.
+   */
+  hardStopGraceMs?: number;
+}
+
+type ConsoleEntry = CodeSandboxResult['console'][number];
+
+const MiB = 1024 * 1024;
+
+/**
+ * A `CodeSandbox` error: `sandbox_timeout`, `sandbox_memory_exceeded` or `sandbox_error`. It also
+ * carries what the code wrote to the console before it failed and how long it ran, so a run can
+ * show both on its failed block.
+ */
+export class CodeSandboxError extends TrellisError {
+  constructor(
+    code: SandboxFailureCode,
+    message: string,
+    readonly console: ConsoleEntry[] = [],
+    readonly durationMs = 0,
+  ) {
+    super('bad_request', code, message, { expose: true });
+  }
+}
+
+interface Active {
+  id: number;
+  request: CodeSandboxRequest;
+  console: ConsoleEntry[];
+  startedAt?: number;
+  hostError?: { error: unknown };
+  hardStop?: ReturnType<typeof setTimeout>;
+  /** Why the main thread stopped the run, if it did. */
+  stopping?: 'deadline' | 'abort' | 'host';
+  onAbort?: () => void;
+  resolve(result: CodeSandboxResult): void;
+  reject(error: unknown): void;
+}
+
+interface Slot {
+  worker: Worker;
+  flag: Int32Array;
+  /** Handed to a run (set before the run's job is posted). */
+  busy: boolean;
+  active?: Active;
+  gone: boolean;
+}
+
+/** Where the worker's code is: built JavaScript beside the bundle, or the TypeScript source (tests). */
+function workerSource(): { script: string | URL; eval: boolean } {
+  const built = new URL('./quickjs-worker.js', import.meta.url);
+  if (built.protocol === 'file:' && existsSync(fileURLToPath(built))) return { script: built, eval: false };
+  const source = new URL('./quickjs-worker.ts', import.meta.url);
+  if (source.protocol === 'file:' && existsSync(fileURLToPath(source))) {
+    // Running from the sources (the test suite): load the worker through tsx's loader.
+    const tsxDir = dirname(createRequire(import.meta.url).resolve('tsx/package.json'));
+    const api = pathToFileURL(join(tsxDir, 'dist/esm/api/index.mjs')).href;
+    const code = `import(${JSON.stringify(api)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(source.href)}); });`;
+    return { script: code, eval: true };
+  }
+  throw new Error('QuickJsCodeSandbox: the worker script (quickjs-worker.js) is missing from the build.');
+}
+
+/**
+ * The embedded `CodeSandbox`: JavaScript in QuickJS compiled to WebAssembly
+ * (`quickjs-emscripten`), on a small pool of worker threads, with nothing of the host reachable.
+ * A context has the language's built-ins (`JSON`, `Math`, `Date`, `Promise`, typed arrays,
+ * `RegExp`, `Proxy`, ...) plus `console` and `emit`, and the request's `globals`; it has no
+ * `require`, `import`, `process`, `fetch`, `XMLHttpRequest`, timers, file or network functions.
+ *
+ * Each run gets a fresh QuickJS runtime and context in its worker's WebAssembly module (loaded
+ * once per worker and reused): its heap bounded by `memoryBytes` (the module's memory is capped
+ * at `memoryBytes` + 16 MiB, and the heap is measured every few milliseconds), its stack by
+ * `maxStackBytes`, its time by an interrupt handler, and, as a backstop, by terminating the
+ * worker `hardStopGraceMs` after the limit. The host's event loop stays free while code runs.
+ *
+ * The code is the body of an `async` function: `return` gives the result and `await` works on
+ * promises the code makes itself. `onEmit` is called on the caller's thread, in order, while the
+ * code runs and before `run` settles; after an abort (or a throwing `onEmit`) no further emit is
+ * delivered.
+ */
+export class QuickJsCodeSandbox implements CodeSandbox {
+  private readonly workers: number;
+  private readonly maxStackBytes: number;
+  private readonly maxConsoleChars: number;
+  private readonly retainMemoryBytes: number;
+  private readonly hardStopGraceMs: number;
+  private readonly slots: Slot[] = [];
+  private readonly waiting: Array<(slot: Slot) => void> = [];
+  private nextId = 1;
+  private closed = false;
+
+  /** Checks options; throws with the offending field named. */
+  static validateOptions(options: QuickJsCodeSandboxOptions): void {
+    for (const name of ['workers', 'maxStackBytes', 'maxConsoleChars', 'retainMemoryBytes', 'hardStopGraceMs'] as const) {
+      const value = options[name];
+      if (value !== undefined && (!Number.isSafeInteger(value) || value <= 0)) {
+        throw new Error(`QuickJsCodeSandbox: ${name} must be a positive integer, got ${String(value)}.`);
+      }
+    }
+  }
+
+  constructor(options: QuickJsCodeSandboxOptions = {}) {
+    QuickJsCodeSandbox.validateOptions(options);
+    this.workers = options.workers ?? Math.max(1, Math.min(4, availableParallelism()));
+    this.maxStackBytes = options.maxStackBytes ?? 256 * 1024;
+    this.maxConsoleChars = options.maxConsoleChars ?? MiB;
+    this.retainMemoryBytes = options.retainMemoryBytes ?? 64 * MiB;
+    this.hardStopGraceMs = options.hardStopGraceMs ?? 250;
+  }
+
+  async run(request: CodeSandboxRequest): Promise<CodeSandboxResult> {
+    if (this.closed) throw new Error('QuickJsCodeSandbox is closed.');
+    checkRequest(request);
+    const cancelled = () => new CodeSandboxError('sandbox_timeout', 'The run was cancelled before the code started.');
+    if (request.signal?.aborted) throw cancelled();
+    let globalsJson: string;
+    try {
+      globalsJson = JSON.stringify(request.globals ?? {});
+    } catch (error) {
+      throw new CodeSandboxError('sandbox_error', `The globals are not JSON: ${(error as Error).message}`);
+    }
+    const slot = await this.acquire();
+    if (request.signal?.aborted) {
+      this.release(slot);
+      throw cancelled();
+    }
+    return new Promise<CodeSandboxResult>((resolve, reject) => {
+      const active: Active = { id: this.nextId++, request, console: [], resolve, reject };
+      slot.active = active;
+      Atomics.store(slot.flag, 0, 0);
+      if (request.signal) {
+        active.onAbort = () => this.stop(slot, active, 'abort');
+        request.signal.addEventListener('abort', active.onAbort, { once: true });
+      }
+      const message: ToWorker = {
+        type: 'run',
+        id: active.id,
+        job: {
+          code: request.code,
+          globalsJson,
+          timeoutMs: request.timeoutMs,
+          memoryBytes: request.memoryBytes,
+          maxStackBytes: this.maxStackBytes,
+          maxConsoleChars: this.maxConsoleChars,
+        },
+      };
+      slot.worker.postMessage(message);
+    });
+  }
+
+  /** Loads a worker and its WebAssembly module now instead of on the first run. */
+  async warmUp(): Promise<void> {
+    await this.run({ code: 'return 0', globals: {}, timeoutMs: 5_000, memoryBytes: 8 * MiB });
+  }
+
+  /** Terminates the workers; runs in progress fail with `sandbox_error`. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.waiting.splice(0);
+    await Promise.all(this.slots.splice(0).map((slot) => this.retire(slot, new CodeSandboxError('sandbox_error', 'The sandbox was closed.'))));
+  }
+
+  private acquire(): Promise<Slot> {
+    const idle = this.slots.find((slot) => !slot.busy && !slot.gone);
+    if (idle) return Promise.resolve(this.claim(idle));
+    if (this.slots.length < this.workers) return Promise.resolve(this.claim(this.spawn()));
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private claim(slot: Slot): Slot {
+    slot.busy = true;
+    slot.worker.ref();
+    return slot;
+  }
+
+  private release(slot: Slot): void {
+    slot.active = undefined;
+    if (slot.gone) return;
+    const next = this.waiting.shift();
+    if (next) next(slot);
+    else {
+      slot.busy = false;
+      slot.worker.unref();
+    }
+  }
+
+  private spawn(): Slot {
+    const abortFlag = new SharedArrayBuffer(4);
+    const data: WorkerData = { abortFlag, retainMemoryBytes: this.retainMemoryBytes };
+    const source = workerSource();
+    const worker = new Worker(source.script, { eval: source.eval, workerData: data, stdout: false, stderr: false });
+    const slot: Slot = { worker, flag: new Int32Array(abortFlag), busy: false, gone: false };
+    this.slots.push(slot);
+    worker.on('message', (message: FromWorker) => this.receive(slot, message));
+    const lost = (reason: string) => {
+      if (slot.gone) return;
+      slot.gone = true;
+      this.forget(slot);
+      const active = slot.active;
+      if (active) this.finish(slot, active, () => active.reject(this.lostError(active, reason)));
+      // A waiting run gets a fresh worker in place of this one.
+      const next = this.waiting.shift();
+      if (next && !this.closed) next(this.claim(this.spawn()));
+    };
+    worker.on('error', (error) => lost(error.message));
+    worker.on('exit', (code) => lost(`exit code ${code}`));
+    return slot;
+  }
+
+  private lostError(active: Active, reason: string): CodeSandboxError {
+    const duration = active.startedAt === undefined ? 0 : performance.now() - active.startedAt;
+    if (/ERR_WORKER_OUT_OF_MEMORY|out of memory/i.test(reason)) {
+      return new CodeSandboxError('sandbox_memory_exceeded', `The code used more than its memory limit of ${active.request.memoryBytes} bytes.`, active.console, duration);
+    }
+    return new CodeSandboxError('sandbox_error', 'The sandbox failed while running the code.', active.console, duration);
+  }
+
+  private receive(slot: Slot, message: FromWorker): void {
+    const active = slot.active;
+    if (!active || active.id !== message.id) return;
+    switch (message.type) {
+      case 'started':
+        active.startedAt = performance.now();
+        active.hardStop = setTimeout(() => this.stop(slot, active, 'deadline'), active.request.timeoutMs);
+        break;
+      case 'output':
+        for (const item of message.items) {
+          if (typeof item !== 'string') {
+            active.console.push({ level: item[0], text: item[1] });
+            continue;
+          }
+          if (active.stopping || active.request.signal?.aborted) continue;
+          try {
+            active.request.onEmit?.(item);
+          } catch (error) {
+            // The listener's failure ends the run with that error; the code cannot catch it away.
+            active.hostError = { error };
+            this.stop(slot, active, 'host');
+          }
+        }
+        break;
+      case 'done': {
+        const { outcome } = message;
+        this.finish(slot, active, () => {
+          if (active.hostError) return active.reject(active.hostError.error);
+          if (outcome.ok) return active.resolve({ value: JSON.parse(outcome.json) as unknown, console: active.console, durationMs: outcome.durationMs });
+          const text = active.stopping === 'abort' ? 'The run was cancelled while the code was running.' : outcome.message;
+          active.reject(new CodeSandboxError(active.stopping === 'abort' ? 'sandbox_timeout' : outcome.code, text, active.console, outcome.durationMs));
+        });
+        this.release(slot);
+        break;
+      }
+    }
+  }
+
+  /**
+   * Asks the code to stop (the interpreter sees the flag within milliseconds), and terminates the
+   * worker if it has not finished after the grace period. At the deadline the worker's own
+   * interrupt handler normally stops the code first; this is the backstop.
+   */
+  private stop(slot: Slot, active: Active, why: 'deadline' | 'abort' | 'host'): void {
+    if (slot.active !== active) return;
+    if (why === 'deadline') {
+      active.hardStop = setTimeout(() => this.kill(slot, active, 'deadline'), this.hardStopGraceMs);
+      return;
+    }
+    active.stopping ??= why;
+    Atomics.store(slot.flag, 0, 1);
+    if (active.hardStop) clearTimeout(active.hardStop);
+    active.hardStop = setTimeout(() => this.kill(slot, active, why), this.hardStopGraceMs);
+  }
+
+  private kill(slot: Slot, active: Active, why: 'deadline' | 'abort' | 'host'): void {
+    if (slot.active !== active || slot.gone) return;
+    const duration = active.startedAt === undefined ? 0 : performance.now() - active.startedAt;
+    let error: unknown;
+    if (why === 'host' && active.hostError) error = active.hostError.error;
+    else if (why === 'abort') error = new CodeSandboxError('sandbox_timeout', 'The run was cancelled while the code was running.', active.console, duration);
+    else error = new CodeSandboxError('sandbox_timeout', `The code ran longer than its time limit of ${active.request.timeoutMs} ms.`, active.console, duration);
+    void this.retire(slot, error);
+  }
+
+  /** Terminates a worker, failing its run with `error`, and starts a replacement for a waiting run. */
+  private async retire(slot: Slot, error: unknown): Promise<void> {
+    if (slot.gone) return;
+    slot.gone = true;
+    this.forget(slot);
+    const active = slot.active;
+    if (active) this.finish(slot, active, () => active.reject(error));
+    const next = this.waiting.shift();
+    if (next && !this.closed) next(this.claim(this.spawn()));
+    await slot.worker.terminate();
+  }
+
+  private forget(slot: Slot): void {
+    const index = this.slots.indexOf(slot);
+    if (index >= 0) this.slots.splice(index, 1);
+  }
+
+  /** Settles a run once: clears its timer and abort listener, then calls `settle`. */
+  private finish(slot: Slot, active: Active, settle: () => void): void {
+    if (active.hardStop) clearTimeout(active.hardStop);
+    if (active.onAbort) active.request.signal?.removeEventListener('abort', active.onAbort);
+    if (slot.active === active) slot.active = undefined;
+    settle();
+  }
+}
+
+function checkRequest(request: CodeSandboxRequest): void {
+  if (typeof request.code !== 'string') throw new CodeSandboxError('sandbox_error', 'The code must be a string.');
+  if (!Number.isFinite(request.timeoutMs) || request.timeoutMs <= 0) {
+    throw new CodeSandboxError('sandbox_error', `timeoutMs must be a positive number, got ${String(request.timeoutMs)}.`);
+  }
+  if (!Number.isSafeInteger(request.memoryBytes) || request.memoryBytes <= 0) {
+    throw new CodeSandboxError('sandbox_error', `memoryBytes must be a positive integer, got ${String(request.memoryBytes)}.`);
+  }
+}

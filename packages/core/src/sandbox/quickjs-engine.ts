@@ -1,0 +1,349 @@
+import { newQuickJSWASMModuleFromVariant, newVariant, type QuickJSContext, type QuickJSHandle, type QuickJSRuntime, type QuickJSWASMModule } from 'quickjs-emscripten-core';
+
+/**
+ * The QuickJS side of the embedded CodeSandbox. It runs inside a worker thread (see
+ * `quickjs-worker.ts`); nothing here knows about threads or about Trellis' errors, so it is
+ * plain data in and out.
+ */
+
+export type SandboxFailureCode = 'sandbox_timeout' | 'sandbox_memory_exceeded' | 'sandbox_error';
+export type ConsoleLevel = 'log' | 'info' | 'warn' | 'error';
+
+export interface EngineJob {
+  code: string;
+  /** The globals, already serialised by the caller. */
+  globalsJson: string;
+  timeoutMs: number;
+  memoryBytes: number;
+  maxStackBytes: number;
+}
+
+export interface EngineHooks {
+  emit(text: string): void;
+  console(level: ConsoleLevel, text: string): void;
+  /** Polled while the code runs: true stops it (`sandbox_timeout`, "cancelled"). */
+  aborted(): boolean;
+}
+
+export type EngineOutcome =
+  | { ok: true; json: string; durationMs: number }
+  | { ok: false; code: SandboxFailureCode; message: string; durationMs: number };
+
+type StopReason = 'deadline' | 'abort' | 'memory';
+
+const PAGE = 65_536;
+/** The prebuilt module's data needs its default initial memory (16 MiB). */
+export const INITIAL_MODULE_BYTES = 16 * 1024 * 1024;
+/** Heap walks against `memoryBytes` happen at least this far apart. */
+const MEMORY_CHECK_MS = 5;
+const CONSOLE_LEVELS = new Set<string>(['log', 'info', 'warn', 'error']);
+
+/**
+ * The code that runs first in every fresh context. It receives the two host functions, keeps its
+ * own references to the built-ins it relies on (so user code that replaces `JSON` or
+ * `Object.defineProperty` cannot confuse the host), and returns the helpers the host calls.
+ */
+const PRELUDE = String.raw`(function (hostConsole, hostEmit) {
+  'use strict';
+  const stringify = JSON.stringify;
+  const parse = JSON.parse;
+  const defineProperty = Object.defineProperty;
+  const keys = Object.keys;
+  const freeze = Object.freeze;
+  const toText = String;
+  const ErrorType = Error;
+  const AsyncFunction = (async function () {}).constructor;
+  const format = (value) => {
+    try {
+      if (typeof value === 'string') return value;
+      if (value instanceof ErrorType) return value.name + ': ' + value.message;
+      if (typeof value === 'object' && value !== null) {
+        const json = stringify(value);
+        if (json !== undefined) return json;
+      }
+      return toText(value);
+    } catch (error) {
+      return '[value that cannot be printed]';
+    }
+  };
+  const writer = (level) => function () {
+    let line = '';
+    for (let i = 0; i < arguments.length; i++) line += (i === 0 ? '' : ' ') + format(arguments[i]);
+    hostConsole(level, line);
+  };
+  const consoleObject = freeze({ log: writer('log'), info: writer('info'), warn: writer('warn'), error: writer('error'), debug: writer('log') });
+  // Emits cross to the host in batches (one call per batch is far cheaper than one per emit):
+  // the first emit after a quiet moment goes at once, a burst goes every 256 items or 2 ms, and
+  // the host takes what is left when the code ends.
+  const now = Date.now;
+  let pending = [];
+  let lastFlush = 0;
+  const flush = () => {
+    if (pending.length === 0) return;
+    const batch = pending;
+    pending = [];
+    lastFlush = now();
+    hostEmit(stringify(batch));
+  };
+  const emit = function emit(text) {
+    pending[pending.length] = typeof text === 'string' ? text : format(text);
+    if (pending.length >= 256 || now() - lastFlush >= 2) flush();
+  };
+  return {
+    install(globalsJson) {
+      const values = parse(globalsJson);
+      const names = keys(values);
+      for (let i = 0; i < names.length; i++) {
+        defineProperty(globalThis, names[i], { value: values[names[i]], writable: true, enumerable: true, configurable: true });
+      }
+      defineProperty(globalThis, 'console', { value: consoleObject, writable: false, enumerable: false, configurable: false });
+      defineProperty(globalThis, 'emit', { value: emit, writable: false, enumerable: false, configurable: false });
+    },
+    compile(source) { return new AsyncFunction(source); },
+    flush,
+    marshal(value) {
+      const json = stringify(value);
+      return json === undefined ? 'null' : json;
+    },
+    describe(error) {
+      try {
+        if (typeof error === 'object' && error !== null && 'message' in error) {
+          const name = typeof error.name === 'string' ? error.name : 'Error';
+          return stringify([name, typeof error.message === 'string' ? error.message : format(error.message)]);
+        }
+      } catch (ignored) { /* fall through to the plain form */ }
+      return stringify(['', format(error)]);
+    },
+  };
+})`;
+
+type SyncVariant = Extract<Parameters<typeof newQuickJSWASMModuleFromVariant>[0], { type: 'sync' }>;
+
+/** The part of `WebAssembly.Memory` used here (the compiler's `lib` has no WebAssembly types). */
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+}
+const WasmMemoryClass = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory } })
+  .WebAssembly.Memory;
+
+interface LoadedModule {
+  module: QuickJSWASMModule;
+  memory: WasmMemory;
+  /** The most the module's memory may grow to. */
+  capBytes: number;
+}
+
+/** An exception raised by the library or WASM (not by the sandboxed code). */
+class HostFailure extends Error {
+  constructor(readonly original: unknown) {
+    super('host failure');
+  }
+}
+
+/** Carries a finished outcome through the `try`, so the `catch` knows it is not a host failure. */
+class Finished {
+  constructor(readonly outcome: EngineOutcome) {}
+}
+
+function guard<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    throw new HostFailure(error);
+  }
+}
+
+/** `memory used` of a runtime, in bytes, from QuickJS's own walk of its heap. */
+function heapBytes(runtime: QuickJSRuntime): number {
+  const match = /memory used\s+\d+\s+(\d+)/.exec(runtime.dumpMemoryUsage());
+  return match ? Number(match[1]) : 0;
+}
+
+/**
+ * Runs jobs one after the other in one WASM module. The module's memory is its own
+ * `WebAssembly.Memory` with a maximum of the job's `memoryBytes` plus the module's fixed 16 MiB:
+ * QuickJS's per-runtime accounting cannot see the size of large blocks in this build, so the
+ * module's memory is the hard ceiling, and a heap walk every few milliseconds is the precise one.
+ */
+export class QuickJsEngine {
+  private loaded: LoadedModule | undefined;
+
+  constructor(private readonly retainMemoryBytes: number) {}
+
+  /** Loads the module for a memory limit, reusing the current one when it fits. */
+  async prepare(memoryBytes: number): Promise<void> {
+    const capBytes = Math.ceil((memoryBytes + INITIAL_MODULE_BYTES) / PAGE) * PAGE;
+    if (this.loaded?.capBytes === capBytes) return;
+    this.loaded = undefined;
+    const namespace: unknown = await import('@jitl/quickjs-wasmfile-release-sync');
+    // The variant's typings are CommonJS: at run time `default` is the variant itself.
+    let base = (namespace as { default: unknown }).default;
+    if (base && typeof base === 'object' && 'default' in base && !('type' in base)) base = (base as { default: unknown }).default;
+    const memory = new WasmMemoryClass({ initial: INITIAL_MODULE_BYTES / PAGE, maximum: capBytes / PAGE });
+    const module = await newQuickJSWASMModuleFromVariant(newVariant(base as SyncVariant, { wasmMemory: memory }));
+    this.loaded = { module, memory, capBytes };
+  }
+
+  /** Runs one job; `prepare(job.memoryBytes)` must have completed. Never throws. */
+  run(job: EngineJob, hooks: EngineHooks): EngineOutcome {
+    const loaded = this.loaded;
+    if (!loaded) throw new Error('QuickJsEngine.run before prepare');
+    const { module, memory } = loaded;
+    const started = performance.now();
+    const deadline = started + job.timeoutMs;
+    let stop: StopReason | undefined;
+    const memoryMessage = `The code used more than its memory limit of ${job.memoryBytes} bytes.`;
+
+    const elapsed = () => Math.max(0, performance.now() - started);
+    const fail = (code: SandboxFailureCode, message: string): EngineOutcome => ({ ok: false, code, message, durationMs: elapsed() });
+    const stopped = (): EngineOutcome => {
+      if (stop === 'abort') return fail('sandbox_timeout', 'The run was cancelled while the code was running.');
+      if (stop === 'memory') return fail('sandbox_memory_exceeded', memoryMessage);
+      return fail('sandbox_timeout', `The code ran longer than its time limit of ${job.timeoutMs} ms.`);
+    };
+
+    let runtime: QuickJSRuntime | undefined;
+    let context: QuickJSContext | undefined;
+    const handles: QuickJSHandle[] = [];
+    const own = (handle: QuickJSHandle) => {
+      handles.push(handle);
+      return handle;
+    };
+    let poisoned = false;
+
+    try {
+      const rt = (runtime = module.newRuntime());
+      rt.setMemoryLimit(job.memoryBytes);
+      rt.setMaxStackSize(job.maxStackBytes);
+      let nextMemoryCheck = started + MEMORY_CHECK_MS;
+      rt.setInterruptHandler(() => {
+        if (stop) return true;
+        const now = performance.now();
+        if (hooks.aborted()) stop = 'abort';
+        else if (now > deadline) stop = 'deadline';
+        else if (now >= nextMemoryCheck) {
+          // Space the heap walks so they cost at most a fifth of the run.
+          const used = heapBytes(rt);
+          const after = performance.now();
+          nextMemoryCheck = after + Math.max(MEMORY_CHECK_MS, (after - now) * 4);
+          if (used > job.memoryBytes) stop = 'memory';
+        }
+        return stop !== undefined;
+      });
+      const ctx = (context = rt.newContext());
+
+      const hostConsole = own(
+        ctx.newFunction('console', (levelHandle, textHandle) => {
+          const level = ctx.getString(levelHandle);
+          if (CONSOLE_LEVELS.has(level)) hooks.console(level as ConsoleLevel, ctx.getString(textHandle));
+        }),
+      );
+      const hostEmit = own(
+        ctx.newFunction('emit', (batchHandle) => {
+          if (stop) return;
+          for (const text of JSON.parse(ctx.getString(batchHandle)) as string[]) hooks.emit(text);
+          if (hooks.aborted()) stop = 'abort';
+        }),
+      );
+
+      const prelude = guard(() => ctx.evalCode(PRELUDE, 'prelude.js'));
+      if (prelude.error) throw new HostFailure(new Error('The sandbox prelude failed to evaluate.'));
+      const helpersResult = guard(() => ctx.callFunction(own(prelude.value), ctx.undefined, hostConsole, hostEmit));
+      if (helpersResult.error) throw new HostFailure(new Error('The sandbox prelude failed to run.'));
+      const helpers = own(helpersResult.value);
+      const helper = (name: string) => own(ctx.getProp(helpers, name));
+      const install = helper('install');
+      const compile = helper('compile');
+      const marshal = helper('marshal');
+      const describe = helper('describe');
+      const flushEmits = helper('flush');
+      /** Hands over the emits the code made since the last batch (not after a limit struck). */
+      const drain = () => {
+        if (stop) return;
+        const result = guard(() => ctx.callFunction(flushEmits, ctx.undefined));
+        (result.error ?? result.value).dispose();
+      };
+
+      /** Turns an exception of the sandboxed code into an outcome. */
+      const failure = (exception: QuickJSHandle): EngineOutcome => {
+        if (stop) return stopped();
+        const described = guard(() => ctx.callFunction(describe, ctx.undefined, exception));
+        if (described.error) {
+          described.error.dispose();
+          // Describing failed: the heap is full or the limits struck in the middle.
+          return stop ? stopped() : fail('sandbox_memory_exceeded', memoryMessage);
+        }
+        const [name, message] = JSON.parse(ctx.getString(own(described.value))) as [string, string];
+        if (name === 'InternalError' && message === 'out of memory') return fail('sandbox_memory_exceeded', memoryMessage);
+        if (name === 'InternalError' && message === 'stack overflow') return fail('sandbox_error', 'Maximum call stack size exceeded');
+        return fail('sandbox_error', message);
+      };
+      /** One call into the sandbox; an exception of the code finishes the run. */
+      const step = (call: () => { value?: QuickJSHandle; error?: QuickJSHandle }): QuickJSHandle => {
+        const result = guard(call);
+        if (result.error) {
+          drain();
+          throw new Finished(failure(own(result.error)));
+        }
+        return own(result.value!);
+      };
+
+      step(() => ctx.callFunction(install, ctx.undefined, own(ctx.newString(job.globalsJson))));
+      const fn = step(() => ctx.callFunction(compile, ctx.undefined, own(ctx.newString(job.code))));
+      const promise = step(() => ctx.callFunction(fn, ctx.undefined));
+
+      // Settle the async function: run the jobs its promises queued, within the same limits.
+      while (rt.hasPendingJob()) {
+        const jobs = guard(() => rt.executePendingJobs());
+        if (jobs.error) {
+          drain();
+          throw new Finished(failure(own(jobs.error)));
+        }
+        jobs.dispose();
+        if (stop) throw new Finished(stopped());
+      }
+      if (stop) throw new Finished(stopped());
+
+      drain();
+      const state = ctx.getPromiseState(promise);
+      if (state.type === 'pending') throw new Finished(fail('sandbox_error', 'The code awaited a promise that never settles.'));
+      if (state.type === 'rejected') throw new Finished(failure(own(state.error)));
+      const value = own(state.value);
+      const marshalled = guard(() => ctx.callFunction(marshal, ctx.undefined, value));
+      if (marshalled.error) {
+        const outcome = failure(own(marshalled.error));
+        if (!outcome.ok && outcome.code === 'sandbox_error') throw new Finished(fail('sandbox_error', `The returned value is not JSON: ${outcome.message}`));
+        throw new Finished(outcome);
+      }
+      const json = ctx.getString(own(marshalled.value));
+      if (stop) throw new Finished(stopped());
+      return { ok: true, json, durationMs: elapsed() };
+    } catch (error) {
+      if (error instanceof Finished) return error.outcome;
+      poisoned = true;
+      const original = error instanceof HostFailure ? error.original : error;
+      if (original instanceof RangeError && /call stack/i.test(original.message)) {
+        // The thread's own stack ran out inside WASM: the code recursed through built-ins.
+        return fail('sandbox_error', 'Maximum call stack size exceeded');
+      }
+      if (stop) return stopped();
+      if (original instanceof Error && /out of memory|memory access out of bounds/i.test(original.message)) return fail('sandbox_memory_exceeded', memoryMessage);
+      return fail('sandbox_error', 'The sandbox failed while running the code.');
+    } finally {
+      if (poisoned) {
+        // The module may be mid-way through something: drop it rather than dispose into it.
+        this.loaded = undefined;
+      } else {
+        try {
+          for (const handle of handles.reverse()) if (handle.alive) handle.dispose();
+          context?.dispose();
+          runtime?.dispose();
+        } catch {
+          this.loaded = undefined;
+        }
+        // Give memory a large run made the module grow back to the system.
+        if (memory.buffer.byteLength > this.retainMemoryBytes) this.loaded = undefined;
+      }
+    }
+  }
+}
