@@ -4,7 +4,7 @@ import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import { BidParams, PageParams } from '../blocks/dto/block.dto.js';
 import { blockAuth } from '../blocks/routes.js';
 import { BlockService, type BlockRunTarget } from '../blocks/services/block.service.js';
-import { DEPLOYMENT_TOKEN_HEADER, DeploymentService } from '../blocks/services/deployment.service.js';
+import { deploymentCallerOf, DeploymentService } from '../blocks/services/deployment.service.js';
 import { TeamService } from '../identity/services/team.service.js';
 import { Project } from '../projects/entities/project.entity.js';
 import { ProjectService } from '../projects/services/project.service.js';
@@ -133,10 +133,10 @@ export function blockRunRoutes(): RouteDefinition[] {
       async handler(ctx) {
         const bid = ctx.params.bid;
         const runs = ctx.get(RunService);
-        const caller = { principal: ctx.principal, deploymentToken: ctx.headers[DEPLOYMENT_TOKEN_HEADER] };
-        const target = await ctx.get(DeploymentService).resolveApiRun(ctx.em, caller, bid, ctx.body.version);
+        const target = await ctx.get(DeploymentService).resolveApiRun(ctx.em, deploymentCallerOf(ctx), bid, ctx.body.version);
         if (ctx.body.runId) {
-          const attached = await runs.attach(ctx.em, target.documentId, ctx.body.runId);
+          // Only the deployment's own runs: a page run of the block is not the deployment's to show.
+          const attached = await runs.attach(ctx.em, target.documentId, ctx.body.runId, { source: 'api' });
           if (!attached) throw runErrors.runNotFound();
           if (ctx.body.stream === false) return attached.result();
           const header = ctx.headers['last-event-id'];

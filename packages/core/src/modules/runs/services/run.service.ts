@@ -224,8 +224,8 @@ export class RunService {
   }
 
   /** The handle of an earlier stored run of `documentId` (for the Block API's `runId`), or null. */
-  async attach(em: EntityManager, documentId: string, runId: string): Promise<StartedRun | null> {
-    const run = await em.findOne(Run, { id: runId, documentId });
+  async attach(em: EntityManager, documentId: string, runId: string, where: { source?: RunSource } = {}): Promise<StartedRun | null> {
+    const run = await em.findOne(Run, { id: runId, documentId, ...(where.source ? { source: where.source } : {}) });
     return run ? this.handle(run.id, documentId) : null;
   }
 
