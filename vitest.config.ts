@@ -19,6 +19,7 @@ export default defineConfig({
       { find: /^@trellis\/ai-anthropic$/, replacement: here('./packages/adapters/ai-anthropic/src/index.ts') },
       { find: /^@trellis\/ai-gemini$/, replacement: here('./packages/adapters/ai-gemini/src/index.ts') },
       { find: /^@trellis\/ai-dify$/, replacement: here('./packages/adapters/ai-dify/src/index.ts') },
+      { find: /^@trellis\/queue-bullmq$/, replacement: here('./packages/adapters/queue-bullmq/src/index.ts') },
       { find: /^@trellis\/host$/, replacement: here('./packages/host/src/index.ts') },
       { find: /^@trellis\/cli$/, replacement: here('./packages/cli/src/index.ts') },
       { find: /^@trellis\/test-support$/, replacement: here('./test/support/index.ts') },

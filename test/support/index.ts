@@ -2,3 +2,4 @@ export * from './databases.js';
 export * from './host.js';
 export * from './kernel.js';
 export * from './ai-wire/index.js';
+export * from './run-queue-contract.js';

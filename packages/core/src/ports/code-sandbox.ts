@@ -13,7 +13,12 @@ export interface CodeSandboxRequest {
   /** Limit of the sandbox's heap. */
   memoryBytes: number;
   signal?: AbortSignal;
-  /** Called for each `emit(text)` (synchronously, in order). */
+  /**
+   * Called for each `emit(text)`, in order, on the caller's thread, while the code runs and before
+   * `run` settles (the embedded sandbox runs code on a worker thread and delivers emits in small
+   * batches). Not called after `signal` aborts. If it throws, the run stops and rejects with that
+   * error.
+   */
   onEmit?(text: string): void;
 }
 

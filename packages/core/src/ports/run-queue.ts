@@ -10,7 +10,10 @@ export interface RunJob {
 /**
  * Executes one job. It must be safe to call again for a run that was interrupted part-way (a
  * killed worker): the runtime continues from the run's last checkpoint, or fails the run.
- * `signal` aborts when the queue shuts down or gives up on the job.
+ * `signal` aborts when the queue shuts down (reason: a `TrellisError` coded `queue_closing`; the
+ * queue hands the run out again later) or gives up on the job. A queue that gives up on a run
+ * whose consumers kept dying calls the handler once more with `signal` already aborted (reason
+ * coded `run_worker_lost`): the runtime then fails the run instead of continuing it.
  */
 export type RunJobHandler = (job: RunJob, signal: AbortSignal) => Promise<void>;
 
@@ -20,7 +23,9 @@ export type RunJobHandler = (job: RunJob, signal: AbortSignal) => Promise<void>;
  * Contract:
  * - `enqueue` stores the job durably enough for the deployment (in process: memory; BullMQ:
  *   Redis) and returns without waiting for execution. Enqueueing a run id that is already queued
- *   or executing is a no-op.
+ *   is a no-op. Enqueueing one that is executing makes it execute once more after the current
+ *   execution ends (however many times it was enqueued meanwhile), so a continuation enqueued
+ *   while the previous part is still finishing is never lost.
  * - `process` makes this process a consumer: `handler` is called for queued jobs with bounded
  *   concurrency. Host processes of a scaled-out deployment accept runs and stream their events
  *   without calling `process`; `trellis worker` processes call it.

@@ -283,8 +283,10 @@ export class QuickJsCodeSandbox implements CodeSandbox {
         this.finish(slot, active, () => {
           if (active.hostError) return active.reject(active.hostError.error);
           if (outcome.ok) return active.resolve({ value: JSON.parse(outcome.json) as unknown, console: active.console, durationMs: outcome.durationMs });
-          const text = active.stopping === 'abort' ? 'The run was cancelled while the code was running.' : outcome.message;
-          active.reject(new CodeSandboxError(active.stopping === 'abort' ? 'sandbox_timeout' : outcome.code, text, active.console, outcome.durationMs));
+          // An abort that raced with another failure still reports the abort.
+          const cancelled = active.stopping === 'abort' && outcome.code !== 'sandbox_timeout';
+          const text = cancelled ? 'The run was cancelled while the code was running.' : outcome.message;
+          active.reject(new CodeSandboxError(cancelled ? 'sandbox_timeout' : outcome.code, text, active.console, outcome.durationMs));
         });
         this.release(slot);
         break;

@@ -34,6 +34,8 @@ type StopReason = 'deadline' | 'abort' | 'memory';
 const PAGE = 65_536;
 /** The prebuilt module's data needs its default initial memory (16 MiB). */
 export const INITIAL_MODULE_BYTES = 16 * 1024 * 1024;
+/** The most memory this WebAssembly build can address (its own growth limit). */
+const MAX_MODULE_BYTES = 2 * 1024 * 1024 * 1024;
 /** Heap walks against `memoryBytes` happen at least this far apart. */
 const MEMORY_CHECK_MS = 5;
 const CONSOLE_LEVELS = new Set<string>(['log', 'info', 'warn', 'error']);
@@ -172,7 +174,7 @@ export class QuickJsEngine {
 
   /** Loads the module for a memory limit, reusing the current one when it fits. */
   async prepare(memoryBytes: number): Promise<void> {
-    const capBytes = Math.ceil((memoryBytes + INITIAL_MODULE_BYTES) / PAGE) * PAGE;
+    const capBytes = Math.min(Math.ceil((memoryBytes + INITIAL_MODULE_BYTES) / PAGE) * PAGE, MAX_MODULE_BYTES);
     if (this.loaded?.capBytes === capBytes) return;
     this.loaded = undefined;
     const namespace: unknown = await import('@jitl/quickjs-wasmfile-release-sync');

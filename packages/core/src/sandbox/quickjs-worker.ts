@@ -45,6 +45,11 @@ if (port) {
         send({ type: 'done', id, outcome: { ok: false, code: 'sandbox_error', message: `The sandbox could not start: ${(error as Error).message}`, durationMs: 0 } });
         return;
       }
+      if (Atomics.load(flag, 0) !== 0) {
+        // Aborted while the worker was getting ready: the code never starts.
+        send({ type: 'done', id, outcome: { ok: false, code: 'sandbox_timeout', message: 'The run was cancelled before the code started.', durationMs: 0 } });
+        return;
+      }
       send({ type: 'started', id });
       let consoleChars = 0;
       let consoleFull = false;

@@ -141,7 +141,7 @@ export function blockRunRoutes(): RouteDefinition[] {
           if (ctx.body.stream === false) return attached.result();
           const header = ctx.headers['last-event-id'];
           const after = header !== undefined && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : 0;
-          return runReply({ ...attached, events: () => attached.events(after, ctx.signal) }, ctx.body);
+          return runReply({ ...attached, batches: () => attached.batches(after, ctx.signal) }, ctx.body);
         }
         const started = await runs.start(ctx.em, {
           userId: await runAs(ctx.em, target),

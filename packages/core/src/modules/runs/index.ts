@@ -5,7 +5,7 @@ export { Run, RunSchema, runSources, runStatuses, terminalRunStatuses, type RunS
 export { RunEvent, RunEventSchema } from './entities/run-event.entity.js';
 export { RunService, type StartRunInput, type StartedRun, type RunResult, type DocumentRunBody } from './services/run.service.js';
 export { InProcessRunQueue, type InProcessRunQueueOptions } from './services/in-process-run-queue.js';
-export { followRun, runEventsTopic, runControlTopic, type RunEventRecord } from './services/event-log.js';
+export { followRun, followRunBatches, runEventsTopic, runControlTopic, type RunEventRecord } from './services/event-log.js';
 export { runReply, runResponseSpec, sseOf, ndjsonOf } from './routes.js';
 export { toRunView } from './views.js';
 export { runErrors, runFailure } from './errors.js';

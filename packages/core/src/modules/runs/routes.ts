@@ -11,20 +11,23 @@ import { toRunView } from './views.js';
 const tags = ['Runs'];
 const missing = 'No such document, or no access to it (document_not_found)';
 
-/** SSE frames of run events: `id:` is the sequence number, `event:` the type. */
-export function sseOf(events: AsyncIterable<RunEventRecord>): Reply {
+const sseFrame = (event: RunEventRecord) => `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`;
+const ndjsonLine = (event: RunEventRecord) => `${JSON.stringify({ seq: event.seq, type: event.type, ...event.data })}\n`;
+
+/** SSE frames of run events (`id:` is the sequence number, `event:` the type), one write per batch. */
+export function sseOf(batches: AsyncIterable<RunEventRecord[]>): Reply {
   async function* frames() {
-    for await (const event of events) yield { id: String(event.seq), event: event.type, data: event.data };
+    for await (const batch of batches) if (batch.length) yield batch.map(sseFrame).join('');
   }
-  return Reply.sse(frames());
+  return Reply.stream(frames(), 'text/event-stream; charset=utf-8', { 'x-accel-buffering': 'no' });
 }
 
-/** NDJSON lines of run events: `{ seq, type, ...fields }`. */
-export function ndjsonOf(events: AsyncIterable<RunEventRecord>): Reply {
+/** NDJSON lines of run events (`{ seq, type, ...fields }`), one write per batch. */
+export function ndjsonOf(batches: AsyncIterable<RunEventRecord[]>): Reply {
   async function* lines() {
-    for await (const event of events) yield { seq: event.seq, type: event.type, ...event.data };
+    for await (const batch of batches) if (batch.length) yield batch.map(ndjsonLine).join('');
   }
-  return Reply.ndjson(lines());
+  return Reply.stream(lines(), 'application/x-ndjson');
 }
 
 /**
@@ -34,8 +37,8 @@ export function ndjsonOf(events: AsyncIterable<RunEventRecord>): Reply {
  */
 export async function runReply(started: StartedRun, options: { stream?: boolean; format?: 'sse' | 'ndjson' }): Promise<unknown> {
   if (options.stream === false) return started.result();
-  const events = started.events(0);
-  return options.format === 'ndjson' ? ndjsonOf(events) : sseOf(events);
+  const batches = started.batches(0);
+  return options.format === 'ndjson' ? ndjsonOf(batches) : sseOf(batches);
 }
 
 /** The OpenAPI description of a run response (JSON with stream false, SSE or NDJSON otherwise). */

@@ -1,25 +1,36 @@
 import { EntitySchema } from '@mikro-orm/core';
 
+/** One event of a run: the spec's event name as `type`, its fields as `data`, and its sequence number. */
+export interface StoredRunEvent {
+  seq: number;
+  type: string;
+  data: Record<string, unknown>;
+}
+
 /**
- * The append-only event log of a run: one row per event, numbered from 1 by `seq` within the
- * run. Streams are written from this log (replay) and from the PubSub fan-out (live tail).
+ * The append-only event log of a run. Every event has its own sequence number (from 1 within the
+ * run); a row holds one or more consecutive events (`seq` to `lastSeq`), so a block streaming
+ * thousands of chunks costs a few rows, not thousands. Streams are written from this log (replay)
+ * and from the PubSub fan-out (live tail).
  */
 export class RunEvent {
   runId!: string;
+  /** Sequence number of the first event of the row. */
   seq!: number;
-  type!: string;
-  data!: Record<string, unknown>;
+  lastSeq!: number;
+  events!: StoredRunEvent[];
   createdAt!: Date;
 }
 
 export const RunEventSchema = new EntitySchema<RunEvent>({
   class: RunEvent,
   tableName: 'run_events',
+  indexes: [{ properties: ['runId', 'lastSeq'] }],
   properties: {
     runId: { type: 'uuid', primary: true },
     seq: { type: 'integer', primary: true },
-    type: { type: 'string', length: 32 },
-    data: { type: 'json' },
+    lastSeq: { type: 'integer' },
+    events: { type: 'json' },
     createdAt: { type: 'datetime' },
   },
 });

@@ -1,5 +1,5 @@
 import type { MigrationDefinition } from '../../../ports/database.js';
-import { migration as m0 } from './20261124030416_runs_init.js';
+import { migration as m0 } from './20261124033338_runs_init.js';
 
 /** This module's migrations, oldest first. */
 export const migrations: readonly MigrationDefinition[] = [m0];

@@ -1,14 +1,10 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { RunEvent } from '../entities/run-event.entity.js';
+import { RunEvent, type StoredRunEvent } from '../entities/run-event.entity.js';
 import { Run } from '../entities/run.entity.js';
 import type { PubSub } from '../../../ports/pubsub.js';
 
 /** One event of a run's stream: the spec's event name as `type`, its fields as `data`. */
-export interface RunEventRecord {
-  seq: number;
-  type: string;
-  data: Record<string, unknown>;
-}
+export type RunEventRecord = StoredRunEvent;
 
 export const runEventsTopic = (runId: string) => `runs:events:${runId}`;
 export const runControlTopic = (runId: string) => `runs:control:${runId}`;
@@ -23,6 +19,8 @@ export interface RunEventSink {
 
 /** Sequence numbers an attempt reserves at a time (persisted on the run before use). */
 const SEQ_BLOCK = 10_000;
+/** Events stored in one row of the log at most. */
+const ROW_EVENTS = 2_000;
 
 /**
  * The sink of a stored run: every event gets the next sequence number, is published at once on
@@ -36,8 +34,13 @@ const SEQ_BLOCK = 10_000;
 export class StoredEventSink implements RunEventSink {
   private next: number;
   private ceiling: number;
-  private pending: RunEvent[] = [];
-  private held: string[] = [];
+  /** Events not yet stored. */
+  private pending: StoredRunEvent[] = [];
+  /** Events not yet published (published together, once per turn of the event loop). */
+  private outbox: StoredRunEvent[] = [];
+  private publishScheduled = false;
+  /** Events past the reserved numbers, published once the reservation is stored. */
+  private held: StoredRunEvent[] = [];
   private reserving: Promise<void> | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
@@ -47,7 +50,6 @@ export class StoredEventSink implements RunEventSink {
     private readonly fork: () => EntityManager,
     private readonly pubsub: PubSub,
     private readonly runId: string,
-    private readonly attempt: number,
     start: number,
     private readonly flushMs: number,
   ) {
@@ -55,24 +57,37 @@ export class StoredEventSink implements RunEventSink {
     this.ceiling = start;
   }
 
-  /** A sink for attempt `attempt` of the run, continuing after the run's reserved numbers. */
-  static async open(fork: () => EntityManager, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling' | 'attempt'>, flushMs: number): Promise<StoredEventSink> {
-    const sink = new StoredEventSink(fork, pubsub, run.id, run.attempt, run.seqCeiling + 1, flushMs);
+  /** A sink for the run's current attempt, continuing after the run's reserved numbers. */
+  static async open(fork: () => EntityManager, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): Promise<StoredEventSink> {
+    const sink = new StoredEventSink(fork, pubsub, run.id, run.seqCeiling + 1, flushMs);
     await sink.reserve();
     return sink;
   }
 
   emit(type: string, data: Record<string, unknown>): number {
     const seq = this.next++;
-    this.pending.push(Object.assign(new RunEvent(), { runId: this.runId, seq, type, data, createdAt: new Date() }));
-    const message = JSON.stringify({ seq, type, data });
-    if (seq < this.ceiling && !this.held.length) void this.pubsub.publish(runEventsTopic(this.runId), message);
-    else {
-      this.held.push(message);
-      void this.reserve();
+    const event = { seq, type, data };
+    this.pending.push(event);
+    if (seq < this.ceiling && !this.held.length) {
+      this.outbox.push(event);
+      if (!this.publishScheduled) {
+        this.publishScheduled = true;
+        setImmediate(() => this.publish());
+      }
+    } else {
+      this.held.push(event);
+      void this.reserve().catch(() => undefined);
     }
     if (!this.timer) this.timer = setTimeout(() => void this.flush().catch(() => undefined), this.flushMs);
     return seq;
+  }
+
+  private publish(): void {
+    this.publishScheduled = false;
+    if (!this.outbox.length) return;
+    const message = JSON.stringify(this.outbox);
+    this.outbox = [];
+    void this.pubsub.publish(runEventsTopic(this.runId), message).catch(() => undefined);
   }
 
   private reserve(): Promise<void> {
@@ -83,10 +98,11 @@ export class StoredEventSink implements RunEventSink {
       this.ceiling = ceiling;
       const held = this.held;
       this.held = [];
-      for (const message of held) void this.pubsub.publish(runEventsTopic(this.runId), message);
+      this.outbox.push(...held);
+      this.publish();
     })().finally(() => {
       this.reserving = null;
-      if (this.held.length && this.next >= this.ceiling) void this.reserve();
+      if (this.held.length && this.next >= this.ceiling) void this.reserve().catch(() => undefined);
     });
     return this.reserving;
   }
@@ -96,6 +112,7 @@ export class StoredEventSink implements RunEventSink {
       clearTimeout(this.timer);
       this.timer = null;
     }
+    this.publish();
     const batch = this.pending;
     this.pending = [];
     this.flushing = this.flushing.then(async () => {
@@ -104,7 +121,12 @@ export class StoredEventSink implements RunEventSink {
       if (!batch.length) return;
       try {
         const em = this.fork();
-        for (let i = 0; i < batch.length; i += 500) await em.insertMany(RunEvent, batch.slice(i, i + 500));
+        const now = new Date();
+        for (let i = 0; i < batch.length; i += ROW_EVENTS) {
+          const events = batch.slice(i, i + ROW_EVENTS);
+          em.create(RunEvent, { runId: this.runId, seq: events[0]!.seq, lastSeq: events.at(-1)!.seq, events, createdAt: now });
+        }
+        await em.flush();
       } catch (error) {
         this.failed = error;
         throw error;
@@ -120,16 +142,12 @@ export class StoredEventSink implements RunEventSink {
   get lastSeq(): number {
     return this.next - 1;
   }
-
-  get attemptNumber(): number {
-    return this.attempt;
-  }
 }
 
 /** The sink of a debug run (content given in the request): events go to the request's stream only. */
 export class LocalEventSink implements RunEventSink {
   private next = 1;
-  private readonly queue: RunEventRecord[] = [];
+  private queue: RunEventRecord[] = [];
   private wake: (() => void) | null = null;
   private closed = false;
 
@@ -147,9 +165,10 @@ export class LocalEventSink implements RunEventSink {
     this.wake?.();
   }
 
-  async *events(): AsyncGenerator<RunEventRecord> {
+  async *batches(): AsyncGenerator<RunEventRecord[]> {
     for (;;) {
-      while (this.queue.length) yield this.queue.shift()!;
+      if (this.queue.length) yield this.queue.splice(0);
+      if (this.queue.length) continue;
       if (this.closed) return;
       await new Promise<void>((resolve) => (this.wake = resolve));
       this.wake = null;
@@ -167,7 +186,8 @@ export interface FollowOptions {
   signal?: AbortSignal;
 }
 
-const PAGE = 1_000;
+/** Rows of the log read at a time. */
+const PAGE = 20;
 
 /**
  * Follows a run's event stream from just after `after`: the events of the log first, then the
@@ -175,13 +195,16 @@ const PAGE = 1_000;
  * sequence (events published before they were stored, or a message PubSub dropped) is filled from
  * the log. The stream ends after `run_complete` (or `run_waiting`, see options).
  */
-export async function* followRun(fork: () => EntityManager, pubsub: PubSub, runId: string, after: number, options: FollowOptions): AsyncGenerator<RunEventRecord> {
+export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSub, runId: string, after: number, options: FollowOptions): AsyncGenerator<RunEventRecord[]> {
+  let out: RunEventRecord[] = [];
   const pollMs = options.pollMs ?? 1_000;
   const gapWaitMs = options.gapWaitMs ?? 3_000;
   const live: RunEventRecord[] = [];
+  let liveAt = 0;
   let wake: (() => void) | null = null;
   const unsubscribe = await pubsub.subscribe(runEventsTopic(runId), (message) => {
-    live.push(JSON.parse(typeof message === 'string' ? message : Buffer.from(message).toString('utf8')) as RunEventRecord);
+    const events = JSON.parse(typeof message === 'string' ? message : Buffer.from(message).toString('utf8')) as RunEventRecord[];
+    for (const event of events) live.push(event);
     wake?.();
   });
   const onAbort = () => wake?.();
@@ -190,11 +213,14 @@ export async function* followRun(fork: () => EntityManager, pubsub: PubSub, runI
   const load = async (from: number, below?: number): Promise<RunEventRecord[]> => {
     const rows = await fork().find(
       RunEvent,
-      { runId, seq: below === undefined ? { $gt: from } : { $gt: from, $lt: below } },
-      { orderBy: { seq: 'asc' }, limit: PAGE, fields: ['seq', 'type', 'data'] },
+      below === undefined ? { runId, lastSeq: { $gt: from } } : { runId, lastSeq: { $gt: from }, seq: { $lt: below } },
+      { orderBy: { seq: 'asc' }, limit: PAGE, fields: ['seq', 'lastSeq', 'events'] },
     );
-    return rows.map((row) => ({ seq: row.seq, type: row.type, data: row.data }));
+    const out: RunEventRecord[] = [];
+    for (const row of rows) for (const event of row.events) if (event.seq > from && (below === undefined || event.seq < below)) out.push(event);
+    return out;
   };
+  const final = (event: RunEventRecord) => event.type === 'run_complete' || event.type === 'run_waiting';
   const ends = async (event: RunEventRecord): Promise<boolean> => {
     if (event.type === 'run_complete') return true;
     if (event.type === 'run_waiting' && options.endWhenWaiting) {
@@ -211,34 +237,48 @@ export async function* followRun(fork: () => EntityManager, pubsub: PubSub, runI
       let stored = await load(last);
       while (stored.length) {
         for (const event of stored) {
-          yield event;
+          out.push(event);
           last = event.seq;
-          if (await ends(event)) return;
+          if (final(event) && (await ends(event))) return yield out;
         }
-        stored = stored.length === PAGE ? await load(last) : [];
+        yield out;
+        out = [];
+        stored = await load(last);
       }
       // The live tail.
       let progressed = false;
-      while (live.length) {
-        const event = live.shift()!;
+      while (liveAt < live.length) {
+        const event = live[liveAt++]!;
+        if (liveAt === live.length) {
+          live.length = 0;
+          liveAt = 0;
+        }
         if (event.seq <= last) continue;
         if (event.seq > last + 1) {
           const deadline = Date.now() + gapWaitMs;
           for (;;) {
+            if (out.length) {
+              yield out;
+              out = [];
+            }
             for (const missing of await load(last, event.seq)) {
               if (missing.seq !== last + 1) break;
-              yield missing;
+              out.push(missing);
               last = missing.seq;
-              if (await ends(missing)) return;
+              if (final(missing) && (await ends(missing))) return yield out;
             }
             if (last + 1 >= event.seq || Date.now() > deadline || options.signal?.aborted) break;
             await new Promise((resolve) => setTimeout(resolve, 10));
           }
         }
-        yield event;
+        out.push(event);
         last = event.seq;
         progressed = true;
-        if (await ends(event)) return;
+        if (final(event) && (await ends(event))) return yield out;
+      }
+      if (out.length) {
+        yield out;
+        out = [];
       }
       if (progressed) quietPolls = 0;
       let timedOut = false;
@@ -251,7 +291,7 @@ export async function* followRun(fork: () => EntityManager, pubsub: PubSub, runI
           clearTimeout(timer);
           resolve();
         };
-        if (live.length || options.signal?.aborted) wake();
+        if (liveAt < live.length || options.signal?.aborted) wake();
       });
       wake = null;
       if (timedOut && ++quietPolls >= 3) {
@@ -266,4 +306,9 @@ export async function* followRun(fork: () => EntityManager, pubsub: PubSub, runI
     options.signal?.removeEventListener('abort', onAbort);
     await unsubscribe();
   }
+}
+
+/** `followRunBatches`, one event at a time. */
+export async function* followRun(fork: () => EntityManager, pubsub: PubSub, runId: string, after: number, options: FollowOptions): AsyncGenerator<RunEventRecord> {
+  for await (const batch of followRunBatches(fork, pubsub, runId, after, options)) yield* batch;
 }

@@ -25,7 +25,7 @@ import { Run, terminalRunStatuses, type RunSource, type RunStatus } from '../ent
 import { runErrors, runFailure } from '../errors.js';
 import type { RunsConfig } from '../runs.config.js';
 import { runsConfigServiceIdentifier } from '../tokens.js';
-import { followRun, LocalEventSink, runControlTopic, StoredEventSink, type RunEventRecord } from './event-log.js';
+import { followRun, followRunBatches, LocalEventSink, runControlTopic, StoredEventSink, type RunEventRecord } from './event-log.js';
 import { completion, initialState, outputOf, publicSession, RunCancelled, RunEngine, RunSuperseded, type RunPersistence, type RunState, type StopReason } from './run-engine.js';
 
 /** What `RunService.start` needs: the Block API and the document run route both call it. */
@@ -75,6 +75,8 @@ export interface StartedRun {
   documentId: string | null;
   stored: boolean;
   events(after?: number, signal?: AbortSignal): AsyncIterable<RunEventRecord>;
+  /** The same events in the batches they arrive in (what the HTTP writers use: one write per batch). */
+  batches(after?: number, signal?: AbortSignal): AsyncIterable<RunEventRecord[]>;
   /** Resolves when the run completes, fails or waits for an answer. */
   result(): Promise<RunResult>;
 }
@@ -236,6 +238,7 @@ export class RunService {
       documentId,
       stored: true,
       events: (after = 0, signal) => this.follow(runId, after, { endWhenWaiting: true, signal }),
+      batches: (after = 0, signal) => followRunBatches(this.fork, this.pubsub, runId, after, { endWhenWaiting: true, signal }),
       result: async () => {
         for await (const _event of this.follow(runId, 0, { endWhenWaiting: true, fromEnd: true })) {
           // Wait for the end of the stream.
@@ -269,15 +272,20 @@ export class RunService {
       })
       .finally(() => void sink.close());
     let consumed = false;
+    const batches = () => {
+      if (consumed) throw new Error('The events of a debug run can be read once.');
+      consumed = true;
+      return sink.batches();
+    };
     return {
       runId,
       documentId: input.documentId,
       stored: false,
-      events: () => {
-        if (consumed) throw new Error('The events of a debug run can be read once.');
-        consumed = true;
-        return sink.events();
-      },
+      batches,
+      events: () =>
+        (async function* () {
+          for await (const batch of batches()) yield* batch;
+        })(),
       result: async () => {
         await done;
         return {
@@ -602,9 +610,9 @@ export class RunService {
   }
 
   /** The reconnect stream of a run of a document the caller may read. */
-  async events(em: EntityManager, principal: Principal, documentId: string, runId: string, after: number, signal?: AbortSignal): Promise<AsyncIterable<RunEventRecord>> {
+  async events(em: EntityManager, principal: Principal, documentId: string, runId: string, after: number, signal?: AbortSignal): Promise<AsyncIterable<RunEventRecord[]>> {
     await this.get(em, principal, documentId, runId);
-    return this.follow(runId, after, { endWhenWaiting: true, signal });
+    return followRunBatches(this.fork, this.pubsub, runId, after, { endWhenWaiting: true, signal });
   }
 
   resultOf(run: Run): RunResult {
