@@ -4,24 +4,25 @@
 // JSON route of the same host answering the same request shape (what HTTP alone costs).
 //
 //   pnpm bench:runs-api             (builds the packages first)
-//   node bench/runs.mjs [--connections 32] [--duration 10] [--transport uws|node] [--db sqlite|postgres]
+//   node bench/runs.mjs [--connections 16] [--duration 10] [--transport uws|node] [--db sqlite|postgres]
 //                       [--postgres-url postgres://...] [--redis-url redis://...] [--workers 1,2]
 //
 // Queue modes: `in-process` (the default RunQueue: the host executes its runs) always; with
 // --redis-url and the `@trellis/queue-bullmq` adapter installed, also BullMQ with 1 and 2
 // `trellis worker` processes (the host only accepts and streams). A mode that cannot run is
 // reported as skipped with the reason. Not a test: it prints figures and never fails on them.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const { values: args } = parseArgs({
   options: {
-    connections: { type: 'string', default: '32' },
+    connections: { type: 'string', default: '16' },
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '3' },
     transport: { type: 'string', default: 'uws' },
@@ -29,7 +30,7 @@ const { values: args } = parseArgs({
     'postgres-url': { type: 'string', default: process.env.TRELLIS_BENCH_POSTGRES_URL ?? '' },
     'redis-url': { type: 'string', default: process.env.TRELLIS_BENCH_REDIS_URL ?? '' },
     workers: { type: 'string', default: '1,2' },
-    concurrency: { type: 'string', default: '64' },
+    concurrency: { type: 'string', default: '16' },
   },
 });
 const connections = Number(args.connections);
@@ -68,7 +69,8 @@ const dir = mkdtempSync(join(tmpdir(), 'trellis-runs-api-bench-'));
 async function database() {
   if (args.db === 'postgres') {
     if (!args['postgres-url']) throw new Error('--db postgres needs --postgres-url (or TRELLIS_BENCH_POSTGRES_URL)');
-    const { postgresDatabase } = await import('@trellis/db-postgres');
+    // Not a dependency of the bench package: loaded from the workspace's build.
+    const { postgresDatabase } = await import(pathToFileURL(join(here, '..', 'packages', 'adapters', 'db-postgres', 'dist', 'index.js')).href);
     return postgresDatabase({ url: args['postgres-url'], pool: { min: 2, max: 10 } });
   }
   const { sqliteDatabase } = await import('@trellis/db-sqlite');
@@ -125,6 +127,7 @@ function load(url, path, seconds) {
         duration: seconds,
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ stream: false, inputs: { n: 21 } }),
+        timeout: 60,
       },
       (error, result) => (error ? reject(error) : resolve(result)),
     );
@@ -154,17 +157,58 @@ async function inProcess() {
   }
 }
 
+/** Starts `trellis worker` processes on the same database and Redis; resolves once each prints its ready line. */
+function startWorkers(count, configFile, databaseUrl) {
+  const bin = join(here, '..', 'packages', 'cli', 'dist', 'bin.js');
+  if (!existsSync(bin)) throw new Error('packages/cli is not built');
+  return Promise.all(
+    Array.from({ length: count }, () => {
+      const child = spawn(process.execPath, [bin, 'worker', '--config', configFile, '--database', databaseUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
+      return new Promise((resolve, reject) => {
+        let err = '';
+        child.stderr.on('data', (chunk) => (err += chunk));
+        child.stdout.on('data', (chunk) => {
+          if (String(chunk).includes('executing runs')) resolve(child);
+        });
+        child.once('exit', (code) => reject(new Error(`trellis worker exited with ${code}: ${err.trim().split('\n').slice(-3).join(' ')}`)));
+      });
+    }),
+  );
+}
+
 async function bullmq(workers) {
   if (!args['redis-url']) return 'no --redis-url';
-  let queueAdapter;
+  if (args.db !== 'postgres' && args.db !== 'sqlite') return `unknown --db ${args.db}`;
+  const prefix = `trellis-bench-${process.pid}-${workers}:`;
+  const shared = config({ execute: false });
+  const queueConfig = { ...shared, adapters: { queue: 'bullmq', redisUrl: args['redis-url'], redisPrefix: prefix } };
+  let host;
   try {
-    queueAdapter = await import('@trellis/queue-bullmq');
-  } catch {
-    return '@trellis/queue-bullmq is not installed (the runs branch has no BullMQ adapter yet)';
+    host = createHost({ config: queueConfig, database: await database(), modules: [...coreModules, bareModule] });
+  } catch (error) {
+    return `the host does not take adapters.queue "bullmq" yet (${String(error.message ?? error).split('\n')[0]})`;
   }
-  void queueAdapter;
-  void workers;
-  return 'BullMQ mode not wired into this script yet';
+  const configFile = join(dir, `worker-${workers}.json`);
+  const { server: _server, ...workerConfig } = queueConfig;
+  writeFileSync(configFile, JSON.stringify({ ...workerConfig, runs: { ...workerConfig.runs, execute: true } }));
+  const databaseUrl = args.db === 'postgres' ? args['postgres-url'] : `sqlite:${join(dir, 'bench.db')}`;
+  let children = [];
+  try {
+    await host.start();
+    children = await startWorkers(workers, configFile, databaseUrl);
+    const { token, projectId, blockId } = await deployWorkflow(host.url);
+    await load(host.url, `/block/${blockId}/api`, warmup);
+    const before = (await json(host.url, 'GET', `/project/${projectId}/runs?size=1`, token)).total;
+    const runs = await load(host.url, `/block/${blockId}/api`, duration);
+    const after = (await json(host.url, 'GET', `/project/${projectId}/runs?size=1`, token)).total;
+    return { runs, stored: after - before };
+  } catch (error) {
+    return String(error.message ?? error).split('\n')[0];
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)))));
+    await host.stop().catch(() => undefined);
+  }
 }
 
 console.log(`runs API bench (${args.transport} transport, ${args.db}, ${connections} connections, ${duration} s per figure, runs.concurrency ${args.concurrency})\n`);
@@ -176,6 +220,10 @@ try {
   for (const count of args.workers.split(',').map(Number).filter(Boolean)) {
     const outcome = await bullmq(count);
     if (typeof outcome === 'string') console.log(`  BullMQ with ${count} worker(s): skipped (${outcome})`);
+    else {
+      console.log(row(`POST /block/{bid}/api, BullMQ, ${count} worker(s)`, outcome.runs));
+      console.log(`    runs stored: ${outcome.stored.toLocaleString('en')}; runs / in-process: ${(outcome.runs.requests.average / runs.requests.average).toFixed(2)}`);
+    }
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -203,6 +203,8 @@ describe.each(testDatabases())('block run endpoints on $name', (db) => {
       expect((await t.request('PUT', `/block/${bid}`, { token: owner.token, body: { content: flow('draft') } })).status).toBe(200);
       expect((await t.request('GET', `/block/${bid}/next-version`, { token: owner.token })).body).toMatchObject({ version: '3', latestVersion: '2' });
 
+      const projectBefore = await t.request('GET', `/project/${projectId}`, { token: owner.token });
+      const versionsBefore = await t.request('GET', `/project/${projectId}/versions/${bid}`, { token: owner.token });
       const latest = await t.request('POST', `/block/${bid}/api`, { body: { stream: false, inputs: { n: 1 } } });
       expect(latest.status, latest.text).toBe(200);
       expect(latest.body).toMatchObject({ status: 'completed', output: 'v2=2' });
@@ -231,6 +233,10 @@ describe.each(testDatabases())('block run endpoints on $name', (db) => {
       expect(mine.find((r) => r.id === latest.body.runId)).toMatchObject({ userId: owner.userId, projectId });
       const ledger = await t.request('GET', `/billing/credits/ledger?teamId=${teamId}&size=100`, { token: owner.token });
       expect(JSON.stringify(ledger.body)).toContain(`run ${latest.body.runId}`);
+
+      // Running writes nothing back to what it read: the project and the versions are unchanged.
+      expect((await t.request('GET', `/project/${projectId}`, { token: owner.token })).body.updatedAt).toBe(projectBefore.body.updatedAt);
+      expect((await t.request('GET', `/project/${projectId}/versions/${bid}`, { token: owner.token })).body).toEqual(versionsBefore.body);
 
       const unknown = await t.request('POST', `/block/${bid}/api`, { body: { stream: false, inputs: { n: 1 }, version: '9' } });
       expect(unknown.status).toBe(404);
