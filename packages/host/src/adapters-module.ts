@@ -5,6 +5,7 @@ import {
   paymentProviderServiceIdentifier,
   provide,
   pubSubServiceIdentifier,
+  runQueueServiceIdentifier,
   rateLimiterServiceIdentifier,
   s,
   type AdapterBinding,
@@ -13,6 +14,7 @@ import {
 } from '@trellis/core';
 import { StripePaymentProvider } from '@trellis/payments-stripe';
 import { RedisPubSub } from '@trellis/pubsub-redis';
+import { BullMqRunQueue } from '@trellis/queue-bullmq';
 import { RedisRateLimiter } from '@trellis/ratelimit-redis';
 
 /** The `adapters` section: which adapter packages the reference host binds, from configuration. */
@@ -23,6 +25,18 @@ export const adaptersConfigSchema = s.object({
     .orUndefined()
     .describe('Redis for several host processes: binds @trellis/pubsub-redis (pushes and collaborative updates) and @trellis/ratelimit-redis (OAuth rate limits). Unset: in-process defaults.'),
   redisPrefix: s.string().default('trellis:').describe('Prefix of every Redis key and channel, so deployments can share one Redis.'),
+  queue: s
+    .string()
+    .oneOf(['in-process', 'bullmq'] as const)
+    .default('in-process')
+    .describe('Where accepted workflow runs wait: `in-process` (each host executes its own runs) or `bullmq` (@trellis/queue-bullmq on `redisUrl`; `trellis worker` processes execute them, hosts with `runs.execute: false` only accept and stream).'),
+  bullmq: s.object({
+    concurrency: s.int().range(1, 1_000).default(4).describe('Runs one worker process executes at once.'),
+    lockDurationMs: s.int().range(1_000, 600_000).default(30_000).describe('How long a worker\'s hold on a run lasts without renewal; a killed worker\'s run is handed out again after it.'),
+    stalledIntervalMs: s.int().range(500, 600_000).default(30_000).describe('How often workers look for runs whose worker died.'),
+    maxStalledCount: s.int().range(0, 20).default(1).describe('How many times a run whose worker died is handed out again; after that it fails with `run_error` `worker_lost`.'),
+    closeGraceMs: s.int().range(0, 600_000).default(30_000).describe('On stop, how long a worker waits for running runs before it puts them back in the queue.'),
+  }),
   payments: s.object({
     provider: s.string().oneOf(['manual', 'stripe'] as const).default('manual').describe('`manual` (an administrator confirms orders; development default) or `stripe`.'),
     stripe: s.object({
@@ -67,6 +81,14 @@ export function adaptersFromConfig(raw: unknown): ConfiguredAdapters {
     const limiter = new RedisRateLimiter({ url: config.redisUrl, keyPrefix: `${config.redisPrefix}ratelimit:` });
     bindings.push(provide(rateLimiterServiceIdentifier, limiter));
     owned.push(limiter);
+  }
+  if (config.queue === 'bullmq') {
+    if (!config.redisUrl) throw new ConfigError([{ path: 'adapters.redisUrl', message: 'is required when adapters.queue is "bullmq"' }]);
+    // BullMQ's prefix takes letters, digits, `_ . -` only: the Redis prefix with its separators replaced.
+    const prefix = `${config.redisPrefix}queue`.replace(/[^A-Za-z0-9_.-]/g, '-').slice(-100);
+    const queue = new BullMqRunQueue({ url: config.redisUrl, prefix, ...config.bullmq });
+    // The runs module closes the bound RunQueue at stop.
+    bindings.push(provide(runQueueServiceIdentifier, queue));
   }
   if (config.payments.provider === 'stripe') {
     const stripe = config.payments.stripe;

@@ -382,6 +382,12 @@ export class RunService {
     const em = this.fork();
     const run = await em.findOne(Run, { id: job.runId });
     if (!run || !activeStatuses.includes(run.status)) return;
+    if (signal.aborted) {
+      // The queue gave up on the run (its workers kept dying): fail it rather than continue.
+      const reason = signal.reason as { code?: string } | undefined;
+      if (reason?.code === 'run_worker_lost') return this.endWithoutEngine(run, 'failed');
+      return;
+    }
     if (run.cancelRequested) return this.endWithoutEngine(run, 'cancelled');
     if (run.attempt >= this.config.maxAttempts) return this.endWithoutEngine(run, 'failed');
     const now = this.clock.now();
