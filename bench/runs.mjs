@@ -5,7 +5,7 @@
 //
 //   pnpm bench:runs-api             (builds the packages first)
 //   node bench/runs.mjs [--connections 16] [--duration 10] [--transport uws|node] [--db sqlite|postgres]
-//                       [--postgres-url postgres://...] [--redis-url redis://...] [--workers 1,2]
+//                       [--postgres-url postgres://...] [--redis-url redis://...] [--workers 1,2] [--credits-per-run 1]
 //
 // Queue modes: `in-process` (the default RunQueue: the host executes its runs) always; with
 // --redis-url and the `@trellis/queue-bullmq` adapter installed, also BullMQ with 1 and 2
@@ -31,6 +31,8 @@ const { values: args } = parseArgs({
     'redis-url': { type: 'string', default: process.env.TRELLIS_BENCH_REDIS_URL ?? '' },
     workers: { type: 'string', default: '1,2' },
     concurrency: { type: 'string', default: '16' },
+    // runs.creditsPerRun: 1 is the product default; 0 skips the credit reservation of a run without LLM blocks (shows what billing costs).
+    'credits-per-run': { type: 'string', default: '1' },
   },
 });
 const connections = Number(args.connections);
@@ -80,10 +82,11 @@ async function database() {
 const config = (extra = {}) => ({
   server: { host: '127.0.0.1', port: 0, transport: args.transport },
   auth: { jwtSecret: 'bench-secret-bench-secret-bench-secret-00' },
-  log: { level: 'error' },
+  // Failed requests show up as non-2xx counts in the figures, not as log lines.
+  log: { level: 'fatal' },
   // Every team starts with enough credits for the whole bench (each run reserves and settles).
   billing: { plans: { free: { name: 'Free', rank: 0, monthlyCredits: 1_000_000_000, monthlyPrice: 0, yearlyPrice: 0 } } },
-  runs: { concurrency: Number(args.concurrency), ...extra },
+  runs: { concurrency: Number(args.concurrency), creditsPerRun: Number(args['credits-per-run']), ...extra },
 });
 
 async function json(url, method, path, token, body) {
@@ -211,7 +214,7 @@ async function bullmq(workers) {
   }
 }
 
-console.log(`runs API bench (${args.transport} transport, ${args.db}, ${connections} connections, ${duration} s per figure, runs.concurrency ${args.concurrency})\n`);
+console.log(`runs API bench (${args.transport} transport, ${args.db}, ${connections} connections, ${duration} s per figure, runs.concurrency ${args.concurrency}, runs.creditsPerRun ${args['credits-per-run']})\n`);
 try {
   const { bare, runs, stored } = await inProcess();
   for (const [label, r] of results) console.log(row(label, r));
