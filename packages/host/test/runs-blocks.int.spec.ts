@@ -85,6 +85,18 @@ describe.each(testDatabases())('block runs on $name', (db) => {
       expect(runs.body.items.filter((r: { source: string }) => r.source === 'api').map((r: { version: string }) => r.version).sort()).toEqual(['1', '2']);
     });
 
+    it('checks API run inputs against the deployment\'s input definitions when it has them', async () => {
+      const b = await block(wf.doc(wf.input('topic'), wf.output('out', 'about {{ topic }}')));
+      await t.request('POST', `/block/${b.id}/deploy`, { token: owner.token, body: { access: 'public' } });
+      const set = await t.request('PUT', `/block/${b.id}/deployment`, { token: owner.token, body: { inputs: [{ name: 'topic', type: 'string', required: true, description: 'What about' }] } });
+      expect(set.status).toBe(200);
+      const missing = await t.request('POST', `/block/${b.id}/api`, { body: { stream: false, inputs: {} } });
+      expect(missing.status).toBe(400);
+      expect(missing.body).toMatchObject({ error: 'invalid_inputs', details: [{ field: 'inputs.topic', constraint: 'required' }] });
+      const ok = await t.request('POST', `/block/${b.id}/api`, { body: { stream: false, inputs: { topic: 'bees' } } });
+      expect(ok.body).toMatchObject({ status: 'completed', output: 'about bees' });
+    });
+
     it('a private deployment refuses anonymous and outside callers', async () => {
       const b = await block(wf.doc(wf.output('out', 'secret')));
       await t.request('POST', `/block/${b.id}/deploy`, { token: owner.token, body: { access: 'private' } });
