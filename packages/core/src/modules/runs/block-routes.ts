@@ -133,10 +133,10 @@ export function blockRunRoutes(): RouteDefinition[] {
       async handler(ctx) {
         const bid = ctx.params.bid;
         const runs = ctx.get(RunService);
-        const caller = deploymentCallerOf(ctx);
-        const target = await ctx.get(DeploymentService).resolveApiRun(ctx.em, caller, bid, ctx.body.version);
+        const target = await ctx.get(DeploymentService).resolveApiRun(ctx.em, deploymentCallerOf(ctx), bid, ctx.body.version);
         if (ctx.body.runId) {
-          const attached = await runs.attach(ctx.em, target.documentId, ctx.body.runId);
+          // Only the deployment's own runs: a page run of the block is not the deployment's to show.
+          const attached = await runs.attach(ctx.em, target.documentId, ctx.body.runId, { source: 'api' });
           if (!attached) throw runErrors.runNotFound();
           if (ctx.body.stream === false) return attached.result();
           const header = ctx.headers['last-event-id'];

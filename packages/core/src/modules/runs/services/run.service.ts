@@ -176,7 +176,11 @@ export class RunService {
     const now = this.clock.now();
     const onError = input.onError ?? this.config.onError;
     if (!input.store) return this.startDebug({ runId, input, blocks, values, onError, timeoutSeconds, reservationId, amount, teamId: input.teamId });
-    const run = em.create(Run, {
+    // The run is written from a unit of work of its own: flushing the caller's would also write
+    // whatever it loaded (a project, a document, a block version) back when SQLite sees its
+    // datetimes as changed (and bump their updatedAt).
+    const store = em.fork();
+    const run = store.create(Run, {
       id: runId,
       documentId: input.documentId,
       projectId: input.projectId,
@@ -216,7 +220,7 @@ export class RunService {
     run.sessions = initial.sessions;
     run.ctx = initial.ctx;
     try {
-      await em.flush();
+      await store.flush();
     } catch (error) {
       if (reservationId) await this.credits.release(this.fork(), reservationId, 'the run could not be stored').catch(() => undefined);
       throw error;
@@ -226,8 +230,8 @@ export class RunService {
   }
 
   /** The handle of an earlier stored run of `documentId` (for the Block API's `runId`), or null. */
-  async attach(em: EntityManager, documentId: string, runId: string): Promise<StartedRun | null> {
-    const run = await em.findOne(Run, { id: runId, documentId });
+  async attach(em: EntityManager, documentId: string, runId: string, where: { source?: RunSource } = {}): Promise<StartedRun | null> {
+    const run = await em.findOne(Run, { id: runId, documentId, ...(where.source ? { source: where.source } : {}) });
     return run ? this.handle(run.id, documentId) : null;
   }
 

@@ -1,0 +1,233 @@
+#!/usr/bin/env node
+// Runs per second of a deployed three-block workflow (input → code → output) through
+// POST /block/{bid}/api with `stream: false`, with p50/p99 latency, against a baseline: a bare
+// JSON route of the same host answering the same request shape (what HTTP alone costs).
+//
+//   pnpm bench:runs-api             (builds the packages first)
+//   node bench/runs.mjs [--connections 16] [--duration 10] [--transport uws|node] [--db sqlite|postgres]
+//                       [--postgres-url postgres://...] [--redis-url redis://...] [--workers 1,2] [--credits-per-run 1]
+//
+// Queue modes: `in-process` (the default RunQueue: the host executes its runs) always; with
+// --redis-url and the `@trellis/queue-bullmq` adapter installed, also BullMQ with 1 and 2
+// `trellis worker` processes (the host only accepts and streams). A mode that cannot run is
+// reported as skipped with the reason. Not a test: it prints figures and never fails on them.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+
+const here = fileURLToPath(new URL('.', import.meta.url));
+const { values: args } = parseArgs({
+  options: {
+    connections: { type: 'string', default: '16' },
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '3' },
+    transport: { type: 'string', default: 'uws' },
+    db: { type: 'string', default: 'sqlite' },
+    'postgres-url': { type: 'string', default: process.env.TRELLIS_BENCH_POSTGRES_URL ?? '' },
+    'redis-url': { type: 'string', default: process.env.TRELLIS_BENCH_REDIS_URL ?? '' },
+    workers: { type: 'string', default: '1,2' },
+    concurrency: { type: 'string', default: '16' },
+    // runs.creditsPerRun: 1 is the product default; 0 skips the credit reservation of a run without LLM blocks (shows what billing costs).
+    'credits-per-run': { type: 'string', default: '1' },
+  },
+});
+const connections = Number(args.connections);
+const duration = Number(args.duration);
+const warmup = Number(args.warmup);
+
+for (const pkg of ['core', 'host', 'adapters/db-sqlite']) {
+  if (!existsSync(join(here, '..', 'packages', pkg, 'dist', 'index.js'))) {
+    console.error(`packages/${pkg} is not built: run \`pnpm build\` first (\`pnpm bench:runs-api\` does).`);
+    process.exit(1);
+  }
+}
+
+const { coreModules, defineModule } = await import('@trellis/core');
+const { createHost } = await import('@trellis/host');
+
+/** The baseline: a JSON route that reads the same body and answers a result-sized JSON. */
+const bareModule = defineModule({
+  name: 'bench-bare-json',
+  routes: [
+    {
+      method: 'POST',
+      path: '/bench/bare-run',
+      auth: 'none',
+      hidden: true,
+      handler(ctx) {
+        const n = Number(ctx.body?.inputs?.n ?? 0);
+        return { runId: 'bare', documentId: null, status: 'completed', globalCtx: [], sessions: [], duration: 0, timedOut: false, output: `bench=${n * 2}`, error: null, waiting: null };
+      },
+    },
+  ],
+});
+
+const dir = mkdtempSync(join(tmpdir(), 'trellis-runs-api-bench-'));
+
+async function database() {
+  if (args.db === 'postgres') {
+    if (!args['postgres-url']) throw new Error('--db postgres needs --postgres-url (or TRELLIS_BENCH_POSTGRES_URL)');
+    // Not a dependency of the bench package: loaded from the workspace's build.
+    const { postgresDatabase } = await import(pathToFileURL(join(here, '..', 'packages', 'adapters', 'db-postgres', 'dist', 'index.js')).href);
+    return postgresDatabase({ url: args['postgres-url'], pool: { min: 2, max: 10 } });
+  }
+  const { sqliteDatabase } = await import('@trellis/db-sqlite');
+  return sqliteDatabase({ path: join(dir, 'bench.db') });
+}
+
+const config = (extra = {}) => ({
+  server: { host: '127.0.0.1', port: 0, transport: args.transport },
+  auth: { jwtSecret: 'bench-secret-bench-secret-bench-secret-00' },
+  // Failed requests show up as non-2xx counts in the figures, not as log lines.
+  log: { level: 'fatal' },
+  // Every team starts with enough credits for the whole bench (each run reserves and settles).
+  billing: { plans: { free: { name: 'Free', rank: 0, monthlyCredits: 1_000_000_000, monthlyPrice: 0, yearlyPrice: 0 } } },
+  runs: { concurrency: Number(args.concurrency), creditsPerRun: Number(args['credits-per-run']), ...extra },
+});
+
+async function json(url, method, path, token, body) {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const parsed = await response.json();
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(parsed)}`);
+  return parsed;
+}
+
+const workflow = {
+  type: 'doc',
+  content: [
+    { type: 'inputBlock', attrs: { id: 'in-n', name: 'n', type: 'number', required: true } },
+    { type: 'codeBlock', attrs: { id: 'code-calc', name: 'calc', language: 'javascript' }, content: [{ type: 'text', text: 'return inputs.n * 2;' }] },
+    { type: 'outputBlock', attrs: { id: 'out', name: 'out' }, content: [{ type: 'text', text: 'bench={{ calc }}' }] },
+  ],
+};
+
+/** A user, a project and the workflow deployed publicly: answers the block id. */
+async function deployWorkflow(url) {
+  const user = await json(url, 'POST', '/auth/register', undefined, { email: `bench-${Date.now()}-${Math.random()}@example.com`, password: 'correct horse battery' });
+  const project = await json(url, 'POST', '/project', user.token, { name: `bench ${Date.now()}`, tools: [], access: 'team' });
+  const block = await json(url, 'POST', `/block/${project.id}`, user.token, { name: 'bench flow', type: 'workflow', content: workflow });
+  await json(url, 'POST', `/block/${block.id}/deploy`, user.token, { access: 'public' });
+  const check = await json(url, 'POST', `/block/${block.id}/api`, undefined, { stream: false, inputs: { n: 21 } });
+  if (check.status !== 'completed' || check.output !== 'bench=42') throw new Error(`the workflow did not run: ${JSON.stringify(check)}`);
+  return { token: user.token, projectId: project.id, blockId: block.id };
+}
+
+function load(url, path, seconds) {
+  return new Promise((resolve, reject) => {
+    autocannon(
+      {
+        url: `${url}${path}`,
+        method: 'POST',
+        connections,
+        duration: seconds,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ stream: false, inputs: { n: 21 } }),
+        timeout: 60,
+      },
+      (error, result) => (error ? reject(error) : resolve(result)),
+    );
+  });
+}
+
+const row = (label, r) =>
+  `  ${label.padEnd(40)} ${Math.round(r.requests.average).toLocaleString('en').padStart(8)} /s   p50 ${String(r.latency.p50).padStart(5)} ms   p99 ${String(r.latency.p99).padStart(5)} ms   ${r.non2xx || r.errors ? `(${r.non2xx} non-2xx, ${r.errors} errors)` : ''}`;
+
+const results = [];
+
+async function inProcess() {
+  const host = createHost({ config: config(), database: await database(), modules: [...coreModules, bareModule] });
+  await host.start();
+  try {
+    const { token, projectId, blockId } = await deployWorkflow(host.url);
+    await load(host.url, '/bench/bare-run', warmup);
+    const bare = await load(host.url, '/bench/bare-run', duration);
+    await load(host.url, `/block/${blockId}/api`, warmup);
+    const before = (await json(host.url, 'GET', `/project/${projectId}/runs?size=1`, token)).total;
+    const runs = await load(host.url, `/block/${blockId}/api`, duration);
+    const after = (await json(host.url, 'GET', `/project/${projectId}/runs?size=1`, token)).total;
+    results.push(['bare JSON route (baseline)', bare], ['POST /block/{bid}/api, in-process queue', runs]);
+    return { bare, runs, stored: after - before };
+  } finally {
+    await host.stop().catch(() => undefined);
+  }
+}
+
+/** Starts `trellis worker` processes on the same database and Redis; resolves once each prints its ready line. */
+function startWorkers(count, configFile, databaseUrl) {
+  const bin = join(here, '..', 'packages', 'cli', 'dist', 'bin.js');
+  if (!existsSync(bin)) throw new Error('packages/cli is not built');
+  return Promise.all(
+    Array.from({ length: count }, () => {
+      const child = spawn(process.execPath, [bin, 'worker', '--config', configFile, '--database', databaseUrl], { stdio: ['ignore', 'pipe', 'pipe'] });
+      return new Promise((resolve, reject) => {
+        let err = '';
+        child.stderr.on('data', (chunk) => (err += chunk));
+        child.stdout.on('data', (chunk) => {
+          if (String(chunk).includes('executing runs')) resolve(child);
+        });
+        child.once('exit', (code) => reject(new Error(`trellis worker exited with ${code}: ${err.trim().split('\n').slice(-3).join(' ')}`)));
+      });
+    }),
+  );
+}
+
+async function bullmq(workers) {
+  if (!args['redis-url']) return 'no --redis-url';
+  if (args.db !== 'postgres' && args.db !== 'sqlite') return `unknown --db ${args.db}`;
+  const prefix = `trellis-bench-${process.pid}-${workers}:`;
+  const shared = config({ execute: false });
+  const queueConfig = { ...shared, adapters: { queue: 'bullmq', redisUrl: args['redis-url'], redisPrefix: prefix } };
+  let host;
+  try {
+    host = createHost({ config: queueConfig, database: await database(), modules: [...coreModules, bareModule] });
+  } catch (error) {
+    return `the host does not take adapters.queue "bullmq" yet (${String(error.message ?? error).split('\n')[0]})`;
+  }
+  const configFile = join(dir, `worker-${workers}.json`);
+  const { server: _server, ...workerConfig } = queueConfig;
+  writeFileSync(configFile, JSON.stringify({ ...workerConfig, runs: { ...workerConfig.runs, execute: true } }));
+  const databaseUrl = args.db === 'postgres' ? args['postgres-url'] : `sqlite:${join(dir, 'bench.db')}`;
+  let children = [];
+  try {
+    await host.start();
+    children = await startWorkers(workers, configFile, databaseUrl);
+    const { token, projectId, blockId } = await deployWorkflow(host.url);
+    await load(host.url, `/block/${blockId}/api`, warmup);
+    const before = (await json(host.url, 'GET', `/project/${projectId}/runs?size=1`, token)).total;
+    const runs = await load(host.url, `/block/${blockId}/api`, duration);
+    const after = (await json(host.url, 'GET', `/project/${projectId}/runs?size=1`, token)).total;
+    return { runs, stored: after - before };
+  } catch (error) {
+    return String(error.message ?? error).split('\n')[0];
+  } finally {
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve() : child.once('exit', resolve)))));
+    await host.stop().catch(() => undefined);
+  }
+}
+
+console.log(`runs API bench (${args.transport} transport, ${args.db}, ${connections} connections, ${duration} s per figure, runs.concurrency ${args.concurrency}, runs.creditsPerRun ${args['credits-per-run']})\n`);
+try {
+  const { bare, runs, stored } = await inProcess();
+  for (const [label, r] of results) console.log(row(label, r));
+  console.log(`\n  runs stored during the measure: ${stored.toLocaleString('en')} (autocannon counted ${runs.requests.total.toLocaleString('en')} answers)`);
+  console.log(`  runs / bare route: ${(runs.requests.average / bare.requests.average).toFixed(3)}   target: at least 1,000 runs/s per host process`);
+  for (const count of args.workers.split(',').map(Number).filter(Boolean)) {
+    const outcome = await bullmq(count);
+    if (typeof outcome === 'string') console.log(`  BullMQ with ${count} worker(s): skipped (${outcome})`);
+    else {
+      console.log(row(`POST /block/{bid}/api, BullMQ, ${count} worker(s)`, outcome.runs));
+      console.log(`    runs stored: ${outcome.stored.toLocaleString('en')}; runs / in-process: ${(outcome.runs.requests.average / runs.requests.average).toFixed(2)}`);
+    }
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
