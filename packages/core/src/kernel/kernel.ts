@@ -6,6 +6,7 @@ import type { DatabaseAdapter, EntityDefinition, MigrationDefinition } from '../
 import { idsServiceIdentifier, UuidV7Ids } from '../ports/ids.js';
 import { Argon2idPasswordHasher, passwordHasherServiceIdentifier } from '../ports/password-hasher.js';
 import { InProcessPubSub, pubSubServiceIdentifier } from '../ports/pubsub.js';
+import { AccessRevocations, accessRevocationsServiceIdentifier } from './auth/access-revocation.js';
 import { Authenticator, credentialVerifierServiceIdentifier } from './auth/authenticator.js';
 import { validateConfig, type TrellisConfig, type TrellisConfigInput } from './config/config.js';
 import type { ObjectNode, Shape } from './config/schema.js';
@@ -132,6 +133,16 @@ export function createKernel(options: KernelOptions): Kernel {
   container
     .bind(authenticatorServiceIdentifier)
     .toConstantValue(new Authenticator(() => container.getAll(credentialVerifierServiceIdentifier, { optional: true }) ?? [], config.auth.principalCacheTtlMs));
+  const revocations = new AccessRevocations(
+    () => container.get(pubSubServiceIdentifier),
+    () => container.get(authenticatorServiceIdentifier),
+    log.child({ module: 'access' }),
+  );
+  container.bind(accessRevocationsServiceIdentifier).toConstantValue(revocations);
+  // Changes that may withdraw access reach the open sockets of every process.
+  hooks.on('access.revoked', (signal) => revocations.revoke(signal));
+  hooks.on('user.updated', ({ userId }) => revocations.revoke({ kind: 'user', userId }));
+  hooks.on('credential.revoked', ({ credentialId }) => revocations.revoke({ kind: 'credentials', credentialIds: [credentialId] }));
 
   for (const module of modules) {
     if (module.container) container.load(module.container(moduleContext(module)));
@@ -230,6 +241,7 @@ export function createKernel(options: KernelOptions): Kernel {
         const { pending } = await kernel.migrate.status();
         if (pending.length) log.warn({ pending }, 'database has pending migrations: run `trellis migrate up`');
       }
+      await revocations.start();
       for (const module of modules) {
         await module.onStart?.({ ...moduleContext(module), get });
         started.push(module);
@@ -250,6 +262,7 @@ export function createKernel(options: KernelOptions): Kernel {
         jobsAbort.abort();
         await Promise.allSettled(runningJobs);
         for (const module of started.splice(0).reverse()) await module.onStop?.({ ...moduleContext(module), get });
+        await revocations.stop();
         await container.get(pubSubServiceIdentifier).close();
         if (orm) await orm.close(true);
         orm = undefined;

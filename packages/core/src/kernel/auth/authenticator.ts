@@ -83,7 +83,10 @@ export class Authenticator {
         }),
       );
     }
-    return verifier.verify(token, meta);
+    return verifier.verify(token, meta).then((verified) => {
+      if (verified.expiresAtMs !== undefined && verified.principal.expiresAtMs === undefined) verified.principal.expiresAtMs = verified.expiresAtMs;
+      return verified;
+    });
   }
 
   /** Verifications started before an invalidation are not cached, and are not shared any more. */

@@ -5,7 +5,8 @@ import type { Principal } from '../../../kernel/auth/principal.js';
 import type { InferConfig } from '../../../kernel/config/schema.js';
 import { TrellisError } from '../../../kernel/errors.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
-import { authenticatorServiceIdentifier } from '../../../kernel/tokens.js';
+import type { Hooks } from '../../../kernel/hooks.js';
+import { authenticatorServiceIdentifier, hooksServiceIdentifier } from '../../../kernel/tokens.js';
 import { AuditService } from '../../audit/services/audit.service.js';
 import { User } from '../../identity/entities/user.entity.js';
 import { JwtService } from '../../identity/services/jwt.service.js';
@@ -74,6 +75,7 @@ export class AdminUserService {
     @inject(JwtService) private readonly jwt: JwtService,
     @inject(AuditService) private readonly audit: AuditService,
     @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
     @inject(adminSettingsServiceIdentifier) private readonly settings: AdminSettings,
   ) {}
 
@@ -125,8 +127,10 @@ export class AdminUserService {
       );
       return updated;
     });
-    // Again after the commit: a request racing the transaction may have cached the old user.
+    // Again after the commit: a request racing the transaction may have cached the old user, and
+    // sockets that checked their access against the uncommitted change check again.
     this.authenticator.invalidateUser(id);
+    await this.hooks.emit('access.revoked', { kind: 'user', userId: id });
     return user;
   }
 

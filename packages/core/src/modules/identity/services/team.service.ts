@@ -1,6 +1,8 @@
 import { type EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { TrellisError } from '../../../kernel/errors.js';
+import type { Hooks } from '../../../kernel/hooks.js';
+import { hooksServiceIdentifier } from '../../../kernel/tokens.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { Team, TeamMember, type TeamRole } from '../entities/team.entity.js';
 import { User } from '../entities/user.entity.js';
@@ -10,7 +12,10 @@ const managers: readonly TeamRole[] = ['owner', 'admin'];
 
 @injectable()
 export class TeamService {
-  constructor(@inject(idsServiceIdentifier) private readonly ids: Ids) {}
+  constructor(
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
+  ) {}
 
   /** The caller's memberships, personal team first, then by creation. */
   async listForUser(em: EntityManager, userId: string): Promise<TeamMember[]> {
@@ -63,6 +68,7 @@ export class TeamService {
       await tx.nativeDelete(TeamMember, { team: teamId });
       await tx.nativeDelete(Team, { id: teamId });
     });
+    await this.hooks.emit('access.revoked', { kind: 'team', teamId });
   }
 
   async members(em: EntityManager, teamId: string, actorId: string): Promise<TeamMember[]> {
@@ -94,12 +100,14 @@ export class TeamService {
         actor.role = 'admin';
         target.role = 'owner';
         await em.flush();
+        await this.hooks.emit('access.revoked', { kind: 'team', teamId, userId: actor.user.id as string });
         return target;
       }
       if (target.role === 'owner' && role !== 'owner') throw new TrellisError('conflict', 'last_owner', 'Transfer ownership to another member first.');
     }
     target.role = role;
     await em.flush();
+    await this.hooks.emit('access.revoked', { kind: 'team', teamId, userId });
     return target;
   }
 
@@ -112,5 +120,6 @@ export class TeamService {
     if (target.role === 'owner') throw new TrellisError('conflict', 'last_owner', 'The owner cannot leave; transfer ownership or delete the team.');
     if (target.role === 'admin' && actor.role !== 'owner' && !leaving) throw new TrellisError('forbidden', 'team_role_required', 'Only the owner can remove an admin.');
     await em.removeAndFlush(target);
+    await this.hooks.emit('access.revoked', { kind: 'team', teamId, userId });
   }
 }

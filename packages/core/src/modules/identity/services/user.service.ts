@@ -140,6 +140,7 @@ export class UserService {
     }
     this.checkPassword(newPassword);
     user.passwordHash = await this.hasher.hash(newPassword);
+    user.passwordChangedAt = new Date();
     await em.flush();
     this.authenticator.invalidateUser(id);
     await this.hooks.emit('user.updated', { userId: id });

@@ -7,3 +7,6 @@ export const unknownOrDisabledUser = () =>
 
 export const unknownCredential = () =>
   new TrellisError('unauthenticated', 'invalid_token', 'The token is unknown, expired or revoked.', { headers: challenge });
+
+export const sessionEnded = () =>
+  new TrellisError('unauthenticated', 'invalid_token', 'The session ended when the password changed; log in again.', { headers: challenge });

@@ -6,7 +6,7 @@ import type { MikroORM } from '@mikro-orm/core';
 import { JwtService } from '../services/jwt.service.js';
 import { User } from '../entities/user.entity.js';
 import { toPrincipalUser } from '../views.js';
-import { unknownOrDisabledUser } from './errors.js';
+import { sessionEnded, unknownOrDisabledUser } from './errors.js';
 
 const jwtShape = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
@@ -28,6 +28,9 @@ export class JwtVerifier implements CredentialVerifier {
     const claims = await this.jwt.verify(token);
     const user = await this.orm.em.fork().findOne(User, { id: claims.sub });
     if (!user || user.status !== 'active') throw unknownOrDisabledUser();
+    // A password change ends the sessions begun before it (tokens carry whole seconds, so a token
+    // issued in the second of the change stays valid: the login that follows the change).
+    if (user.passwordChangedAt && claims.iat < Math.floor(user.passwordChangedAt.getTime() / 1000)) throw sessionEnded();
     return {
       principal: {
         kind: 'jwt',
