@@ -25,6 +25,8 @@ export type AccessRevokedSignal =
 /** What an open socket depends on: the signals that name any of it make the socket check again. */
 export interface AccessSubject {
   userId: string;
+  /** The administrator acting as the user (`become`): a change to the administrator concerns the socket too. */
+  actorId?: string;
   credentialIds: readonly string[];
   clientId?: string;
   teamId?: string;
@@ -40,7 +42,7 @@ export const accessRevocationTopic = 'trellis:access-revoked';
 export function signalConcerns(signal: AccessRevokedSignal, subject: AccessSubject): boolean {
   switch (signal.kind) {
     case 'user':
-      return signal.userId === subject.userId;
+      return signal.userId === subject.userId || signal.userId === subject.actorId;
     case 'credentials':
       return subject.credentialIds.some((id) => signal.credentialIds.includes(id));
     case 'oauth_client':

@@ -235,6 +235,9 @@ export class HttpDispatcher {
     if (route.auth !== 'optional' && !route.auth.includes(principal.kind)) {
       throw new TrellisError('forbidden', 'credential_not_allowed', `This operation does not accept ${describeKind(principal.kind)} credentials (accepted: ${route.auth.map(describeKind).join(', ')}).`);
     }
+    if (route.refuseImpersonation && principal.actorId) {
+      throw new TrellisError('forbidden', 'impersonation_forbidden', 'Not allowed while an administrator acts as this user (become); use your own credentials.');
+    }
     const required: readonly Permission[] = route.permission === undefined ? [] : typeof route.permission === 'string' ? [route.permission] : route.permission;
     for (const permission of required) {
       if (!hasPermission(principal, permission)) {

@@ -440,6 +440,7 @@ function subjectOf(documentId: string, access: CollabAccess): AccessSubject {
   const { principal } = access;
   return {
     userId: principal.userId,
+    ...(principal.actorId ? { actorId: principal.actorId } : {}),
     credentialIds: principal.credentialId ? [principal.credentialId] : [],
     ...(principal.clientId ? { clientId: principal.clientId } : {}),
     teamId: access.teamId,

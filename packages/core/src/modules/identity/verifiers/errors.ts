@@ -10,3 +10,6 @@ export const unknownCredential = () =>
 
 export const sessionEnded = () =>
   new TrellisError('unauthenticated', 'invalid_token', 'The session ended when the password changed; log in again.', { headers: challenge });
+
+export const impersonationEnded = () =>
+  new TrellisError('unauthenticated', 'invalid_token', 'The administrator who obtained this token (become) is disabled or no longer an administrator.', { headers: challenge });

@@ -88,6 +88,7 @@ const confirm = defineRoute({
   method: 'POST',
   path: '/oauth/authorize',
   summary: 'Confirm an authorization for the signed-in user and get the redirect with the code',
+  refuseImpersonation: true,
   description:
     'Called by the consent page with the user\'s JWT. The parameters are validated again; the code is single use, bound to client, redirect URI, ' +
     'PKCE challenge, scope and user, and expires after `oauth.authorizationCodeTtlSeconds` (default 60).',

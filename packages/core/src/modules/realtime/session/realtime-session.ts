@@ -154,7 +154,8 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
   /** What access-revoked signals this socket listens for. */
   get accessSubject(): AccessSubject {
     const clientId = this.principal?.clientId ?? this.upgradePrincipal.clientId;
-    return { userId: this.upgradePrincipal.userId, credentialIds: this.credentialIds, ...(clientId ? { clientId } : {}) };
+    const actorId = this.principal?.actorId ?? this.upgradePrincipal.actorId;
+    return { userId: this.upgradePrincipal.userId, credentialIds: this.credentialIds, ...(clientId ? { clientId } : {}), ...(actorId ? { actorId } : {}) };
   }
 
   /**
