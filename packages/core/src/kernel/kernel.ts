@@ -6,6 +6,7 @@ import type { DatabaseAdapter, EntityDefinition, MigrationDefinition } from '../
 import { idsServiceIdentifier, UuidV7Ids } from '../ports/ids.js';
 import { Argon2idPasswordHasher, passwordHasherServiceIdentifier } from '../ports/password-hasher.js';
 import { InProcessPubSub, pubSubServiceIdentifier } from '../ports/pubsub.js';
+import { InMemoryRateLimiter, rateLimiterServiceIdentifier } from '../ports/rate-limiter.js';
 import { AccessRevocations, accessRevocationsServiceIdentifier } from './auth/access-revocation.js';
 import { Authenticator, credentialVerifierServiceIdentifier } from './auth/authenticator.js';
 import { validateConfig, type TrellisConfig, type TrellisConfigInput } from './config/config.js';
@@ -127,6 +128,8 @@ export function createKernel(options: KernelOptions): Kernel {
   container.bind(clockServiceIdentifier).toConstantValue(new SystemClock());
   container.bind(idsServiceIdentifier).toConstantValue(new UuidV7Ids());
   container.bind(pubSubServiceIdentifier).toConstantValue(new InProcessPubSub());
+  // The embedded default; an adapter (`@trellis/ratelimit-redis`) bound by the host replaces it.
+  container.bind(rateLimiterServiceIdentifier).toConstantValue(new InMemoryRateLimiter());
   container.bind(passwordHasherServiceIdentifier).toConstantValue(new Argon2idPasswordHasher());
   container.bind(ormServiceIdentifier).toDynamicValue(() => requireOrm());
   container.bind(entityManagerServiceIdentifier).toDynamicValue(() => requireOrm().em);

@@ -7,6 +7,7 @@ import { requireScopes } from '../auth/scopes.js';
 import type { KernelConfig } from '../config/config.js';
 import { TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
+import { ClientAddressResolver } from './client-address.js';
 import { oauthErrorBody } from './oauth-error-body.js';
 import { Reply } from './reply.js';
 import { DispatchedRequestContext } from './request-context.js';
@@ -46,11 +47,14 @@ export class HttpDispatcher {
   private idleWaiters: Array<() => void> = [];
   private readonly streams = new Set<AbortController>();
 
+  private readonly clientAddress: ClientAddressResolver;
+
   constructor(private readonly deps: DispatcherDeps) {
     this.maxBodyBytes = deps.config.server.maxBodyBytes;
     this.basePath = deps.config.server.basePath;
     this.corsOrigins = new Set(deps.config.server.corsOrigins);
     this.corsAny = this.corsOrigins.has('*');
+    this.clientAddress = new ClientAddressResolver(deps.config.server.trustProxy, deps.config.server.trustedProxies);
     for (const route of deps.routes) this.router.add(route.method, route.path, route);
   }
 
@@ -277,11 +281,7 @@ export class HttpDispatcher {
   }
 
   private clientIp(request: KernelRequest): string {
-    if (this.deps.config.server.trustProxy) {
-      const forwarded = request.headers['x-forwarded-for'];
-      if (forwarded) return forwarded.split(',')[0]!.trim();
-    }
-    return request.remoteAddress;
+    return this.clientAddress.resolve(request.remoteAddress, request.headers['x-forwarded-for']);
   }
 
   private allowedOrigin(route: RouteDefinition | undefined, origin: string | undefined): string | null {

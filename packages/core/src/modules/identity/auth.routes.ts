@@ -8,6 +8,7 @@ import type { AccessKeyKind } from './entities/access-key.entity.js';
 import type { User } from './entities/user.entity.js';
 import { accessKeySchema, issuedAccessKeySchema, listOf, meSchema, sessionSchema, userSchema } from './schemas.js';
 import { AccessKeyService } from './services/access-key.service.js';
+import { AuthRateLimiter } from './services/auth-rate-limiter.js';
 import { JwtService } from './services/jwt.service.js';
 import { UserService } from './services/user.service.js';
 import { toAccessKeyView, toUserView } from './views.js';
@@ -29,11 +30,16 @@ const register = defineRoute({
   auth: 'none',
   body: RegisterBody,
   response: { status: 201, schema: sessionSchema },
-  errors: { 403: 'Registration is closed (registration_closed)', 409: 'The email is taken (email_taken)' },
+  errors: {
+    403: 'Registration is closed (registration_closed)',
+    409: 'The email is taken (email_taken)',
+    429: 'Too many registrations from this address or for this email (too_many_attempts); see Retry-After',
+  },
   async handler(ctx) {
     if (!ctx.get(configServiceIdentifier).auth.allowRegistration) {
       throw new TrellisError('forbidden', 'registration_closed', 'Registration is closed on this server; ask an administrator for an account.');
     }
+    await ctx.get(AuthRateLimiter).check('register', ctx.ip, ctx.body.email);
     const user = await ctx.get(UserService).create(ctx.em, ctx.body);
     return Reply.json(await session(ctx, user), 201);
   },
@@ -47,8 +53,12 @@ const login = defineRoute({
   auth: 'none',
   body: LoginBody,
   response: { schema: sessionSchema },
-  errors: { 401: 'Wrong email or password (invalid_credentials), or the account is disabled (account_disabled)' },
+  errors: {
+    401: 'Wrong email or password (invalid_credentials), or the account is disabled (account_disabled)',
+    429: 'Too many login attempts from this address or for this account (too_many_attempts); see Retry-After',
+  },
   async handler(ctx) {
+    await ctx.get(AuthRateLimiter).check('login', ctx.ip, ctx.body.email);
     const user = await ctx.get(UserService).verifyCredentials(ctx.em, ctx.body.email, ctx.body.password);
     return session(ctx, user);
   },
