@@ -85,6 +85,12 @@ export interface Kernel {
   /** Whether the database answers a trivial query. */
   ping(): Promise<boolean>;
   openapi(): Record<string, unknown>;
+  /**
+   * The URL the host serves on, set by the host once it listens (`undefined` before, and for a
+   * kernel embedded without one). Values derived from the server's own address (the OAuth
+   * issuer without `publicUrl`) use it, never a request's Host header.
+   */
+  servedUrl: string | undefined;
 }
 
 export function createKernel(options: KernelOptions): Kernel {
@@ -215,6 +221,7 @@ export function createKernel(options: KernelOptions): Kernel {
       return ready;
     },
     get,
+    servedUrl: undefined,
     fork: () => requireOrm().em.fork(),
     async ping() {
       if (!orm) return false;

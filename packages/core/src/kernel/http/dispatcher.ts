@@ -212,6 +212,8 @@ export class HttpDispatcher {
     const ctx: RequestContext = new DispatchedRequestContext(this.deps, request, requestId, params, query, body, principal, ip, userAgent);
     const result = await route.handler(ctx);
     const headers: Record<string, string> = { 'x-request-id': requestId };
+    // Responses that carry a credential are never stored by a cache (RFC 9111 §5.2.2.5).
+    if (route.noStore) Object.assign(headers, noStoreHeaders);
     if (result instanceof Reply) {
       Object.assign(headers, result.headers);
       if (result.kind === 'json') {
@@ -344,6 +346,8 @@ export class HttpDispatcher {
     return { status, headers, body: JSON.stringify(body) };
   }
 }
+
+const noStoreHeaders = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
 
 function describeKind(kind: string): string {
   return kind.replace('_', ' ');

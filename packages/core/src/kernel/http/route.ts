@@ -63,6 +63,8 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
    * `become`: minting credentials, approving OAuth grants, changing passwords or permissions.
    */
   refuseImpersonation?: boolean;
+  /** The response carries a credential (a token, a key): sent with `Cache-Control: no-store`. */
+  noStore?: boolean;
   /**
    * Scopes that let a scoped credential (an OAuth access token, a scoped API key) in: it must carry
    * one of them, or one of `auth.fullAccessScopes`. Without this list only full-access scopes pass.

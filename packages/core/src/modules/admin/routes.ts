@@ -85,6 +85,7 @@ const userRoutes: RouteDefinition[] = [
     method: 'POST',
     path: '/admin/user/:id/become',
     summary: 'Act as a user',
+    noStore: true,
     description:
       'Returns a short-lived JWT (`admin.becomeTtlSeconds`, default 15 minutes) for the user that records the administrator as its actor (RFC 8693 `act` claim; `GET /auth/me` shows it as `credential.actorId`). Written to the audit trail. ' +
       'The token stops working as soon as the administrator is disabled or loses the administrator permission. While impersonating, minting credentials (API keys, agent tokens, device tokens), approving OAuth grants, ' +

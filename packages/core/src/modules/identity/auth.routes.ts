@@ -25,6 +25,7 @@ const register = defineRoute({
   method: 'POST',
   path: '/auth/register',
   summary: 'Create an account',
+  noStore: true,
   description: 'Creates a user with a one-person personal team and returns a JWT. Closed when `auth.allowRegistration` is false.',
   tags,
   auth: 'none',
@@ -49,6 +50,7 @@ const login = defineRoute({
   method: 'POST',
   path: '/auth/login',
   summary: 'Log in with email and password',
+  noStore: true,
   tags,
   auth: 'none',
   body: LoginBody,
@@ -122,13 +124,14 @@ function accessKeyRoutes(kind: AccessKeyKind, path: string, label: string): Rout
       method: 'POST',
       path,
       summary: `Issue ${label}`,
+      noStore: true,
       refuseImpersonation: true,
       description: `The token is in the response this once; only its SHA-256 digest is stored. Needs a user JWT.`,
       tags,
       auth: ['jwt'],
       body: CreateAccessKeyBody,
       response: { status: 201, schema: issuedAccessKeySchema },
-      errors: { 409: 'Too many active credentials of this kind (too_many_credentials)' },
+      errors: { 409: 'Too many active credentials of this kind (too_many_credentials)', 422: 'Invalid fields, or a scope no route accepts (unknown_scope)' },
       async handler(ctx) {
         const { key, token } = await ctx.get(AccessKeyService).issue(ctx.em, ctx.requirePrincipal().userId, kind, ctx.body);
         return Reply.json({ token, credential: toAccessKeyView(key) }, 201);
