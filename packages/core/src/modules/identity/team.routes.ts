@@ -69,6 +69,10 @@ export const teamRoutes: RouteDefinition[] = [
     method: 'DELETE',
     path: '/teams/:teamId',
     summary: 'Delete a team (owner only; not the personal team)',
+    description:
+      'A soft delete: the members and the projects (with their documents) go at once, and the team answers 404 from then on; ' +
+      'its financial records (payment orders, the credit ledger, the subscription and the balance) are kept, and its subscription is no longer renewed. ' +
+      'Open collaboration sockets on its documents close.',
     tags,
     auth,
     params: TeamParams,

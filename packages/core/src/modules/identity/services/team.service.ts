@@ -64,9 +64,14 @@ export class TeamService {
     const membership = await this.requireMember(em, teamId, actorId);
     if (membership.role !== 'owner') throw new TrellisError('forbidden', 'team_role_required', 'Only the owner can delete a team.');
     if (membership.team.personal) throw new TrellisError('conflict', 'personal_team', 'A personal team cannot be deleted.');
+    // A soft delete: the members go, and with them every way in; modules remove what the team
+    // owned (`team.deleting`, in this transaction: projects and their documents), while the row
+    // stays for the records that must outlive it (billing: orders, ledger, subscription, balance).
     await em.transactional(async (tx) => {
+      const count = await tx.nativeUpdate(Team, { id: teamId, deletedAt: null }, { deletedAt: new Date() });
+      if (count === 0) throw new TrellisError('not_found', 'team_not_found', 'No such team, or you are not a member.');
       await tx.nativeDelete(TeamMember, { team: teamId });
-      await tx.nativeDelete(Team, { id: teamId });
+      await this.hooks.emit('team.deleting', { teamId, em: tx });
     });
     await this.hooks.emit('access.revoked', { kind: 'team', teamId });
   }
@@ -121,5 +126,15 @@ export class TeamService {
     if (target.role === 'admin' && actor.role !== 'owner' && !leaving) throw new TrellisError('forbidden', 'team_role_required', 'Only the owner can remove an admin.');
     await em.removeAndFlush(target);
     await this.hooks.emit('access.revoked', { kind: 'team', teamId, userId });
+  }
+}
+
+declare module '../../../kernel/hooks.js' {
+  interface TrellisHooks {
+    /**
+     * A team is being deleted, inside the deleting transaction (`em`): remove what the team owns.
+     * A throwing handler rolls the deletion back. The team row stays (soft delete).
+     */
+    'team.deleting': { teamId: string; em: EntityManager };
   }
 }
