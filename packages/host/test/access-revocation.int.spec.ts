@@ -7,7 +7,7 @@ import { postgresDatabase } from '@trellis/db-postgres';
 import { sqliteDatabase } from '@trellis/db-sqlite';
 import { RedisPubSub } from '@trellis/pubsub-redis';
 import { startTestHost, testDatabases, type TestDatabase, type TestDatabaseHandle, type TestHost } from '@trellis/test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';
 import * as Y from 'yjs';
@@ -58,12 +58,34 @@ describe.each(testDatabases())('access revocation reaches open sockets on $name'
     a = await start('uws');
     b = await start('node');
   });
+  // Open sessions renew their lease on the shared database; close them between tests.
+  afterEach(() => {
+    for (const provider of providers.splice(0)) provider.destroy();
+  });
   afterAll(async () => {
     for (const provider of providers) provider.destroy();
     await b?.close();
     await a?.close();
     await db.cleanup();
   });
+
+  /**
+   * Two processes writing one SQLite file may see SQLITE_BUSY (503 busy, Retry-After: 1) when a
+   * transaction that read must write after the other process committed: setup steps retry it.
+   */
+  async function retried(host: TestHost, method: string, path: string, options: Parameters<TestHost['request']>[2] = {}) {
+    for (let attempt = 0; ; attempt++) {
+      const response = await host.request(method, path, options);
+      if (response.status !== 503 || attempt >= 10) return response;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  const register = async (host: TestHost) => {
+    const email = `revoke${++counter}-${process.pid}-${Date.now()}@example.com`;
+    const response = await retried(host, 'POST', '/auth/register', { body: { email, password: 'correct horse battery' } });
+    expect(response.status).toBe(201);
+    return { token: response.body.token as string, userId: response.body.user.id as string, email };
+  };
 
   /** A stock y-websocket client that records how its socket closed and does not reconnect. */
   async function collab(host: TestHost, documentId: string, token: string) {
@@ -94,21 +116,21 @@ describe.each(testDatabases())('access revocation reaches open sockets on $name'
 
   /** A team of an owner and a member, a project of the given access in it, and a document. */
   async function teamDocument(access: 'team' | 'public' = 'team') {
-    const owner = await a.register();
-    const member = await a.register();
-    const team = await a.request('POST', '/teams', { token: owner.token, body: { name: `Team ${++counter}` } });
+    const owner = await register(a);
+    const member = await register(a);
+    const team = await retried(a, 'POST', '/teams', { token: owner.token, body: { name: `Team ${++counter}` } });
     expect(team.status).toBe(201);
     const teamId = (team.body.id ?? team.body.team?.id) as string;
-    expect((await a.request('POST', `/teams/${teamId}/members`, { token: owner.token, body: { email: member.email, role: 'member' } })).status).toBe(201);
-    const project = await a.request('POST', '/project', { token: owner.token, body: { name: `Shared ${counter}`, tools: [], access, teamId } });
+    expect((await retried(a, 'POST', `/teams/${teamId}/members`, { token: owner.token, body: { email: member.email, role: 'member' } })).status).toBe(201);
+    const project = await retried(a, 'POST', '/project', { token: owner.token, body: { name: `Shared ${counter}`, tools: [], access, teamId } });
     expect(project.status).toBe(201);
-    const created = await a.request('POST', '/documents', { token: owner.token, body: { projectId: project.body.id, title: 'Shared', content: doc(paragraph('p1', 'One')) } });
+    const created = await retried(a, 'POST', '/documents', { token: owner.token, body: { projectId: project.body.id, title: 'Shared', content: doc(paragraph('p1', 'One')) } });
     expect(created.status).toBe(201);
     return { owner, member, teamId, projectId: project.body.id as string, documentId: created.body.id as string };
   }
 
   const storedTexts = async (documentId: string, token: string) => {
-    const response = await a.request('GET', `/documents/${documentId}/content`, { token });
+    const response = await retried(a, 'GET', `/documents/${documentId}/content`, { token });
     return JSON.stringify(response.body.content ?? response.body);
   };
 
@@ -118,7 +140,7 @@ describe.each(testDatabases())('access revocation reaches open sockets on $name'
     client.append('before removal');
     await eventually(() => storedTexts(documentId, owner.token), (text) => text.includes('before removal'), 'the edit before the removal to be stored');
 
-    expect((await a.request('DELETE', `/teams/${teamId}/members/${member.userId}`, { token: owner.token })).status).toBe(204);
+    expect((await retried(a, 'DELETE', `/teams/${teamId}/members/${member.userId}`, { token: owner.token })).status).toBe(204);
     expect(await client.closed).toMatchObject({ code: 4403 });
     client.append('after removal');
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -143,7 +165,7 @@ describe.each(testDatabases())('access revocation reaches open sockets on $name'
         if (bytes[0] === 2) resolve('permission denied');
       });
     });
-    expect((await a.request('DELETE', `/teams/${teamId}/members/${member.userId}`, { token: owner.token })).status).toBe(204);
+    expect((await retried(a, 'DELETE', `/teams/${teamId}/members/${member.userId}`, { token: owner.token })).status).toBe(204);
     // The downgrade is in place once an edit is answered with y-websocket's permission-denied message.
     await eventually(
       async () => {
@@ -166,21 +188,21 @@ describe.each(testDatabases())('access revocation reaches open sockets on $name'
     const client = await collab(b, documentId, member.token);
     const wss = await WsProbe.open(`${b.wsUrl}/v3/wss?token=${member.token}`);
     await wss.request('auth', { token: member.token });
-    const admin = await a.register();
+    const admin = await register(a);
     await a.kernel.get(UserService).update(a.kernel.fork(), admin.userId, { isAdministrator: true });
-    const adminToken = (await a.request('POST', '/auth/login', { body: { email: admin.email, password: 'correct horse battery' } })).body.token as string;
-    expect((await a.request('PUT', `/admin/user/${member.userId}`, { token: adminToken, body: { status: 'disabled' } })).status).toBe(200);
+    const adminToken = (await retried(a, 'POST', '/auth/login', { body: { email: admin.email, password: 'correct horse battery' } })).body.token as string;
+    expect((await retried(a, 'PUT', `/admin/user/${member.userId}`, { token: adminToken, body: { status: 'disabled' } })).status).toBe(200);
     expect(await client.closed).toMatchObject({ code: 4401 });
     expect(await wss.closed).toEqual({ code: 4403, reason: 'access_revoked' });
   });
 
   it('revoking an API key closes the collaboration socket that uses it (4401) on the other process', async () => {
     const { member, documentId } = await teamDocument('team');
-    const issued = await a.request('POST', '/auth/api-keys', { token: member.token, body: { name: 'editor' } });
+    const issued = await retried(a, 'POST', '/auth/api-keys', { token: member.token, body: { name: 'editor' } });
     expect(issued.status).toBe(201);
     const client = await collab(b, documentId, issued.body.token);
     const other = await collab(b, documentId, member.token);
-    expect((await a.request('DELETE', `/auth/api-keys/${issued.body.credential.id}`, { token: member.token })).status).toBe(200);
+    expect((await retried(a, 'DELETE', `/auth/api-keys/${issued.body.credential.id}`, { token: member.token })).status).toBe(200);
     expect(await client.closed).toMatchObject({ code: 4401 });
     // The user's other socket (a JWT) is not concerned.
     other.append('still here');
@@ -190,7 +212,7 @@ describe.each(testDatabases())('access revocation reaches open sockets on $name'
   it('deleting a document closes its sockets on the other process (4404)', async () => {
     const { owner, member, documentId } = await teamDocument('team');
     const onB = await collab(b, documentId, member.token);
-    expect((await a.request('DELETE', `/documents/${documentId}`, { token: owner.token })).status).toBeLessThan(300);
+    expect((await retried(a, 'DELETE', `/documents/${documentId}`, { token: owner.token })).status).toBeLessThan(300);
     expect(await onB.closed).toMatchObject({ code: 4404 });
   });
 
@@ -201,11 +223,11 @@ describe.each(testDatabases())('access revocation reaches open sockets on $name'
     await wss.request('auth', { token: member.token });
     // Issued in an earlier second than the change (tokens carry whole seconds).
     await new Promise((resolve) => setTimeout(resolve, 1100));
-    const changed = await a.request('POST', '/auth/password', { token: member.token, body: { currentPassword: 'correct horse battery', newPassword: 'a new horse battery staple' } });
+    const changed = await retried(a, 'POST', '/auth/password', { token: member.token, body: { currentPassword: 'correct horse battery', newPassword: 'a new horse battery staple' } });
     expect(changed.status).toBeLessThan(300);
     expect(await client.closed).toMatchObject({ code: 4401 });
     expect(await wss.closed).toEqual({ code: 4403, reason: 'access_revoked' });
-    expect((await a.request('GET', '/auth/me', { token: member.token })).status).toBe(401);
+    expect((await retried(a, 'GET', '/auth/me', { token: member.token })).status).toBe(401);
   });
 
   it('closes a collaboration socket whose credential expired at its next frame (4401), without storing that frame', async () => {
