@@ -50,7 +50,8 @@ export async function startTestHost(
   const config = {
     ...options.config,
     server: { host: '127.0.0.1', port: 0, ...options.config?.server, transport },
-    auth: { jwtSecret: testJwtSecret, ...options.config?.auth },
+    // Suites register and log in many users from 127.0.0.1: throttling is tested on its own.
+    auth: { jwtSecret: testJwtSecret, rateLimit: { perIp: 1_000_000, perAccount: 1_000_000 }, ...options.config?.auth },
   } as TrellisConfigInput;
   const host = createHost({
     config,

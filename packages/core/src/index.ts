@@ -35,6 +35,7 @@ export { WsDispatcher, type UpgradeDecision, type UpgradeInput } from './kernel/
 export { Authenticator, credentialVerifierServiceIdentifier, extractBearer, type CredentialMeta, type CredentialVerifier } from './kernel/auth/authenticator.js';
 export { allCredentialKinds, hasPermission, type CredentialKind, type Permission, type Principal, type PrincipalDevice, type PrincipalUser } from './kernel/auth/principal.js';
 export { requireScopes, scopesAllow } from './kernel/auth/scopes.js';
+export { AccessRevocations, accessRevocationsServiceIdentifier, accessRevocationTopic, signalConcerns, type AccessRevokedSignal, type AccessSubject, type AccessWatcher } from './kernel/auth/access-revocation.js';
 export { generateOpaqueToken, randomSecret, safeEqual, sha256Hex, uuidv7 } from './kernel/crypto.js';
 
 // Ports

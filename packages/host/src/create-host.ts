@@ -69,6 +69,7 @@ export function createHost(options: HostOptions = {}): Host {
       try {
         transport = await pickTransport(kernel);
         port = await transport.listen(kernel.config.server.host, kernel.config.server.port);
+        kernel.servedUrl = host.url;
       } catch (error) {
         await kernel.stop();
         throw error;

@@ -152,20 +152,41 @@ function handleHttp(kernel: Kernel, edge: { stopping: boolean }, res: HttpRespon
   }
   const limit = kernel.http.bodyLimitFor(method, path);
   const declared = Number(headers['content-length'] ?? NaN);
-  if (declared > limit) {
-    void respond(kernel, res, state, request, Promise.resolve(kernel.http.payloadTooLarge(request)), true);
+  const tooLarge = () => void respond(kernel, res, state, request, Promise.resolve(kernel.http.payloadTooLarge(request)), true);
+  if (declared > limit + LINGER_MAX_BYTES) {
+    // Too much to read through: answer at once (the client may see the connection close first).
+    tooLarge();
     return;
   }
   let chunks: Buffer[] = [];
   let size = 0;
-  let refused = false;
+  // A lingering close: after the limit is crossed, the rest of the body is read and dropped (up to
+  // LINGER_MAX_BYTES, for at most LINGER_MS) before the 413 goes out and the connection closes, so
+  // a client still sending sees the 413 and not a reset (EPIPE).
+  let refused: { drained: number; timer: NodeJS.Timeout } | null = null;
+  let finished = false;
+  const refuse = (received: number) => {
+    chunks = [];
+    refused = { drained: received, timer: setTimeout(finish, LINGER_MS) };
+    refused.timer.unref();
+  };
+  const finish = () => {
+    if (!refused || finished) return;
+    finished = true;
+    clearTimeout(refused.timer);
+    tooLarge();
+  };
+  if (declared > limit) refuse(0);
   res.onData((chunk, isLast) => {
-    if (refused) return;
+    if (refused) {
+      refused.drained += chunk.byteLength;
+      if (isLast || refused.drained > limit + LINGER_MAX_BYTES) finish();
+      return;
+    }
     size += chunk.byteLength;
     if (size > limit) {
-      refused = true;
-      chunks = [];
-      void respond(kernel, res, state, request, Promise.resolve(kernel.http.payloadTooLarge(request)), true);
+      refuse(size);
+      if (isLast) finish();
       return;
     }
     // uWS reuses the chunk's memory after this callback: copy it.
@@ -178,6 +199,10 @@ function handleHttp(kernel: Kernel, edge: { stopping: boolean }, res: HttpRespon
     }
   });
 }
+
+/** How much of an oversized body is read and dropped, and for how long, before the 413 and the close. */
+const LINGER_MAX_BYTES = 16 * 1024 * 1024;
+const LINGER_MS = 5_000;
 
 async function refusedUpgrade(kernel: Kernel, request: KernelRequest): Promise<KernelResponse> {
   const decision = await kernel.ws.upgrade({ path: request.path, query: request.query, headers: request.headers, remoteAddress: request.remoteAddress });

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AuditEntry, User, UserService, type RouteDefinition } from '@trellis/core';
+import { AuditEntry, AuditService, authenticatorServiceIdentifier, User, UserService, type RouteDefinition } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -216,7 +216,7 @@ describe.each(testDatabases())('administrator API on $name', (db) => {
         const u = await userWith(t, { isDeveloper: true });
         const r = await t.request('POST', `/admin/user/${u.userId}/become`, { token: admin.token });
         expect(r.status).toBe(200);
-        expect(r.body).toMatchObject({ tokenType: 'Bearer', expiresIn: 3600, actorId: admin.userId, user: { id: u.userId } });
+        expect(r.body).toMatchObject({ tokenType: 'Bearer', expiresIn: 900, actorId: admin.userId, user: { id: u.userId } });
         const claims = JSON.parse(Buffer.from(r.body.token.split('.')[1], 'base64url').toString());
         expect(claims).toMatchObject({ sub: u.userId, act: { sub: admin.userId } });
 
@@ -231,26 +231,31 @@ describe.each(testDatabases())('administrator API on $name', (db) => {
         const audit = await t.request('GET', '/admin/list?type=audit&size=100', { token: admin.token });
         expect(audit.status).toBe(200);
         expect(audit.body.items).toContainEqual(
-          expect.objectContaining({ action: 'admin.user.become', actorId: admin.userId, targetType: 'user', targetId: u.userId, data: { expiresIn: 3600 }, ip: expect.any(String) }),
+          expect.objectContaining({ action: 'admin.user.become', actorId: admin.userId, targetType: 'user', targetId: u.userId, data: { expiresIn: 900 }, ip: expect.any(String) }),
         );
       });
 
-      it('refuses yourself, nested impersonation, disabled users, site administrators and unknown users', async () => {
+      it('refuses yourself, nested impersonation, disabled users, administrators, site administrators and unknown users', async () => {
         const self = await t.request('POST', `/admin/user/${admin.userId}/become`, { token: admin.token });
         expect(self.status).toBe(400);
         expect(self.body.error).toBe('cannot_become_self');
 
         const otherAdmin = await userWith(t, { isAdministrator: true });
-        const first = await t.request('POST', `/admin/user/${otherAdmin.userId}/become`, { token: admin.token });
+        const asAdmin = await t.request('POST', `/admin/user/${otherAdmin.userId}/become`, { token: admin.token });
+        expect(asAdmin.status).toBe(403);
+        expect(asAdmin.body.error).toBe('cannot_become_administrator');
+        const plain = await userWith(t);
+        const first = await t.request('POST', `/admin/user/${plain.userId}/become`, { token: admin.token });
         const target = await userWith(t);
+        // A become token carries the user's permissions: no administrator API, so no nested become.
         const nested = await t.request('POST', `/admin/user/${target.userId}/become`, { token: first.body.token });
         expect(nested.status).toBe(403);
-        expect(nested.body.error).toBe('nested_become');
+        expect(nested.body.error).toBe('permission_denied');
 
         const site = await userWith(t, { isSiteAdmin: true });
         const protectedSite = await t.request('POST', `/admin/user/${site.userId}/become`, { token: admin.token });
         expect(protectedSite.status).toBe(403);
-        expect(protectedSite.body.error).toBe('site_admin_protected');
+        expect(protectedSite.body.error).toBe('cannot_become_administrator');
 
         await t.request('PUT', `/admin/user/${target.userId}`, { token: admin.token, body: { status: 'disabled' } });
         const disabled = await t.request('POST', `/admin/user/${target.userId}/become`, { token: admin.token });
@@ -258,6 +263,77 @@ describe.each(testDatabases())('administrator API on $name', (db) => {
         expect(disabled.body.error).toBe('user_disabled');
 
         expect((await t.request('POST', `/admin/user/${randomUUID()}/become`, { token: admin.token })).status).toBe(404);
+      });
+    });
+
+    describe('impersonation bounds', () => {
+      const become = async (by: { token: string }, userId: string) => {
+        const r = await t.request('POST', `/admin/user/${userId}/become`, { token: by.token });
+        expect(r.status).toBe(200);
+        return r.body.token as string;
+      };
+
+      it('issues short-lived tokens marked with act', async () => {
+        const u = await userWith(t);
+        const token = await become(admin, u.userId);
+        const claims = JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString());
+        expect(claims.act).toEqual({ sub: admin.userId });
+        expect(claims.exp - claims.iat).toBe(900);
+      });
+
+      it('refuses credential minting, OAuth consent, password, team and permission changes while impersonating', async () => {
+        const u = await userWith(t, { isDeveloper: true });
+        const token = await become(admin, u.userId);
+        const refused = async (method: string, path: string, body?: unknown) => {
+          const r = await t.request(method, path, { token, body });
+          expect({ path, status: r.status, error: r.body.error }).toEqual({ path, status: 403, error: 'impersonation_forbidden' });
+        };
+        await refused('POST', '/auth/api-keys', { name: 'forever' });
+        await refused('POST', '/auth/agent-tokens', { name: 'forever' });
+        await refused('POST', '/auth/password', { currentPassword: 'x', newPassword: 'a long new password' });
+        await refused('POST', `/dev/app/${randomUUID()}/token`);
+        await refused('POST', `/dev/hardware/${randomUUID()}/token`);
+        // The OAuth protocol routes answer in RFC 6749 form.
+        const consent = await t.request('POST', '/oauth/authorize', { token, body: { client_id: 'any', redirect_uri: 'https://x.example/cb', response_type: 'code' } });
+        expect(consent.status).toBe(403);
+        expect(consent.body).toMatchObject({ error: 'access_denied', error_description: expect.stringMatching(/administrator acts as this user/) });
+        const team = await t.request('POST', '/teams', { token: u.token, body: { name: 'Imp team' } });
+        const teamId = team.body.id as string;
+        await refused('POST', `/teams/${teamId}/members`, { email: admin.email, role: 'admin' });
+        await refused('PATCH', `/teams/${teamId}/members/${u.userId}`, { role: 'member' });
+        await refused('DELETE', `/teams/${teamId}/members/${u.userId}`);
+        // Nothing was minted; reading stays allowed.
+        expect((await t.request('GET', '/auth/api-keys', { token: u.token })).body.items).toEqual([]);
+        expect((await t.request('GET', '/auth/me', { token })).status).toBe(200);
+      });
+
+      it('stops the token as soon as the administrator is disabled or loses the permission', async () => {
+        const actor = await userWith(t, { isAdministrator: true });
+        const u = await userWith(t);
+        const token = await become(actor, u.userId);
+        expect((await t.request('GET', '/auth/me', { token })).status).toBe(200);
+        expect((await t.request('PUT', `/admin/user/${actor.userId}`, { token: admin.token, body: { isAdministrator: false } })).status).toBe(200);
+        const lost = await t.request('GET', '/auth/me', { token });
+        expect(lost.status).toBe(401);
+        expect(lost.body.error).toBe('invalid_token');
+
+        const actor2 = await userWith(t, { isAdministrator: true });
+        const token2 = await become(actor2, u.userId);
+        expect((await t.request('GET', '/auth/me', { token: token2 })).status).toBe(200);
+        expect((await t.request('PUT', `/admin/user/${actor2.userId}`, { token: admin.token, body: { status: 'disabled' } })).status).toBe(200);
+        expect((await t.request('GET', '/auth/me', { token: token2 })).status).toBe(401);
+        // The user's own session is untouched.
+        expect((await t.request('GET', '/auth/me', { token: u.token })).status).toBe(200);
+      });
+
+      it('writes the real administrator into audit entries made with a become token', async () => {
+        const u = await userWith(t);
+        const token = await become(admin, u.userId);
+        const principal = await t.kernel.get(authenticatorServiceIdentifier).authenticate(token, { ip: '127.0.0.1', userAgent: 'test' });
+        const em = t.kernel.fork();
+        const entry = await t.kernel.get(AuditService).record(em, { principal, action: 'test.impersonated', targetType: 'user', targetId: u.userId, data: { n: 1 } }, { flush: true });
+        expect(entry.actorId).toBe(admin.userId);
+        expect(entry.data).toEqual({ n: 1, impersonatedUserId: u.userId });
       });
     });
 

@@ -64,4 +64,28 @@ describe.each(testDatabases())('trellis oauth-app on $name', (db) => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/No OAuth app has the client_id no-such-app/);
   });
+
+  it('takes a client_id that begins with "-" after "--"', async () => {
+    const created = await trellis(['oauth-app', 'create', '-d', url, '--name', 'Dash', '--client-id=-dash-app', '--redirect-uri', 'https://dash.example/cb']);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout.trim()).toBe('-dash-app');
+    const asOption = await trellis(['oauth-app', 'disable', '-d', url, '-dash-app']);
+    expect(asOption.code).toBe(2);
+    const disabled = await trellis(['oauth-app', 'disable', '-d', url, '--', '-dash-app']);
+    expect(disabled.code, disabled.stderr).toBe(0);
+    expect(disabled.stdout.trim()).toBe('-dash-app disabled');
+    const enabled = await trellis(['oauth-app', 'enable', '-d', url, '--json', '--', '-dash-app']);
+    expect(enabled.code, enabled.stderr).toBe(0);
+    expect(JSON.parse(enabled.stdout)).toMatchObject({ client_id: '-dash-app', status: 'active' });
+    const help = await trellis(['oauth-app', 'disable', '--help']);
+    expect(help.stdout).toContain('trellis oauth-app disable -- -my-app');
+  });
+
+  it('generates client ids that begin with a letter or digit, which every subcommand reads as an id', async () => {
+    for (let i = 0; i < 40; i += 1) {
+      const created = await trellis(['oauth-app', 'create', '-d', url, '--name', `Many ${i}`, '--redirect-uri', 'https://many.example/cb']);
+      expect(created.code, created.stderr).toBe(0);
+      expect(created.stdout.trim()).toMatch(/^[A-Za-z0-9][A-Za-z0-9_-]{21}$/);
+    }
+  });
 });

@@ -7,11 +7,18 @@ export interface SqliteDatabaseOptions {
   path?: string;
   /** Milliseconds a writer waits for the lock before failing (default 5000). */
   busyTimeoutMs?: number;
+  /**
+   * `full` (default): every commit is on disk before it is acknowledged, so an acknowledged write
+   * survives a power loss or an OS crash. `normal`: faster commits in WAL mode; a process crash
+   * loses nothing, but a power loss or OS crash may roll back the last commits.
+   */
+  synchronous?: 'full' | 'normal';
 }
 
 /**
- * The embedded default database: one SQLite file (or memory), WAL journal, foreign keys on, and a
- * busy timeout so concurrent writers wait instead of failing. One connection: SQLite serialises
+ * The embedded default database: one SQLite file (or memory), WAL journal with `synchronous=FULL`
+ * (unless `synchronous: 'normal'`), foreign keys on, and a busy timeout so concurrent writers wait
+ * instead of failing. One connection: SQLite serialises
  * writers anyway, and a `:memory:` database exists per connection.
  */
 export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAdapter {
@@ -41,15 +48,22 @@ export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAda
       await connection.execute(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
       if (!memory) {
         await connection.execute('PRAGMA journal_mode = WAL');
-        await connection.execute('PRAGMA synchronous = NORMAL');
+        await connection.execute(`PRAGMA synchronous = ${options.synchronous === 'normal' ? 'NORMAL' : 'FULL'}`);
       }
     },
   };
 }
 
-/** Parses `sqlite:<path>` or `sqlite::memory:` into adapter options. */
+/** Parses `sqlite:<path>`, `sqlite::memory:` or `sqlite:<path>?synchronous=normal` into adapter options. */
 export function sqliteOptionsFromUrl(url: string): SqliteDatabaseOptions {
   if (!url.startsWith('sqlite:')) throw new Error(`Not a SQLite URL: ${url}`);
-  const rest = url.slice('sqlite:'.length).replace(/^\/\//, '');
-  return { path: rest === '' ? './trellis.db' : rest };
+  const [rest = '', query] = url.slice('sqlite:'.length).replace(/^\/\//, '').split('?', 2) as [string, string | undefined];
+  const options: SqliteDatabaseOptions = { path: rest === '' ? './trellis.db' : rest };
+  if (query !== undefined) {
+    for (const [name, value] of new URLSearchParams(query)) {
+      if (name !== 'synchronous' || (value !== 'full' && value !== 'normal')) throw new Error(`Unknown SQLite URL option ${name}=${value} (supported: synchronous=full|normal).`);
+      options.synchronous = value;
+    }
+  }
+  return options;
 }

@@ -63,11 +63,13 @@ Examples:
     withKernelOptions(app.command('disable').description('Disable an app and revoke every token it holds.'))
       .argument('<client_id>', 'the app to disable')
       .option('--json', 'print the app as JSON')
+      .addHelpText('after', `\nA client_id that begins with "-" goes after "--": trellis oauth-app disable -- -my-app`)
       .action((clientId: string, flags: StatusFlags) => setStatus(clientId, 'disable', flags));
 
     withKernelOptions(app.command('enable').description('Enable a disabled app again (revoked tokens stay revoked).'))
       .argument('<client_id>', 'the app to enable')
       .option('--json', 'print the app as JSON')
+      .addHelpText('after', `\nA client_id that begins with "-" goes after "--": trellis oauth-app enable -- -my-app`)
       .action((clientId: string, flags: StatusFlags) => setStatus(clientId, 'enable', flags));
   },
 };

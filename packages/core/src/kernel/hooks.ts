@@ -10,6 +10,8 @@ export interface TrellisHooks {
   'user.created': { userId: string; email: string };
   'user.updated': { userId: string };
   'credential.revoked': { userId: string; credentialId: string };
+  /** A change that may withdraw access was committed: open sockets it concerns check their access again, on every process. */
+  'access.revoked': import('./auth/access-revocation.js').AccessRevokedSignal;
   'kernel.started': Record<string, never>;
   'kernel.stopping': Record<string, never>;
 }

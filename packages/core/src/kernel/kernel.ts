@@ -6,6 +6,8 @@ import type { DatabaseAdapter, EntityDefinition, MigrationDefinition } from '../
 import { idsServiceIdentifier, UuidV7Ids } from '../ports/ids.js';
 import { Argon2idPasswordHasher, passwordHasherServiceIdentifier } from '../ports/password-hasher.js';
 import { InProcessPubSub, pubSubServiceIdentifier } from '../ports/pubsub.js';
+import { InMemoryRateLimiter, rateLimiterServiceIdentifier } from '../ports/rate-limiter.js';
+import { AccessRevocations, accessRevocationsServiceIdentifier } from './auth/access-revocation.js';
 import { Authenticator, credentialVerifierServiceIdentifier } from './auth/authenticator.js';
 import { validateConfig, type TrellisConfig, type TrellisConfigInput } from './config/config.js';
 import type { ObjectNode, Shape } from './config/schema.js';
@@ -84,6 +86,12 @@ export interface Kernel {
   /** Whether the database answers a trivial query. */
   ping(): Promise<boolean>;
   openapi(): Record<string, unknown>;
+  /**
+   * The URL the host serves on, set by the host once it listens (`undefined` before, and for a
+   * kernel embedded without one). Values derived from the server's own address (the OAuth
+   * issuer without `publicUrl`) use it, never a request's Host header.
+   */
+  servedUrl: string | undefined;
 }
 
 export function createKernel(options: KernelOptions): Kernel {
@@ -127,12 +135,24 @@ export function createKernel(options: KernelOptions): Kernel {
   container.bind(clockServiceIdentifier).toConstantValue(new SystemClock());
   container.bind(idsServiceIdentifier).toConstantValue(new UuidV7Ids());
   container.bind(pubSubServiceIdentifier).toConstantValue(new InProcessPubSub());
+  // The embedded default; an adapter (`@trellis/ratelimit-redis`) bound by the host replaces it.
+  container.bind(rateLimiterServiceIdentifier).toConstantValue(new InMemoryRateLimiter());
   container.bind(passwordHasherServiceIdentifier).toConstantValue(new Argon2idPasswordHasher());
   container.bind(ormServiceIdentifier).toDynamicValue(() => requireOrm());
   container.bind(entityManagerServiceIdentifier).toDynamicValue(() => requireOrm().em);
   container
     .bind(authenticatorServiceIdentifier)
     .toConstantValue(new Authenticator(() => container.getAll(credentialVerifierServiceIdentifier, { optional: true }) ?? [], config.auth.principalCacheTtlMs));
+  const revocations = new AccessRevocations(
+    () => container.get(pubSubServiceIdentifier),
+    () => container.get(authenticatorServiceIdentifier),
+    log.child({ module: 'access' }),
+  );
+  container.bind(accessRevocationsServiceIdentifier).toConstantValue(revocations);
+  // Changes that may withdraw access reach the open sockets of every process.
+  hooks.on('access.revoked', (signal) => revocations.revoke(signal));
+  hooks.on('user.updated', ({ userId }) => revocations.revoke({ kind: 'user', userId }));
+  hooks.on('credential.revoked', ({ credentialId }) => revocations.revoke({ kind: 'credentials', credentialIds: [credentialId] }));
 
   for (const module of modules) {
     if (module.container) container.load(module.container(moduleContext(module)));
@@ -204,6 +224,7 @@ export function createKernel(options: KernelOptions): Kernel {
       return ready;
     },
     get,
+    servedUrl: undefined,
     fork: () => requireOrm().em.fork(),
     async ping() {
       if (!orm) return false;
@@ -233,6 +254,7 @@ export function createKernel(options: KernelOptions): Kernel {
         const { pending } = await kernel.migrate.status();
         if (pending.length) log.warn({ pending }, 'database has pending migrations: run `trellis migrate up`');
       }
+      await revocations.start();
       for (const module of modules) {
         await module.onStart?.({ ...moduleContext(module), get });
         started.push(module);
@@ -253,6 +275,7 @@ export function createKernel(options: KernelOptions): Kernel {
         jobsAbort.abort();
         await Promise.allSettled(runningJobs);
         for (const module of started.splice(0).reverse()) await module.onStop?.({ ...moduleContext(module), get });
+        await revocations.stop();
         await container.get(pubSubServiceIdentifier).close();
         if (orm) await orm.close(true);
         orm = undefined;

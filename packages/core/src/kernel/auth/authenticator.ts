@@ -83,7 +83,10 @@ export class Authenticator {
         }),
       );
     }
-    return verifier.verify(token, meta);
+    return verifier.verify(token, meta).then((verified) => {
+      if (verified.expiresAtMs !== undefined && verified.principal.expiresAtMs === undefined) verified.principal.expiresAtMs = verified.expiresAtMs;
+      return verified;
+    });
   }
 
   /** Verifications started before an invalidation are not cached, and are not shared any more. */
@@ -92,13 +95,18 @@ export class Authenticator {
     this.pending.clear();
   }
 
-  /** Drops every cached credential of a user (after an update, a disable or a revocation). */
+  /**
+   * Drops every cached credential of a user (after an update, a disable or a revocation), and the
+   * `become` tokens the user holds as an administrator (their principal names the user as actor).
+   */
   invalidateUser(userId: string): void {
     this.invalidated();
     const tokens = this.byUser.get(userId);
-    if (!tokens) return;
-    for (const token of tokens) this.cache.delete(token);
-    this.byUser.delete(userId);
+    if (tokens) {
+      for (const token of tokens) this.cache.delete(token);
+      this.byUser.delete(userId);
+    }
+    for (const [token, entry] of this.cache) if (entry.principal.actorId === userId) this.forget(token, entry.principal.userId);
   }
 
   /** Drops one cached credential. */

@@ -40,6 +40,8 @@ export interface Principal {
   actorId?: string;
   /** For `device` credentials: the device the token belongs to (`userId` is its owner). */
   device?: PrincipalDevice;
+  /** When the credential expires (epoch ms), for credentials that do; long-lived sockets check it. */
+  expiresAtMs?: number;
 }
 
 /**

@@ -23,7 +23,16 @@ export const kernelConfigSchema = s.object({
       .describe('Path prefix under which every route is served.'),
     maxBodyBytes: s.int().range(1024).default(1_048_576).describe('Largest accepted request body; larger bodies get 413.'),
     shutdownTimeoutMs: s.int().range(0).default(10_000).describe('How long a graceful stop waits for in-flight requests.'),
-    trustProxy: s.boolean().default(false).describe('Take the client address from X-Forwarded-For.'),
+    trustProxy: s
+      .boolean()
+      .default(false)
+      .describe(
+        'Take the client address from X-Forwarded-For: the rightmost hop that is not a trusted proxy (`server.trustedProxies`; when that list is empty, only the direct peer is trusted, so the rightmost hop is the client). Never the leftmost entry, which the client writes itself.',
+      ),
+    trustedProxies: s
+      .array(s.string())
+      .default([])
+      .describe('Addresses or CIDR ranges of the reverse proxies in front of Trellis (e.g. `10.0.0.0/8`, `::1`), skipped from the right of X-Forwarded-For when `server.trustProxy` is on.'),
     corsOrigins: s
       .array(s.string())
       .default([])
@@ -33,7 +42,7 @@ export const kernelConfigSchema = s.object({
     url: s
       .string()
       .default('sqlite:./trellis.db')
-      .describe('`sqlite:<path>`, `sqlite::memory:` or `postgres://user:pass@host:port/db`.'),
+      .describe('`sqlite:<path>`, `sqlite::memory:` or `postgres://user:pass@host:port/db`. SQLite commits with `synchronous=FULL` (durable through a power loss); `sqlite:<path>?synchronous=normal` trades that for speed.'),
     migrateOnStart: s.boolean().default(true).describe('Apply pending migrations when the host starts.'),
     debug: s.boolean().default(false).describe('Log every SQL statement (without its bound values).'),
   }),
@@ -51,6 +60,12 @@ export const kernelConfigSchema = s.object({
       .array(s.string())
       .default(['mobile:full'])
       .describe('Scopes that give a scoped credential (OAuth access token, scoped API key) the user\'s full authority on every route that accepts its credential kind. Other scopes pass only routes that list them (`RouteDefinition.scopes`).'),
+    rateLimit: s.object({
+      enabled: s.boolean().default(true).describe('Throttle `POST /auth/login` and `POST /auth/register` (429 with Retry-After), through the RateLimiter port (in process, or Redis with `adapters.redisUrl`).'),
+      windowSeconds: s.int().range(1, 86_400).default(60).describe('Length of the counting window of the login and registration limits.'),
+      perIp: s.int().range(1).default(60).describe('Login or registration attempts one client address may make per window (each route counted apart).'),
+      perAccount: s.int().range(1).default(10).describe('Login or registration attempts for one email address per window, from any address (a flood against one account can lock it out for the window).'),
+    }),
     principalCacheTtlMs: s
       .int()
       .range(0, 60_000)

@@ -7,6 +7,7 @@ import { requireScopes } from '../auth/scopes.js';
 import type { KernelConfig } from '../config/config.js';
 import { TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
+import { ClientAddressResolver } from './client-address.js';
 import { guardInput } from './input-guard.js';
 import { oauthErrorBody } from './oauth-error-body.js';
 import { Reply } from './reply.js';
@@ -47,11 +48,14 @@ export class HttpDispatcher {
   private idleWaiters: Array<() => void> = [];
   private readonly streams = new Set<AbortController>();
 
+  private readonly clientAddress: ClientAddressResolver;
+
   constructor(private readonly deps: DispatcherDeps) {
     this.maxBodyBytes = deps.config.server.maxBodyBytes;
     this.basePath = deps.config.server.basePath;
     this.corsOrigins = new Set(deps.config.server.corsOrigins);
     this.corsAny = this.corsOrigins.has('*');
+    this.clientAddress = new ClientAddressResolver(deps.config.server.trustProxy, deps.config.server.trustedProxies);
     for (const route of deps.routes) this.router.add(route.method, route.path, route);
   }
 
@@ -218,6 +222,8 @@ export class HttpDispatcher {
     const ctx: RequestContext = new DispatchedRequestContext(this.deps, request, requestId, params, query, body, principal, ip, userAgent);
     const result = await route.handler(ctx);
     const headers: Record<string, string> = { 'x-request-id': requestId };
+    // Responses that carry a credential are never stored by a cache (RFC 9111 §5.2.2.5).
+    if (route.noStore) Object.assign(headers, noStoreHeaders);
     if (result instanceof Reply) {
       Object.assign(headers, result.headers);
       if (result.kind === 'json') {
@@ -244,6 +250,9 @@ export class HttpDispatcher {
     const principal = await this.deps.authenticator().authenticate(token, { ip, userAgent });
     if (route.auth !== 'optional' && !route.auth.includes(principal.kind)) {
       throw new TrellisError('forbidden', 'credential_not_allowed', `This operation does not accept ${describeKind(principal.kind)} credentials (accepted: ${route.auth.map(describeKind).join(', ')}).`);
+    }
+    if (route.refuseImpersonation && principal.actorId) {
+      throw new TrellisError('forbidden', 'impersonation_forbidden', 'Not allowed while an administrator acts as this user (become); use your own credentials.');
     }
     const required: readonly Permission[] = route.permission === undefined ? [] : typeof route.permission === 'string' ? [route.permission] : route.permission;
     for (const permission of required) {
@@ -284,11 +293,7 @@ export class HttpDispatcher {
   }
 
   private clientIp(request: KernelRequest): string {
-    if (this.deps.config.server.trustProxy) {
-      const forwarded = request.headers['x-forwarded-for'];
-      if (forwarded) return forwarded.split(',')[0]!.trim();
-    }
-    return request.remoteAddress;
+    return this.clientAddress.resolve(request.remoteAddress, request.headers['x-forwarded-for']);
   }
 
   private allowedOrigin(route: RouteDefinition | undefined, origin: string | undefined): string | null {
@@ -351,6 +356,8 @@ export class HttpDispatcher {
     return { status, headers, body: JSON.stringify(body) };
   }
 }
+
+const noStoreHeaders = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
 
 function describeKind(kind: string): string {
   return kind.replace('_', ' ');

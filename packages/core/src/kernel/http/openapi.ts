@@ -145,6 +145,10 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
       if (!errorStatuses.has(401)) errorStatuses.set(401, statusText[401]!);
       if (!errorStatuses.has(403)) errorStatuses.set(403, statusText[403]!);
     }
+    if (route.refuseImpersonation) {
+      const refused = 'refused while an administrator acts as the user (impersonation_forbidden)';
+      errorStatuses.set(403, errorStatuses.has(403) ? `${errorStatuses.get(403)}; ${refused}` : refused);
+    }
     if (route.body || route.query || route.params) {
       const v = route.validationError?.status ?? 422;
       if (!errorStatuses.has(v)) errorStatuses.set(v, statusText[v] ?? 'Validation failed');

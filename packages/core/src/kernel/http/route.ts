@@ -76,6 +76,13 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
   /** Permissions the principal must hold (all of them). */
   permission?: Permission | readonly Permission[];
   /**
+   * Refuse the route (403 `impersonation_forbidden`) to a token an administrator obtained with
+   * `become`: minting credentials, approving OAuth grants, changing passwords or permissions.
+   */
+  refuseImpersonation?: boolean;
+  /** The response carries a credential (a token, a key): sent with `Cache-Control: no-store`. */
+  noStore?: boolean;
+  /**
    * Scopes that let a scoped credential (an OAuth access token, a scoped API key) in: it must carry
    * one of them, or one of `auth.fullAccessScopes`. Without this list only full-access scopes pass.
    * Credentials without scopes (JWTs, unscoped API keys) keep the user's full authority.

@@ -65,6 +65,7 @@ const userRoutes: RouteDefinition[] = [
     method: 'PUT',
     path: '/admin/user/:id',
     summary: 'Update a user',
+    refuseImpersonation: true,
     description:
       'All fields optional. `status: "disabled"` makes every credential of the user fail from the next request on. `isDeveloper`, `isAdministrator` and `isSiteAdmin` (site administrators only) grant or withdraw permissions, effective at once. Audited.',
     ...guarded,
@@ -84,14 +85,17 @@ const userRoutes: RouteDefinition[] = [
     method: 'POST',
     path: '/admin/user/:id/become',
     summary: 'Act as a user',
+    noStore: true,
     description:
-      'Returns a JWT for the user that records the administrator as its actor (RFC 8693 `act` claim; `GET /auth/me` shows it as `credential.actorId`). Written to the audit trail.',
+      'Returns a short-lived JWT (`admin.becomeTtlSeconds`, default 15 minutes) for the user that records the administrator as its actor (RFC 8693 `act` claim; `GET /auth/me` shows it as `credential.actorId`). Written to the audit trail. ' +
+      'The token stops working as soon as the administrator is disabled or loses the administrator permission. While impersonating, minting credentials (API keys, agent tokens, device tokens), approving OAuth grants, ' +
+      'changing the password, team membership or user permissions answer 403 `impersonation_forbidden`; audit entries name the administrator. Administrators and site administrators cannot be become.',
     ...guarded,
     params: IdParams,
     response: { schema: becomeSchema },
     errors: {
       400: 'Becoming yourself (cannot_become_self)',
-      403: 'Missing permission, already acting as someone (nested_become), or a site administrator target (site_admin_protected)',
+      403: 'Missing permission, already acting as someone (nested_become), or an administrator or site administrator target (cannot_become_administrator)',
       404: 'No such user (user_not_found)',
       409: 'The user is disabled (user_disabled)',
     },

@@ -9,6 +9,7 @@ import type { AccessKeyKind } from './entities/access-key.entity.js';
 import type { User } from './entities/user.entity.js';
 import { accessKeySchema, issuedAccessKeySchema, listOf, meSchema, sessionSchema, userSchema } from './schemas.js';
 import { AccessKeyService } from './services/access-key.service.js';
+import { AuthRateLimiter } from './services/auth-rate-limiter.js';
 import { JwtService } from './services/jwt.service.js';
 import { UserService } from './services/user.service.js';
 import { TeamService } from './services/team.service.js';
@@ -26,16 +27,22 @@ const register = defineRoute({
   method: 'POST',
   path: '/auth/register',
   summary: 'Create an account',
+  noStore: true,
   description: 'Creates a user with a one-person personal team and returns a JWT. Closed when `auth.allowRegistration` is false.',
   tags,
   auth: 'none',
   body: RegisterBody,
   response: { status: 201, schema: sessionSchema },
-  errors: { 403: 'Registration is closed (registration_closed)', 409: 'The email is taken (email_taken)' },
+  errors: {
+    403: 'Registration is closed (registration_closed)',
+    409: 'The email is taken (email_taken)',
+    429: 'Too many registrations from this address or for this email (too_many_attempts); see Retry-After',
+  },
   async handler(ctx) {
     if (!ctx.get(configServiceIdentifier).auth.allowRegistration) {
       throw new TrellisError('forbidden', 'registration_closed', 'Registration is closed on this server; ask an administrator for an account.');
     }
+    await ctx.get(AuthRateLimiter).check('register', ctx.ip, ctx.body.email);
     const user = await ctx.get(UserService).create(ctx.em, ctx.body);
     return Reply.json(await session(ctx, user), 201);
   },
@@ -45,12 +52,17 @@ const login = defineRoute({
   method: 'POST',
   path: '/auth/login',
   summary: 'Log in with email and password',
+  noStore: true,
   tags,
   auth: 'none',
   body: LoginBody,
   response: { schema: sessionSchema },
-  errors: { 401: 'Wrong email or password (invalid_credentials), or the account is disabled (account_disabled)' },
+  errors: {
+    401: 'Wrong email or password (invalid_credentials), or the account is disabled (account_disabled)',
+    429: 'Too many login attempts from this address or for this account (too_many_attempts); see Retry-After',
+  },
   async handler(ctx) {
+    await ctx.get(AuthRateLimiter).check('login', ctx.ip, ctx.body.email);
     const user = await ctx.get(UserService).verifyCredentials(ctx.em, ctx.body.email, ctx.body.password);
     return session(ctx, user);
   },
@@ -98,6 +110,7 @@ const changePassword = defineRoute({
   method: 'POST',
   path: '/auth/password',
   summary: 'Change your password',
+  refuseImpersonation: true,
   tags,
   auth: ['jwt'],
   body: ChangePasswordBody,
@@ -115,12 +128,14 @@ function accessKeyRoutes(kind: AccessKeyKind, path: string, label: string): Rout
       method: 'POST',
       path,
       summary: `Issue ${label}`,
+      noStore: true,
+      refuseImpersonation: true,
       description: `The token is in the response this once; only its SHA-256 digest is stored. Needs a user JWT.`,
       tags,
       auth: ['jwt'],
       body: CreateAccessKeyBody,
       response: { status: 201, schema: issuedAccessKeySchema },
-      errors: { 409: 'Too many active credentials of this kind (too_many_credentials)' },
+      errors: { 409: 'Too many active credentials of this kind (too_many_credentials)', 422: 'Invalid fields, or a scope no route accepts (unknown_scope)' },
       async handler(ctx) {
         const { key, token } = await ctx.get(AccessKeyService).issue(ctx.em, ctx.requirePrincipal().userId, kind, ctx.body);
         return Reply.json({ token, credential: toAccessKeyView(key) }, 201);

@@ -9,6 +9,7 @@ import { TeamMemberSchema, TeamSchema } from './entities/team.entity.js';
 import { UserSchema } from './entities/user.entity.js';
 import { migrations } from './migrations/index.js';
 import { AccessKeyService } from './services/access-key.service.js';
+import { AuthRateLimiter } from './services/auth-rate-limiter.js';
 import { JwtService } from './services/jwt.service.js';
 import { TeamService } from './services/team.service.js';
 import { UserService } from './services/user.service.js';
@@ -30,6 +31,7 @@ export const identityModule = defineModule({
       bind(TeamService).toSelf();
       bind(JwtService).toSelf();
       bind(AccessKeyService).toSelf();
+      bind(AuthRateLimiter).toSelf();
       bind(credentialVerifierServiceIdentifier).to(JwtVerifier);
       for (const kind of ['api_key', 'agent_token'] as const) {
         bind(credentialVerifierServiceIdentifier).toDynamicValue(

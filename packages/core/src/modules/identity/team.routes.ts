@@ -71,6 +71,10 @@ export const teamRoutes: RouteDefinition[] = [
     method: 'DELETE',
     path: '/teams/:teamId',
     summary: 'Delete a team (owner only; not the personal team)',
+    description:
+      'A soft delete: the members and the projects (with their documents) go at once, and the team answers 404 from then on; ' +
+      'its financial records (payment orders, the credit ledger, the subscription and the balance) are kept, and its subscription is no longer renewed. ' +
+      'Open collaboration sockets on its documents close.',
     tags,
     auth,
     params: TeamParams,
@@ -99,6 +103,7 @@ export const teamRoutes: RouteDefinition[] = [
     method: 'POST',
     path: '/teams/:teamId/members',
     summary: 'Add an existing user to a team',
+    refuseImpersonation: true,
     tags,
     auth,
     params: TeamParams,
@@ -118,6 +123,7 @@ export const teamRoutes: RouteDefinition[] = [
     method: 'PATCH',
     path: '/teams/:teamId/members/:userId',
     summary: "Change a member's role",
+    refuseImpersonation: true,
     description: 'Giving `owner` transfers ownership; only the owner may, and the previous owner becomes admin.',
     tags,
     auth,
@@ -134,6 +140,7 @@ export const teamRoutes: RouteDefinition[] = [
     method: 'DELETE',
     path: '/teams/:teamId/members/:userId',
     summary: 'Remove a member, or leave a team (your own user id)',
+    refuseImpersonation: true,
     tags,
     auth,
     params: MemberParams,

@@ -49,7 +49,7 @@ export const oauthModule = defineModule({
   onStart({ config, log }) {
     if (!config.publicUrl) {
       log.warn(
-        'publicUrl is not set: the OAuth issuer (metadata and the iss of every authorization response) is taken from the Host header of each request. Set publicUrl in production.',
+        'publicUrl is not set: the OAuth issuer (metadata, the iss of every authorization response, the consent page) is pinned to the address the host listens on. Set publicUrl whenever clients reach Trellis at another address (a proxy, a domain name).',
       );
     }
   },

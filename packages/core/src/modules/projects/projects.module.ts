@@ -1,7 +1,7 @@
 import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
 import { ProjectNodeSchema } from './entities/project-node.entity.js';
-import { ProjectSchema } from './entities/project.entity.js';
+import { Project, ProjectSchema } from './entities/project.entity.js';
 import { migrations } from './migrations/index.js';
 import { projectRoutes } from './routes.js';
 import { scopeRoutes } from '../../kernel/auth/scopes.js';
@@ -22,4 +22,10 @@ export const projectsModule = defineModule({
       bind(ProjectService).toSelf();
     }),
   routes: scopeRoutes(projectRoutes, documentScopes),
+  onStart({ hooks }) {
+    // The team's projects (and, through their foreign keys, documents and file trees) go with it.
+    hooks.on('team.deleting', async ({ teamId, em }) => {
+      await em.nativeDelete(Project, { team: teamId });
+    });
+  },
 });

@@ -4,7 +4,6 @@ import { realtimeChannels } from './channels.js';
 import { PushService } from './push.service.js';
 import { realtimeConfigSchema } from './realtime.config.js';
 import { hardwareRpcMethods } from './rpc-methods.js';
-import { realtimeCloseCodes } from './session/realtime-session.js';
 import { ConnectionRegistry } from './services/connection-registry.js';
 import { PushHub } from './services/push-hub.js';
 import { RealtimeGateway } from './services/realtime-gateway.js';
@@ -31,9 +30,8 @@ export const realtimeModule = defineModule({
   onStart({ hooks, get }) {
     const registry = get(ConnectionRegistry);
     const hub = get(PushHub);
-    hooks.on('credential.revoked', ({ credentialId }) => {
-      registry.closeByCredential(credentialId, realtimeCloseCodes.credentialRevoked, 'credential_revoked');
-    });
+    // Revoked credentials and changed users reach the sockets of every process through the
+    // kernel's access-revoked signals (RealtimeSession.recheck).
     hooks.on('kernel.stopping', () => {
       hub.shutdown();
       registry.shutdown();

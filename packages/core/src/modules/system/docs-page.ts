@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * A self-contained API reference: one HTML page with inline CSS and script that loads the
  * OpenAPI document next to it (`openapi.json`, resolved against the page's own URL so it works
@@ -152,3 +154,30 @@ export const docsPage = `<!doctype html>
 </body>
 </html>
 `;
+
+const inlineHash = (tag: 'script' | 'style'): string => {
+  const match = new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`).exec(docsPage);
+  if (!match) throw new Error(`the docs page has no inline ${tag}`);
+  return `'sha256-${createHash('sha256').update(match[1]!, 'utf8').digest('base64')}'`;
+};
+
+/**
+ * The page runs only its own inline script and style (pinned by hash), fetches only from its own
+ * origin, and may not be framed: a Content-Security-Policy with `frame-ancestors 'none'`, plus
+ * `nosniff`, `X-Frame-Options` for older browsers, and no referrer.
+ */
+export const docsPageSecurityHeaders: Readonly<Record<string, string>> = Object.freeze({
+  'content-security-policy': [
+    "default-src 'none'",
+    `script-src ${inlineHash('script')}`,
+    `style-src ${inlineHash('style')}`,
+    "connect-src 'self'",
+    "img-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; '),
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+});

@@ -2,7 +2,7 @@ import { defineModule } from '../../kernel/module.js';
 import { defineRoute } from '../../kernel/http/route.js';
 import { Reply } from '../../kernel/http/reply.js';
 import { kernelServiceIdentifier } from '../../kernel/tokens.js';
-import { docsPage } from './docs-page.js';
+import { docsPage, docsPageSecurityHeaders } from './docs-page.js';
 
 const tags = ['System'];
 
@@ -53,7 +53,7 @@ export const systemModule = defineModule({
       tags,
       auth: 'none',
       hidden: true,
-      handler: () => Reply.raw(docsPage, 'text/html; charset=utf-8', 200, { 'cache-control': 'no-cache' }),
+      handler: () => Reply.raw(docsPage, 'text/html; charset=utf-8', 200, { 'cache-control': 'no-cache', ...docsPageSecurityHeaders }),
     }),
   ],
 });

@@ -96,7 +96,7 @@ export class AdminHardwareService {
 
   private record(em: EntityManager, acting: Acting, action: string, id: string, data: Record<string, unknown>) {
     return this.audit.record(em, {
-      actorId: acting.principal.userId,
+      principal: acting.principal,
       action,
       targetType: 'hardware',
       targetId: id,

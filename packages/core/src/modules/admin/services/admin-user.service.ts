@@ -5,7 +5,8 @@ import type { Principal } from '../../../kernel/auth/principal.js';
 import type { InferConfig } from '../../../kernel/config/schema.js';
 import { TrellisError } from '../../../kernel/errors.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
-import { authenticatorServiceIdentifier } from '../../../kernel/tokens.js';
+import type { Hooks } from '../../../kernel/hooks.js';
+import { authenticatorServiceIdentifier, hooksServiceIdentifier } from '../../../kernel/tokens.js';
 import { AuditService } from '../../audit/services/audit.service.js';
 import { User } from '../../identity/entities/user.entity.js';
 import { JwtService } from '../../identity/services/jwt.service.js';
@@ -74,6 +75,7 @@ export class AdminUserService {
     @inject(JwtService) private readonly jwt: JwtService,
     @inject(AuditService) private readonly audit: AuditService,
     @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
     @inject(adminSettingsServiceIdentifier) private readonly settings: AdminSettings,
   ) {}
 
@@ -120,20 +122,22 @@ export class AdminUserService {
       const updated = await this.users.update(tx, id, change);
       await this.audit.record(
         tx,
-        { actorId: actor.id, action: 'admin.user.update', targetType: 'user', targetId: id, data: { fields: Object.keys(input).sort() }, ip: acting.ip, userAgent: acting.userAgent },
+        { principal: acting.principal, action: 'admin.user.update', targetType: 'user', targetId: id, data: { fields: Object.keys(input).sort() }, ip: acting.ip, userAgent: acting.userAgent },
         { flush: true },
       );
       return updated;
     });
-    // Again after the commit: a request racing the transaction may have cached the old user.
+    // Again after the commit: a request racing the transaction may have cached the old user, and
+    // sockets that checked their access against the uncommitted change check again.
     this.authenticator.invalidateUser(id);
+    await this.hooks.emit('access.revoked', { kind: 'user', userId: id });
     return user;
   }
 
   /**
-   * A JWT for the target user that names the administrator as its actor (RFC 8693 `act`), written
-   * to the audit trail. Refused for oneself, for disabled users, from a token that is itself an
-   * impersonation, and for site administrators unless the actor is one.
+   * A short-lived JWT for the target user that names the administrator as its actor (RFC 8693
+   * `act`), written to the audit trail. Refused for oneself, for disabled users, from a token that
+   * is itself an impersonation, and for administrators and site administrators.
    */
   async become(em: EntityManager, id: string, acting: Acting): Promise<{ token: string; expiresIn: number; user: User; actorId: string }> {
     const { principal } = acting;
@@ -142,12 +146,14 @@ export class AdminUserService {
     }
     if (id === principal.userId) throw new TrellisError('bad_request', 'cannot_become_self', 'You cannot become yourself.');
     const target = await this.users.getById(em, id);
-    if (target.isSiteAdmin && !principal.user.isSiteAdmin) throw siteAdminProtected();
+    if (target.isSiteAdmin || target.isAdministrator) {
+      throw new TrellisError('forbidden', 'cannot_become_administrator', 'Administrators and site administrators cannot be impersonated.');
+    }
     if (target.status !== 'active') throw new TrellisError('conflict', 'user_disabled', 'The user is disabled; enable the account first.');
     const { token, expiresIn } = await this.jwt.sign(target.id, { actorId: principal.userId, ttlSeconds: this.settings.becomeTtlSeconds });
     await this.audit.record(
       em,
-      { actorId: principal.userId, action: 'admin.user.become', targetType: 'user', targetId: target.id, data: { expiresIn }, ip: acting.ip, userAgent: acting.userAgent },
+      { principal, action: 'admin.user.become', targetType: 'user', targetId: target.id, data: { expiresIn }, ip: acting.ip, userAgent: acting.userAgent },
       { flush: true },
     );
     return { token, expiresIn, user: target, actorId: principal.userId };

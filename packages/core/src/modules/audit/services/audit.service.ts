@@ -1,12 +1,19 @@
 import type { EntityManager, FilterQuery } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
+import type { Principal } from '../../../kernel/auth/principal.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { AuditEntry } from '../entities/audit-entry.entity.js';
 
 export interface AuditRecordInput {
-  actorId: string | null;
+  /** Who acted: give `principal` (preferred: an impersonation records the administrator) or `actorId`. */
+  actorId?: string | null;
+  /**
+   * The caller. The entry names the real actor: the administrator behind a `become` token, with
+   * the impersonated user in `data.impersonatedUserId`.
+   */
+  principal?: Principal;
   action: string;
   targetType?: string;
   targetId?: string;
@@ -36,13 +43,16 @@ export class AuditService {
    * with the change it records, inside the same transaction), or flushed here when `flush` is set.
    */
   async record(em: EntityManager, input: AuditRecordInput, options: { flush?: boolean } = {}): Promise<AuditEntry> {
+    const { principal } = input;
+    const actorId = principal ? (principal.actorId ?? principal.userId) : (input.actorId ?? null);
+    const data = principal?.actorId ? { ...input.data, impersonatedUserId: principal.userId } : (input.data ?? null);
     const entry = em.create(AuditEntry, {
       id: this.ids.next(),
-      actorId: input.actorId,
+      actorId,
       action: input.action,
       targetType: input.targetType ?? null,
       targetId: input.targetId ?? null,
-      data: input.data ?? null,
+      data,
       ip: input.ip?.slice(0, 64) ?? null,
       userAgent: input.userAgent?.slice(0, 512) ?? null,
       createdAt: this.clock.now(),

@@ -107,7 +107,8 @@ export class SubscriptionLifecycle {
 
   /** Subscriptions whose period has ended, oldest first. */
   async dueForRenewal(em: EntityManager, limit: number): Promise<string[]> {
-    const rows = await em.find(Subscription, { currentPeriodEnd: { $lte: this.clock.now() } }, { fields: ['id'], orderBy: { currentPeriodEnd: 'asc' }, limit });
+    // A deleted team's subscription keeps its records but renews no more.
+    const rows = await em.find(Subscription, { currentPeriodEnd: { $lte: this.clock.now() }, team: { deletedAt: null } }, { fields: ['id'], orderBy: { currentPeriodEnd: 'asc' }, limit });
     return rows.map((row) => row.id);
   }
 
@@ -242,7 +243,7 @@ export class SubscriptionLifecycle {
   /** past_due subscriptions whose grace period is over. */
   async overdue(em: EntityManager, limit: number): Promise<string[]> {
     const cutoff = new Date(this.clock.nowMs() - this.config.renewalGraceDays * DAY_MS);
-    const rows = await em.find(Subscription, { status: 'past_due', currentPeriodStart: { $lte: cutoff } }, { fields: ['id'], limit });
+    const rows = await em.find(Subscription, { status: 'past_due', currentPeriodStart: { $lte: cutoff }, team: { deletedAt: null } }, { fields: ['id'], limit });
     return rows.map((row) => row.id);
   }
 

@@ -29,8 +29,21 @@ import {
 import { ensureElementIds, FRAGMENT_NAME, readDocument, writeDocument } from '../yjs/rich-text-yjs.js';
 import { decodeState, type YjsStateStore } from './yjs-state.store.js';
 
-/** Close codes (4400-4499 tell y-websocket clients not to reconnect). */
-export const CloseCode = { documentGone: 4404, malformed: 1007, unsupported: 1003, overloaded: 1013, serverError: 1011 } as const;
+/**
+ * Close codes (4400-4499 tell y-websocket clients not to reconnect). `credentialInvalid` (4401):
+ * the socket's credential expired, was revoked, or its user was disabled or changed password;
+ * `accessRevoked` (4403): the user lost read access to the document (team membership, role,
+ * project access); `documentGone` (4404): the document was deleted.
+ */
+export const CloseCode = {
+  credentialInvalid: 4401,
+  accessRevoked: 4403,
+  documentGone: 4404,
+  malformed: 1007,
+  unsupported: 1003,
+  overloaded: 1013,
+  serverError: 1011,
+} as const;
 
 /** A WebSocket client of a collaborative session. */
 export class CollabConnection {
@@ -39,8 +52,10 @@ export class CollabConnection {
 
   constructor(
     readonly socket: SocketLike,
-    readonly principal: Principal,
-    readonly canWrite: boolean,
+    /** Replaced when the access is checked again. */
+    public principal: Principal,
+    /** Turns false when a check finds the write permission gone. */
+    public canWrite: boolean,
   ) {}
 
   send(data: Uint8Array): void {

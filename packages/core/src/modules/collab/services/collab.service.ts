@@ -3,11 +3,14 @@ import type { MikroORM } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import type { Logger } from 'pino';
 import * as Y from 'yjs';
+import { accessRevocationsServiceIdentifier, type AccessRevocations, type AccessSubject } from '../../../kernel/auth/access-revocation.js';
+import type { Authenticator, CredentialMeta } from '../../../kernel/auth/authenticator.js';
 import type { Principal } from '../../../kernel/auth/principal.js';
+import { requireScopes, scopesAllow } from '../../../kernel/auth/scopes.js';
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 import { TrellisError } from '../../../kernel/errors.js';
 import type { Hooks } from '../../../kernel/hooks.js';
-import { configServiceIdentifier, hooksServiceIdentifier, loggerServiceIdentifier, ormServiceIdentifier } from '../../../kernel/tokens.js';
+import { authenticatorServiceIdentifier, configServiceIdentifier, hooksServiceIdentifier, loggerServiceIdentifier, ormServiceIdentifier } from '../../../kernel/tokens.js';
 import type { ChannelSession, SocketLike } from '../../../kernel/ws/channel.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
@@ -15,7 +18,9 @@ import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
 import type { Author, CollaborationGate } from '../../documents/collaboration-gate.js';
 import type { CommandResult } from '../../documents/content/edit-commands.js';
 import { emptyDocument, type DocumentContent } from '../../documents/content/rich-text.js';
+import { Document } from '../../documents/entities/document.entity.js';
 import type { VersionSource } from '../../documents/entities/document-version.entity.js';
+import { documentScopes } from '../../projects/scopes.js';
 import { authorOf, DocumentService, type EditRequest } from '../../documents/services/document.service.js';
 import type { CollabConfig } from '../collab.config.js';
 import { readDocument, replaceContent } from '../yjs/rich-text-yjs.js';
@@ -31,6 +36,16 @@ export interface Collaborator {
   cursor: { anchor: number; head: number } | null;
   selection: { blockId: string; blockType: string; text?: string } | null;
 }
+
+/** What a collaboration socket may do, as checked at the upgrade and again on each access-revoked signal. */
+export interface CollabAccess {
+  principal: Principal;
+  canWrite: boolean;
+  teamId: string;
+  projectId: string;
+}
+
+const acceptedKinds = new Set(['jwt', 'api_key', 'agent_token']);
 
 type Entry = { session: CollabSession } | { loading: Promise<CollabSession> } | { closing: Promise<void> };
 
@@ -48,6 +63,7 @@ export class CollabService implements CollaborationGate {
   private readonly entries = new Map<string, Entry>();
   private readonly config: CollabConfig;
   private readonly log: Logger;
+  private readonly fullAccessScopes: readonly string[];
 
   constructor(
     @inject(configServiceIdentifier) config: TrellisConfig,
@@ -59,8 +75,11 @@ export class CollabService implements CollaborationGate {
     @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
     @inject(DocumentService) private readonly documents: DocumentService,
     @inject(YjsStateStore) private readonly states: YjsStateStore,
+    @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
+    @inject(accessRevocationsServiceIdentifier) private readonly revocations: AccessRevocations,
   ) {
     this.config = config.collab as CollabConfig;
+    this.fullAccessScopes = config.auth.fullAccessScopes;
     this.log = log.child({ module: 'collab' });
   }
 
@@ -144,19 +163,84 @@ export class CollabService implements CollaborationGate {
   // ---------------------------------------------------------------------------------------------
   // WebSocket clients
 
-  /** The channel session of a WebSocket client: messages wait until the document is loaded. */
-  connect(documentId: string, socket: SocketLike, principal: Principal, canWrite: boolean): ChannelSession {
-    const conn = new CollabConnection(socket, principal, canWrite);
+  /**
+   * Checks a collaboration credential and the caller's access to the document: 401 for a bad
+   * credential, 403 for a credential kind or scope that does not allow it, 404 when the document
+   * is missing or hidden. Write permission is what the project and the credential's scopes allow.
+   */
+  async authorize(documentId: string, token: string, meta: CredentialMeta): Promise<CollabAccess> {
+    const principal = await this.authenticator.authenticate(token, meta);
+    if (!acceptedKinds.has(principal.kind)) {
+      throw new TrellisError('forbidden', 'credential_not_allowed', 'Collaborative editing accepts a JWT, an API key or an agent token.');
+    }
+    requireScopes(principal, documentScopes.read, this.fullAccessScopes);
+    const { doc, permissions } = await this.documents.requireDocument(this.orm.em.fork(), documentId, principal, 'read');
+    // A credential scoped to reading joins read-only, like a user without write permission.
+    const canWrite = permissions.has('write') && scopesAllow(principal, documentScopes.write, this.fullAccessScopes);
+    return { principal, canWrite, teamId: doc.project.team.id, projectId: doc.project.id };
+  }
+
+  /**
+   * The channel session of a WebSocket client: messages wait until the document is loaded. The
+   * socket watches access-revoked signals: one that concerns it holds its messages while its
+   * access is checked again, then closes it (4401, 4403, 4404) or turns it read-only.
+   */
+  connect(documentId: string, socket: SocketLike, access: CollabAccess, token: string, meta: CredentialMeta): ChannelSession {
+    const conn = new CollabConnection(socket, access.principal, access.canWrite);
+    let subject = subjectOf(documentId, access);
     let session: CollabSession | undefined;
     let gone = false;
+    let checking = false;
+    let checkAgain = false;
     const queue: Uint8Array[] = [];
+    const unwatch = this.revocations.watch(
+      () => subject,
+      () => recheck(),
+    );
+    const close = (code: number, reason: string) => {
+      if (gone) return;
+      gone = true;
+      unwatch();
+      queue.length = 0;
+      socket.close(code, reason);
+    };
     const handle = (data: Uint8Array) => {
       try {
         session!.handle(conn, data);
       } catch (error) {
         this.log.debug({ err: error, documentId }, 'closing a collaboration socket that sent a malformed message');
-        socket.close(CloseCode.malformed, 'malformed y-websocket message');
+        close(CloseCode.malformed, 'malformed y-websocket message');
       }
+    };
+    const drain = () => {
+      while (session && !checking && !gone && queue.length) handle(queue.shift()!);
+    };
+    const recheck = () => {
+      if (gone) return;
+      if (checking) {
+        checkAgain = true;
+        return;
+      }
+      checking = true;
+      this.authorize(documentId, token, meta)
+        .then(
+          (fresh) => {
+            conn.principal = fresh.principal;
+            conn.canWrite = fresh.canWrite;
+            subject = subjectOf(documentId, fresh);
+          },
+          async (error: unknown) => {
+            const verdict = await this.revokedVerdict(documentId, error);
+            if (verdict) close(verdict.code, verdict.reason);
+          },
+        )
+        .finally(() => {
+          checking = false;
+          if (checkAgain) {
+            checkAgain = false;
+            recheck();
+          } else drain();
+        });
     };
     this.acquire(documentId).then(
       (opened) => {
@@ -167,30 +251,57 @@ export class CollabService implements CollaborationGate {
         session = opened;
         opened.attach(conn);
         this.release(opened);
-        for (const data of queue.splice(0)) handle(data);
+        drain();
       },
       (error: unknown) => {
         const missing = error instanceof TrellisError && error.status === 404;
         if (!missing) this.log.error({ err: error, documentId }, 'could not open the collaborative session');
-        socket.close(missing ? CloseCode.documentGone : CloseCode.serverError, missing ? 'document not found' : 'internal error');
+        close(missing ? CloseCode.documentGone : CloseCode.serverError, missing ? 'document not found' : 'internal error');
       },
     );
     return {
       onMessage: (data, isBinary) => {
+        if (gone) return;
         if (!isBinary || typeof data === 'string') {
-          socket.close(CloseCode.unsupported, 'y-websocket messages are binary');
+          close(CloseCode.unsupported, 'y-websocket messages are binary');
+          return;
+        }
+        // Cheap on every frame: a credential that expired since the upgrade ends the socket.
+        const expiresAtMs = conn.principal.expiresAtMs;
+        if (expiresAtMs !== undefined && Date.now() >= expiresAtMs) {
+          close(CloseCode.credentialInvalid, 'credential expired');
           return;
         }
         const bytes = new Uint8Array(data);
-        if (session) handle(bytes);
+        if (session && !checking) handle(bytes);
         else if (queue.length < MAX_QUEUED_MESSAGES) queue.push(bytes);
-        else socket.close(CloseCode.overloaded, 'too many messages before the document loaded');
+        else close(CloseCode.overloaded, 'too many messages while the access was checked');
       },
       onClose: () => {
         gone = true;
+        unwatch();
         session?.detach(conn);
       },
     };
+  }
+
+  /** The close code for a failed access check, or null to keep the socket (never for a client's error). */
+  private async revokedVerdict(documentId: string, error: unknown): Promise<{ code: number; reason: string } | null> {
+    if (!(error instanceof TrellisError)) {
+      this.log.warn({ err: error, documentId }, 'could not check a collaboration socket\'s access again; closing it');
+      return { code: CloseCode.overloaded, reason: 'access check failed; reconnect' };
+    }
+    if (error.status === 401) return { code: CloseCode.credentialInvalid, reason: 'credential no longer valid' };
+    if (error.status === 404) {
+      const exists = await this.orm.em
+        .fork()
+        .count(Document, { id: documentId, deletedAt: null })
+        .catch(() => 1);
+      return exists ? { code: CloseCode.accessRevoked, reason: 'access revoked' } : { code: CloseCode.documentGone, reason: 'document deleted' };
+    }
+    if (error.status === 403) return { code: CloseCode.accessRevoked, reason: 'access revoked' };
+    this.log.warn({ err: error, documentId }, 'could not check a collaboration socket\'s access again; closing it');
+    return { code: CloseCode.overloaded, reason: 'access check failed; reconnect' };
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -333,6 +444,19 @@ export class CollabService implements CollaborationGate {
       this.release(session);
     }
   }
+}
+
+function subjectOf(documentId: string, access: CollabAccess): AccessSubject {
+  const { principal } = access;
+  return {
+    userId: principal.userId,
+    ...(principal.actorId ? { actorId: principal.actorId } : {}),
+    credentialIds: principal.credentialId ? [principal.credentialId] : [],
+    ...(principal.clientId ? { clientId: principal.clientId } : {}),
+    teamId: access.teamId,
+    projectId: access.projectId,
+    documentId,
+  };
 }
 
 const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);

@@ -340,14 +340,17 @@ export class DocumentService {
   async delete(em: EntityManager, principal: Principal, documentId: string): Promise<void> {
     const { doc } = await this.requireDocument(em, documentId, principal, 'write');
     const now = this.clock.now();
-    await em.transactional(async (tx) => {
+    const below = await em.transactional(async (tx) => {
       const count = await tx.nativeUpdate(Document, { id: documentId, deletedAt: null }, { deletedAt: now, collabLeaseUntil: null });
       if (count === 0) throw documentNotFound();
       const removed = await this.projects.removeSubtree(tx, doc.project.id, documentId);
-      const below = removed.filter((key) => key !== documentId);
-      if (below.length) await tx.nativeUpdate(Document, { id: { $in: below }, deletedAt: null }, { deletedAt: now, collabLeaseUntil: null });
+      const rest = removed.filter((key) => key !== documentId);
+      if (rest.length) await tx.nativeUpdate(Document, { id: { $in: rest }, deletedAt: null }, { deletedAt: now, collabLeaseUntil: null });
+      return rest;
     });
     await this.gate?.closeDocument(documentId);
+    // The sockets of these documents in other processes close too (4404).
+    await this.hooks.emit('access.revoked', { kind: 'documents', documentIds: [documentId, ...below] });
     await this.hooks.emit('document.deleted', { documentId, projectId: doc.project.id });
   }
 

@@ -9,6 +9,11 @@ export class Team {
   name!: string;
   /** The one-person team every user gets at registration. It cannot gain members or be deleted. */
   personal!: boolean;
+  /**
+   * Set when the team is deleted: its members and projects are gone, but the row stays so that its
+   * financial records (orders, the credit ledger, the subscription, the balance) outlive it.
+   */
+  deletedAt?: Date | null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -28,6 +33,7 @@ export const TeamSchema = new EntitySchema<Team>({
     id: { type: 'uuid', primary: true },
     name: { type: 'string', length: 200 },
     personal: { type: 'boolean', default: false },
+    deletedAt: { type: 'datetime', nullable: true },
     createdAt: { type: 'datetime', onCreate: () => new Date() },
     updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
   },

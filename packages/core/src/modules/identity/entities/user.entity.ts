@@ -16,6 +16,8 @@ export class User {
   isSiteAdmin!: boolean;
   isDeveloper!: boolean;
   isAdministrator!: boolean;
+  /** When the password last changed: JWTs issued before (in an earlier second) are refused. */
+  passwordChangedAt?: Date | null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -35,6 +37,7 @@ export const UserSchema = new EntitySchema<User>({
     isSiteAdmin: { type: 'boolean', default: false },
     isDeveloper: { type: 'boolean', default: false },
     isAdministrator: { type: 'boolean', default: false },
+    passwordChangedAt: { type: 'datetime', nullable: true },
     createdAt: { type: 'datetime', onCreate: () => new Date() },
     updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
   },

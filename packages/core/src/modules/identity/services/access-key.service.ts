@@ -4,7 +4,8 @@ import type { Authenticator } from '../../../kernel/auth/authenticator.js';
 import { generateOpaqueToken, sha256Hex } from '../../../kernel/crypto.js';
 import { TrellisError } from '../../../kernel/errors.js';
 import type { Hooks } from '../../../kernel/hooks.js';
-import { authenticatorServiceIdentifier, hooksServiceIdentifier } from '../../../kernel/tokens.js';
+import type { Kernel } from '../../../kernel/kernel.js';
+import { authenticatorServiceIdentifier, hooksServiceIdentifier, kernelServiceIdentifier } from '../../../kernel/tokens.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { AccessKey, type AccessKeyKind } from '../entities/access-key.entity.js';
@@ -29,9 +30,24 @@ export class AccessKeyService {
     @inject(clockServiceIdentifier) private readonly clock: Clock,
     @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
     @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
+    @inject(kernelServiceIdentifier) private readonly kernel: Kernel,
   ) {}
 
+  private knownScopes?: ReadonlySet<string>;
+
+  /** Scope names a credential can use: those some route lists, and `auth.fullAccessScopes`. */
+  scopeNames(): ReadonlySet<string> {
+    return (this.knownScopes ??= new Set([...this.kernel.routes.flatMap((route) => route.scopes ?? []), ...this.kernel.config.auth.fullAccessScopes]));
+  }
+
   async issue(em: EntityManager, userId: string, kind: AccessKeyKind, input: IssueAccessKeyInput): Promise<{ key: AccessKey; token: string }> {
+    const unknown = [...new Set(input.scopes ?? [])].filter((scope) => !this.scopeNames().has(scope));
+    if (unknown.length) {
+      const known = [...this.scopeNames()].sort().join(', ');
+      throw new TrellisError('validation', 'unknown_scope', `Unknown scope ${unknown.map((s) => `"${s}"`).join(', ')}; known scopes: ${known}.`, {
+        details: unknown.map((scope) => ({ field: 'scopes', constraint: 'unknown_scope', message: `"${scope}" is not a scope any route accepts` })),
+      });
+    }
     const active = await em.count(AccessKey, { user: userId, kind, revokedAt: null });
     if (active >= MAX_ACTIVE_PER_KIND) {
       throw new TrellisError('conflict', 'too_many_credentials', `You already hold ${MAX_ACTIVE_PER_KIND} active credentials of this kind; revoke one first.`);

@@ -10,6 +10,8 @@ export interface JwtClaims {
   sub: string;
   jti: string;
   exp: number;
+  /** Issued at (seconds); 0 when the token carries none. */
+  iat: number;
   /** RFC 8693 actor: the administrator acting as `sub`. */
   act?: { sub: string };
 }
@@ -53,6 +55,7 @@ export class JwtService {
         sub: payload.sub,
         jti: typeof payload.jti === 'string' ? payload.jti : '',
         exp: payload.exp,
+        iat: typeof payload.iat === 'number' ? payload.iat : 0,
         ...(act && typeof act.sub === 'string' ? { act: { sub: act.sub } } : {}),
       };
     } catch (error) {

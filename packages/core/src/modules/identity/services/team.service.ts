@@ -1,6 +1,8 @@
 import { type EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { TrellisError } from '../../../kernel/errors.js';
+import type { Hooks } from '../../../kernel/hooks.js';
+import { hooksServiceIdentifier } from '../../../kernel/tokens.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { Team, TeamMember, type TeamRole } from '../entities/team.entity.js';
 import { User } from '../entities/user.entity.js';
@@ -10,7 +12,10 @@ const managers: readonly TeamRole[] = ['owner', 'admin'];
 
 @injectable()
 export class TeamService {
-  constructor(@inject(idsServiceIdentifier) private readonly ids: Ids) {}
+  constructor(
+    @inject(idsServiceIdentifier) private readonly ids: Ids,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
+  ) {}
 
   /** The caller's memberships, personal team first, then by creation. */
   async listForUser(em: EntityManager, userId: string): Promise<TeamMember[]> {
@@ -59,10 +64,16 @@ export class TeamService {
     const membership = await this.requireMember(em, teamId, actorId);
     if (membership.role !== 'owner') throw new TrellisError('forbidden', 'team_role_required', 'Only the owner can delete a team.');
     if (membership.team.personal) throw new TrellisError('conflict', 'personal_team', 'A personal team cannot be deleted.');
+    // A soft delete: the members go, and with them every way in; modules remove what the team
+    // owned (`team.deleting`, in this transaction: projects and their documents), while the row
+    // stays for the records that must outlive it (billing: orders, ledger, subscription, balance).
     await em.transactional(async (tx) => {
+      const count = await tx.nativeUpdate(Team, { id: teamId, deletedAt: null }, { deletedAt: new Date() });
+      if (count === 0) throw new TrellisError('not_found', 'team_not_found', 'No such team, or you are not a member.');
       await tx.nativeDelete(TeamMember, { team: teamId });
-      await tx.nativeDelete(Team, { id: teamId });
+      await this.hooks.emit('team.deleting', { teamId, em: tx });
     });
+    await this.hooks.emit('access.revoked', { kind: 'team', teamId });
   }
 
   async members(em: EntityManager, teamId: string, actorId: string): Promise<TeamMember[]> {
@@ -94,12 +105,14 @@ export class TeamService {
         actor.role = 'admin';
         target.role = 'owner';
         await em.flush();
+        await this.hooks.emit('access.revoked', { kind: 'team', teamId, userId: actor.user.id as string });
         return target;
       }
       if (target.role === 'owner' && role !== 'owner') throw new TrellisError('conflict', 'last_owner', 'Transfer ownership to another member first.');
     }
     target.role = role;
     await em.flush();
+    await this.hooks.emit('access.revoked', { kind: 'team', teamId, userId });
     return target;
   }
 
@@ -112,5 +125,16 @@ export class TeamService {
     if (target.role === 'owner') throw new TrellisError('conflict', 'last_owner', 'The owner cannot leave; transfer ownership or delete the team.');
     if (target.role === 'admin' && actor.role !== 'owner' && !leaving) throw new TrellisError('forbidden', 'team_role_required', 'Only the owner can remove an admin.');
     await em.removeAndFlush(target);
+    await this.hooks.emit('access.revoked', { kind: 'team', teamId, userId });
+  }
+}
+
+declare module '../../../kernel/hooks.js' {
+  interface TrellisHooks {
+    /**
+     * A team is being deleted, inside the deleting transaction (`em`): remove what the team owns.
+     * A throwing handler rolls the deletion back. The team row stays (soft delete).
+     */
+    'team.deleting': { teamId: string; em: EntityManager };
   }
 }

@@ -55,8 +55,10 @@ export class UserService {
     const passwordHash = input.password != null ? await this.hasher.hash(input.password) : null;
     let created: User;
     try {
+      // The unique index decides a race; the transaction only writes, so on SQLite shared by several
+      // processes it never has to upgrade a read snapshot to a write (SQLITE_BUSY_SNAPSHOT).
+      if (await em.count(User, { email })) throw emailTaken(email);
       created = await em.transactional(async (tx) => {
-        if (await tx.count(User, { email })) throw emailTaken(email);
         const user = tx.create(User, {
           id: this.ids.next(),
           email,
@@ -140,6 +142,7 @@ export class UserService {
     }
     this.checkPassword(newPassword);
     user.passwordHash = await this.hasher.hash(newPassword);
+    user.passwordChangedAt = new Date();
     await em.flush();
     this.authenticator.invalidateUser(id);
     await this.hooks.emit('user.updated', { userId: id });

@@ -7,3 +7,9 @@ export const unknownOrDisabledUser = () =>
 
 export const unknownCredential = () =>
   new TrellisError('unauthenticated', 'invalid_token', 'The token is unknown, expired or revoked.', { headers: challenge });
+
+export const sessionEnded = () =>
+  new TrellisError('unauthenticated', 'invalid_token', 'The session ended when the password changed; log in again.', { headers: challenge });
+
+export const impersonationEnded = () =>
+  new TrellisError('unauthenticated', 'invalid_token', 'The administrator who obtained this token (become) is disabled or no longer an administrator.', { headers: challenge });

@@ -6,7 +6,7 @@ import type { MikroORM } from '@mikro-orm/core';
 import { JwtService } from '../services/jwt.service.js';
 import { User } from '../entities/user.entity.js';
 import { toPrincipalUser } from '../views.js';
-import { unknownOrDisabledUser } from './errors.js';
+import { impersonationEnded, sessionEnded, unknownOrDisabledUser } from './errors.js';
 
 const jwtShape = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
@@ -26,8 +26,17 @@ export class JwtVerifier implements CredentialVerifier {
 
   async verify(token: string, _meta: CredentialMeta): Promise<{ principal: Principal; expiresAtMs: number }> {
     const claims = await this.jwt.verify(token);
-    const user = await this.orm.em.fork().findOne(User, { id: claims.sub });
+    const em = this.orm.em.fork();
+    const user = await em.findOne(User, { id: claims.sub });
     if (!user || user.status !== 'active') throw unknownOrDisabledUser();
+    // A password change ends the sessions begun before it (tokens carry whole seconds, so a token
+    // issued in the second of the change stays valid: the login that follows the change).
+    if (user.passwordChangedAt && claims.iat < Math.floor(user.passwordChangedAt.getTime() / 1000)) throw sessionEnded();
+    if (claims.act) {
+      // A `become` token lives only while the administrator behind it is active and still one.
+      const actor = await em.findOne(User, { id: claims.act.sub });
+      if (!actor || actor.status !== 'active' || !(actor.isAdministrator || actor.isSiteAdmin)) throw impersonationEnded();
+    }
     return {
       principal: {
         kind: 'jwt',

@@ -1,7 +1,7 @@
 import { IsString, MaxLength } from 'class-validator';
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
-import { configServiceIdentifier } from '../../../kernel/tokens.js';
+import { configServiceIdentifier, kernelServiceIdentifier } from '../../../kernel/tokens.js';
 import { InvalidClient } from '../oauth-errors.js';
 import { publicAppSchema, metadataSchema } from '../schemas.js';
 import { issuerOf } from '../services/issuer.js';
@@ -46,7 +46,7 @@ const metadata = defineRoute({
   response: { schema: metadataSchema },
   handler(ctx) {
     const config: TrellisConfig = ctx.get(configServiceIdentifier);
-    const issuer = issuerOf(config, ctx.headers);
+    const issuer = issuerOf(config, ctx.get(kernelServiceIdentifier).servedUrl);
     return {
       issuer,
       authorization_endpoint: `${issuer}/oauth/authorize`,

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 import { Reply } from '../../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
-import { configServiceIdentifier } from '../../../kernel/tokens.js';
+import { configServiceIdentifier, kernelServiceIdentifier } from '../../../kernel/tokens.js';
 import { issuerOf } from '../services/issuer.js';
 
 /**
@@ -204,7 +204,7 @@ export const consentPageRoute: RouteDefinition = defineRoute({
   handler(ctx) {
     const config: TrellisConfig = ctx.get(configServiceIdentifier);
     const nonce = randomBytes(16).toString('base64');
-    const html = page(nonce, { issuer: issuerOf(config, ctx.headers), base: config.server.basePath });
+    const html = page(nonce, { issuer: issuerOf(config, ctx.get(kernelServiceIdentifier).servedUrl), base: config.server.basePath });
     return Reply.raw(html, 'text/html; charset=utf-8', 200, {
       'content-security-policy': `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; img-src https: data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'`,
       'x-frame-options': 'DENY',

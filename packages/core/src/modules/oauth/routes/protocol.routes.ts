@@ -1,7 +1,7 @@
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 import { Reply } from '../../../kernel/http/reply.js';
 import { defineRoute, type RequestContext, type RouteDefinition } from '../../../kernel/http/route.js';
-import { configServiceIdentifier } from '../../../kernel/tokens.js';
+import { configServiceIdentifier, kernelServiceIdentifier } from '../../../kernel/tokens.js';
 import { newAuthorizationRequest, type AuthorizationParams } from '../checks/authorize/index.js';
 import type { TokenParams } from '../checks/token/index.js';
 import { AuthorizeBody, AuthorizeQuery, present, RevokeBody, TokenBody } from '../dto/protocol.dto.js';
@@ -56,7 +56,7 @@ const authorize = defineRoute({
     const params: AuthorizationParams = paramsOf(ctx.query, authorizationNames);
     await ctx.get(OAuthRateLimiter).check('authorize', ctx.ip, params.client_id);
     const config = configOf(ctx);
-    const issuer = issuerOf(config, ctx.headers);
+    const issuer = issuerOf(config, ctx.get(kernelServiceIdentifier).servedUrl);
     const request = newAuthorizationRequest(params);
     try {
       await ctx.get(OAuthAuthorizationService).validateAuthorizationRequest(ctx.em, request);
@@ -88,6 +88,7 @@ const confirm = defineRoute({
   method: 'POST',
   path: '/oauth/authorize',
   summary: 'Confirm an authorization for the signed-in user and get the redirect with the code',
+  refuseImpersonation: true,
   description:
     'Called by the consent page with the user\'s JWT. The parameters are validated again; the code is single use, bound to client, redirect URI, ' +
     'PKCE challenge, scope and user, and expires after `oauth.authorizationCodeTtlSeconds` (default 60).',
@@ -100,7 +101,7 @@ const confirm = defineRoute({
   async handler(ctx) {
     const params: AuthorizationParams = paramsOf(ctx.body, ['client_id', 'redirect_uri', 'scope', 'state', 'code_challenge', 'code_challenge_method']);
     await ctx.get(OAuthRateLimiter).check('authorize', ctx.ip, params.client_id);
-    const issuer = issuerOf(configOf(ctx), ctx.headers);
+    const issuer = issuerOf(configOf(ctx), ctx.get(kernelServiceIdentifier).servedUrl);
     const redirectTo = await ctx.get(OAuthAuthorizationService).confirm(ctx.em, params, ctx.requirePrincipal().userId, issuer);
     return Reply.json({ redirectTo }, 200, noStore);
   },

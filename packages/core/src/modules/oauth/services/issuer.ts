@@ -1,21 +1,15 @@
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 
-const hostPattern = /^[A-Za-z0-9.-]+(:\d{1,5})?$|^\[[0-9A-Fa-f:.]+\](:\d{1,5})?$/;
-
 /**
- * The issuer identifier (RFC 8414 §2): `publicUrl` when configured, otherwise the scheme and host
- * the request came to, plus the base path. Set `publicUrl` in production so it never depends on
- * request headers.
+ * The issuer identifier (RFC 8414 §2), pinned: `publicUrl` when configured, otherwise the URL the
+ * host listens on (`servedUrl`, set at start), otherwise `server.host:server.port` and the base
+ * path. Never a request header: a `Host` or `X-Forwarded-Host` a client writes cannot move the
+ * issuer or the consent redirect. Set `publicUrl` whenever clients reach Trellis at another address.
  */
-export function issuerOf(config: TrellisConfig, headers: Readonly<Record<string, string>>): string {
+export function issuerOf(config: TrellisConfig, servedUrl: string | undefined): string {
   if (config.publicUrl) return config.publicUrl.replace(/\/+$/, '');
-  const trust = config.server.trustProxy;
-  const forwardedProto = trust ? headers['x-forwarded-proto']?.split(',')[0]?.trim() : undefined;
-  const proto = forwardedProto === 'https' || forwardedProto === 'http' ? forwardedProto : 'http';
-  const forwardedHost = trust ? headers['x-forwarded-host']?.split(',')[0]?.trim() : undefined;
-  const candidate = forwardedHost ?? headers['host'];
-  const host = candidate && hostPattern.test(candidate) ? candidate : `${config.server.host}:${config.server.port}`;
-  return `${proto}://${host}${config.server.basePath}`;
+  if (servedUrl) return servedUrl.replace(/\/+$/, '');
+  return `http://${config.server.host}:${config.server.port}${config.server.basePath}`;
 }
 
 /**

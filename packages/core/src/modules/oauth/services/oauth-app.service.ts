@@ -194,8 +194,16 @@ function invalid(field: string, message: string, code = 'validation_failed'): Tr
 const unique = (values: readonly string[]): string[] => [...new Set(values)];
 const sameSet = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((value) => b.includes(value));
 
-/** 128 bits, base64url: public, but not guessable. */
-const generateClientId = (): string => randomBytes(16).toString('base64url');
+/**
+ * 128 bits, base64url: public, but not guessable. Drawn again while it begins with `-` or `_`, so
+ * that a command line never reads a client_id as an option (one draw in 32 would otherwise).
+ */
+export function generateClientId(): string {
+  for (;;) {
+    const id = randomBytes(16).toString('base64url');
+    if (/^[A-Za-z0-9]/.test(id)) return id;
+  }
+}
 
 /** The app behind a client_id unless it is disabled or deleted. */
 export async function findActiveApp(em: EntityManager, clientId: string): Promise<OAuthApp | null> {

@@ -1,3 +1,4 @@
+import type { AccessRevokedSignal } from '../../../kernel/auth/access-revocation.js';
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import type { Logger } from 'pino';
@@ -101,6 +102,7 @@ export class OAuthTokenService {
     }
     await em.nativeUpdate(OAuthToken, { id: row.id, revokedAt: null }, { revokedAt: this.clock.now(), revokedReason: 'revoked' });
     this.authenticator.invalidateWhere((principal) => principal.kind === 'oauth' && principal.credentialId === row.id);
+    await this.signal({ kind: 'credentials', credentialIds: [row.id] });
   }
 
   /** Ends a token family and every token in it, and drops its access tokens from the credential cache. */
@@ -110,7 +112,19 @@ export class OAuthTokenService {
     await em.nativeUpdate(OAuthToken, { tokenFamily: familyId, revokedAt: null }, { revokedAt: now, revokedReason: reason });
     const live = await em.find(OAuthToken, { tokenFamily: familyId, kind: 'access', expiresAt: { $gt: now } }, { fields: ['id'] });
     const ids = new Set(live.map((token) => token.id));
-    if (ids.size) this.authenticator.invalidateWhere((principal) => principal.kind === 'oauth' && ids.has(principal.credentialId ?? ''));
+    if (ids.size) {
+      this.authenticator.invalidateWhere((principal) => principal.kind === 'oauth' && ids.has(principal.credentialId ?? ''));
+      await this.signal({ kind: 'credentials', credentialIds: [...ids] });
+    }
+  }
+
+  /** Tells every process's open sockets (a failing signal does not undo the revocation). */
+  private async signal(signal: AccessRevokedSignal): Promise<void> {
+    try {
+      await this.hooks.emit('access.revoked', signal);
+    } catch (error) {
+      this.log.error({ err: error }, 'an access.revoked hook failed');
+    }
   }
 
   /**
@@ -125,6 +139,7 @@ export class OAuthTokenService {
       await tx.nativeUpdate(OAuthToken, { app: app.id, revokedAt: null }, { revokedAt: now, revokedReason: reason });
     });
     this.authenticator.invalidateWhere((principal) => principal.kind === 'oauth' && principal.clientId === app.clientId);
+    await this.signal({ kind: 'oauth_client', clientId: app.clientId });
     try {
       await this.hooks.emit('oauth.app_tokens_revoked', { clientId: app.clientId, reason });
     } catch (error) {

@@ -1,6 +1,7 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import type { Logger } from 'pino';
+import { accessRevocationsServiceIdentifier, type AccessRevocations } from '../../../kernel/auth/access-revocation.js';
 import { extractBearer, type Authenticator } from '../../../kernel/auth/authenticator.js';
 import { requireScopes } from '../../../kernel/auth/scopes.js';
 import type { Principal } from '../../../kernel/auth/principal.js';
@@ -49,23 +50,24 @@ export class RealtimeGateway {
     @inject(ConnectionRegistry) private readonly registry: ConnectionRegistry,
     @inject(configServiceIdentifier) config: TrellisConfig,
     @inject(loggerServiceIdentifier) private readonly log: Logger,
+    @inject(accessRevocationsServiceIdentifier) private readonly revocations: AccessRevocations,
   ) {
     this.config = realtimeSection(config);
   }
 
   /** `/v3/wss`: the user channel of the token's user. */
   async acceptUser(request: ChannelUpgradeRequest): Promise<(socket: SocketLike) => ChannelSession> {
-    const principal = await this.authenticateUpgrade(request);
-    return (socket) => this.handleConnection(socket, { kind: 'user', targetId: principal.userId, principal });
+    const { principal, token } = await this.authenticateUpgrade(request);
+    return (socket) => this.handleConnection(socket, { kind: 'user', targetId: principal.userId, principal, token });
   }
 
   /** `/v3/wss/{id}`: an application or a hardware device, told apart by looking the id up. */
   async acceptTarget(request: ChannelUpgradeRequest): Promise<(socket: SocketLike) => ChannelSession> {
-    const principal = await this.authenticateUpgrade(request);
+    const { principal, token } = await this.authenticateUpgrade(request);
     const id = request.params['id'] ?? '';
     const target = await this.resolve(id);
     if (!target) throw new TrellisError('not_found', 'channel_target_not_found', 'No application or hardware device has this id.');
-    return (socket) => this.handleConnection(socket, { kind: target.kind, targetId: target.id, principal });
+    return (socket) => this.handleConnection(socket, { kind: target.kind, targetId: target.id, principal, token });
   }
 
   /** Builds the session of one accepted socket. */
@@ -83,18 +85,19 @@ export class RealtimeGateway {
       hub: this.hub,
       registry: this.registry,
       context: () => this.rpcContext(),
+      watch: (subject, watcher) => this.revocations.watch(subject, watcher),
       log: this.log.child({ module: 'realtime' }),
     });
   }
 
-  private async authenticateUpgrade(request: ChannelUpgradeRequest): Promise<Principal> {
+  private async authenticateUpgrade(request: ChannelUpgradeRequest): Promise<{ principal: Principal; token: string }> {
     const token = request.query.get('token') || extractBearer(request.headers);
     if (!token) {
       throw new TrellisError('unauthenticated', 'missing_credentials', 'Give a token in the token query parameter.', {
         headers: { 'www-authenticate': 'Bearer' },
       });
     }
-    return this.allowScopes(await this.authenticator.authenticate(token, { ip: request.remoteAddress, userAgent: request.headers['user-agent'] ?? '' }));
+    return { principal: this.allowScopes(await this.authenticator.authenticate(token, { ip: request.remoteAddress, userAgent: request.headers['user-agent'] ?? '' })), token };
   }
 
   /**

@@ -34,8 +34,9 @@ function session(overrides: Partial<RealtimeConfig> = {}) {
       registry,
       context: () => ({ log: pino({ level: 'silent' }), get: () => undefined as never, em: undefined as never }),
       log: pino({ level: 'silent' }),
+      watch: () => () => undefined,
     },
-    { kind: 'user', targetId: 'u1', principal },
+    { kind: 'user', targetId: 'u1', principal, token: 'token' },
   ).start();
   const settle = () => new Promise((resolve) => setImmediate(resolve));
   return { s, sent, closes, registry, config, settle };

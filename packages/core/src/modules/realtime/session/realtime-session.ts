@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { AccessRevokedSignal, AccessSubject } from '../../../kernel/auth/access-revocation.js';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import { TrellisError } from '../../../kernel/errors.js';
 import type { RpcContext, RpcMethodDefinition } from '../../../kernel/module.js';
@@ -17,7 +18,10 @@ export const realtimeCloseCodes = {
   messageTooBig: 1009,
   /** `auth` not completed within `realtime.authTimeoutMs`. */
   authTimeout: 4401,
-  /** The credential the socket authenticated with was revoked. */
+  /**
+   * The credential the socket authenticated with was revoked (reason `credential_revoked`), or a
+   * check after a change to its user (disabled, password changed, ...) refused it (`access_revoked`).
+   */
   credentialRevoked: 4403,
   /** Nothing received within `realtime.heartbeatTimeoutMs`. */
   heartbeatTimeout: 4408,
@@ -59,6 +63,8 @@ export interface RealtimeSessionEnv {
   registry: { add(connection: TrackedConnection): boolean; remove(connection: TrackedConnection): void };
   /** A fresh context for one method call. */
   context(): RpcContext;
+  /** Registers the socket for access-revoked signals (every process); returns the unregistering function. */
+  watch(subject: () => AccessSubject, watcher: (signal: AccessRevokedSignal) => void): () => void;
   log: Logger;
 }
 
@@ -67,6 +73,8 @@ export interface AcceptedConnection {
   kind: ChannelKind;
   targetId: string;
   principal: Principal;
+  /** The token of the connection URL, checked again when an access-revoked signal concerns it. */
+  token: string;
 }
 
 /**
@@ -89,6 +97,9 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
   private readonly openedAt = Date.now();
   private lastActivity = this.openedAt;
   private readonly upgradePrincipal: Principal;
+  private readonly upgradeToken: string;
+  private authToken: string | null = null;
+  private unwatch?: () => void;
   private sessionInfo?: RealtimeSessionInfo;
 
   constructor(
@@ -99,6 +110,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
     this.kind = accepted.kind;
     this.targetId = accepted.targetId;
     this.upgradePrincipal = accepted.principal;
+    this.upgradeToken = accepted.token;
   }
 
   /** What module methods see as `ctx.session` (built on first use). */
@@ -130,8 +142,39 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
       this.cleaned = true;
       this.closed = true;
       this.socket.close(realtimeCloseCodes.tooManyConnections, 'too_many_connections');
+      return this;
     }
+    this.unwatch = this.env.watch(
+      () => this.accessSubject,
+      (signal) => void this.recheck(signal),
+    );
     return this;
+  }
+
+  /** What access-revoked signals this socket listens for. */
+  get accessSubject(): AccessSubject {
+    const clientId = this.principal?.clientId ?? this.upgradePrincipal.clientId;
+    const actorId = this.principal?.actorId ?? this.upgradePrincipal.actorId;
+    return { userId: this.upgradePrincipal.userId, credentialIds: this.credentialIds, ...(clientId ? { clientId } : {}), ...(actorId ? { actorId } : {}) };
+  }
+
+  /**
+   * A revoked credential closes the socket at once (4403 `credential_revoked`); a change to its
+   * user makes it check both of its tokens again and close (4403 `access_revoked`) when one fails.
+   */
+  async recheck(signal: AccessRevokedSignal): Promise<void> {
+    if (this.closed) return;
+    if (signal.kind === 'credentials' || signal.kind === 'oauth_client') {
+      this.close(realtimeCloseCodes.credentialRevoked, 'credential_revoked');
+      return;
+    }
+    const tokens = [this.upgradeToken, ...(this.authToken ? [this.authToken] : [])];
+    try {
+      for (const token of tokens) await this.env.authenticate(token, this.socket.remoteAddress);
+    } catch (error) {
+      if (error instanceof TrellisError && error.status < 500) this.close(realtimeCloseCodes.credentialRevoked, 'access_revoked');
+      else this.env.log.warn({ err: error, channel: this.kind, targetId: this.targetId }, 'realtime: could not check a socket\'s access again');
+    }
   }
 
   get credentialIds(): readonly string[] {
@@ -322,6 +365,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
     if (this.attachment) {
       // Authenticating again on a live socket (a refreshed token): pushes keep flowing as they were.
       this.principal = principal;
+      this.authToken = p.token;
       return { status: 'authenticated', [idField[kind]]: targetId, epoch: this.attachment.epoch, seq: this.attachment.seq };
     }
     if (this.closed) throw new RpcError(rpcCodes.internalError, 'The socket closed during authentication', { error: 'socket_closed' });
@@ -339,6 +383,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
     }
     this.attachment = attachment;
     this.principal = principal;
+    this.authToken = p.token;
     after.push(() => this.release(attachment));
     return { status: 'authenticated', [idField[kind]]: targetId, epoch: attachment.epoch, seq: attachment.seq };
   }
@@ -392,6 +437,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
     this.cleaned = true;
     this.held = null;
     this.env.registry.remove(this);
+    this.unwatch?.();
     this.attachment?.detach();
   }
 }
