@@ -7,11 +7,15 @@ import {
   pubSubServiceIdentifier,
   rateLimiterServiceIdentifier,
   s,
+  vectorStoreServiceIdentifier,
   type AdapterBinding,
+  type Dialect,
   type InferConfig,
   type TrellisModule,
 } from '@trellis/core';
 import { StripePaymentProvider } from '@trellis/payments-stripe';
+import { PgVectorStore } from '@trellis/vector-pgvector';
+import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
 import { RedisPubSub } from '@trellis/pubsub-redis';
 import { RedisRateLimiter } from '@trellis/ratelimit-redis';
 
@@ -23,6 +27,23 @@ export const adaptersConfigSchema = s.object({
     .orUndefined()
     .describe('Redis for several host processes: binds @trellis/pubsub-redis (pushes and collaborative updates) and @trellis/ratelimit-redis (OAuth rate limits). Unset: in-process defaults.'),
   redisPrefix: s.string().default('trellis:').describe('Prefix of every Redis key and channel, so deployments can share one Redis.'),
+  vector: s.object({
+    store: s
+      .string()
+      .oneOf(['auto', 'exact', 'sqlite-vec', 'pgvector'] as const)
+      .default('auto')
+      .describe('Vector store of /tool/vdb: `auto` (sqlite-vec on SQLite, the in-process exact scan on PostgreSQL), `exact`, `sqlite-vec` or `pgvector` (@trellis/vector-pgvector; needs pgvectorUrl).'),
+    pgvectorUrl: s.string().matches(/^postgres(ql)?:\/\//, 'a postgres:// URL').orUndefined().describe('PostgreSQL with the vector extension, for store = pgvector (may be the application database).'),
+  }),
+  speech: s.object({
+    provider: s
+      .string()
+      .oneOf(['auto', 'none', 'espeak'] as const)
+      .default('auto')
+      .describe('Speech synthesizer of /tool/speech: `espeak` (@trellis/speech-espeak, runs the espeak-ng program), `none` (answers speech_not_configured), or `auto` (espeak when the program is found).'),
+    espeakPath: s.string().default('espeak-ng').describe('The espeak-ng program (a name on PATH or a path).'),
+    voice: s.string().default('cmn+f3').describe('eSpeak NG voice: Mandarin (`cmn`) with a female variant (`+f3`).'),
+  }),
   payments: s.object({
     provider: s.string().oneOf(['manual', 'stripe'] as const).default('manual').describe('`manual` (an administrator confirms orders; development default) or `stripe`.'),
     stripe: s.object({
@@ -51,7 +72,7 @@ export interface ConfiguredAdapters {
  * section is parsed here first (with the same schema the kernel uses), because the adapters must
  * exist before the kernel is built.
  */
-export function adaptersFromConfig(raw: unknown): ConfiguredAdapters {
+export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): ConfiguredAdapters {
   let config: AdaptersConfig;
   try {
     config = parseConfig(adaptersConfigSchema, raw ?? {});
@@ -68,6 +89,17 @@ export function adaptersFromConfig(raw: unknown): ConfiguredAdapters {
     bindings.push(provide(rateLimiterServiceIdentifier, limiter));
     owned.push(limiter);
   }
+  const vector = config.vector.store === 'auto' ? (dialect === 'sqlite' ? 'sqlite-vec' : 'exact') : config.vector.store;
+  if (vector === 'sqlite-vec') {
+    if (dialect !== 'sqlite') throw new ConfigError([{ path: 'adapters.vector.store', message: 'sqlite-vec needs the SQLite database' }]);
+    bindings.push(provide(vectorStoreServiceIdentifier, new SqliteVecVectorStore()));
+  } else if (vector === 'pgvector') {
+    if (!config.vector.pgvectorUrl) throw new ConfigError([{ path: 'adapters.vector.pgvectorUrl', message: 'is required when adapters.vector.store is "pgvector"' }]);
+    // The kernel starts and closes the bound VectorStore (tools module).
+    bindings.push(provide(vectorStoreServiceIdentifier, new PgVectorStore({ url: config.vector.pgvectorUrl })));
+  }
+  //SPEECH
+  //ADDRESS
   if (config.payments.provider === 'stripe') {
     const stripe = config.payments.stripe;
     const missing = (['secretKey', 'webhookSecret', 'successUrl', 'cancelUrl'] as const).filter((key) => !stripe[key]);

@@ -13,8 +13,9 @@ import { oauthModule } from './oauth/oauth.module.js';
 import { projectsModule } from './projects/projects.module.js';
 import { documentsModule } from './documents/documents.module.js';
 import { collabModule } from './collab/collab.module.js';
+import { toolsModule } from './tools/tools.module.js';
 
 /**
  * Every built-in area, in load order. A new area is a folder under `modules/` and one line here.
  */
-export const coreModules: readonly TrellisModule[] = [systemModule, identityModule, billingModule, realtimeModule, botsModule, conversationsModule, aiModule, auditModule, developerModule, adminModule, oauthModule, projectsModule, documentsModule, collabModule];
+export const coreModules: readonly TrellisModule[] = [systemModule, identityModule, billingModule, realtimeModule, botsModule, conversationsModule, aiModule, auditModule, developerModule, adminModule, oauthModule, projectsModule, documentsModule, collabModule, toolsModule];
