@@ -47,6 +47,8 @@ export { AbstractPaymentProvider, invalidWebhookSignature, paymentProviderServic
 export { aiErrors, aiGatewayServiceIdentifier, aiProvidersServiceIdentifier, type AiChatRequest, type AiEmbedRequest, type AiEmbedResult, type AiFinishReason, type AiGateway, type AiMessage, type AiProvider, type AiStreamPart, type AiToolCall, type AiToolDefinition, type AiUsage, type JsonSchemaObject } from './ports/ai-provider.js';
 export { runQueueServiceIdentifier, type RunJob, type RunJobHandler, type RunQueue } from './ports/run-queue.js';
 export { codeSandboxServiceIdentifier, type CodeSandbox, type CodeSandboxRequest, type CodeSandboxResult } from './ports/code-sandbox.js';
+export { addressParserServiceIdentifier, type AddressCandidate, type AddressParser, type ParsedAddress, type ParsedAddressField } from './ports/address-parser.js';
+export { speechSynthesizerServiceIdentifier, type SpeechSynthesizer, type SynthesizeOptions, type SynthesizedAudio } from './ports/speech-synthesizer.js';
 export { embedderServiceIdentifier, type Embedder } from './ports/embedder.js';
 export { vectorStoreServiceIdentifier, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from './ports/vector-store.js';
 export { dialects, toMigrationEntries, type DatabaseAdapter, type Dialect, type EntityDefinition, type MigrationDefinition, type MigrationEntry } from './ports/database.js';

@@ -8,11 +8,13 @@ import {
   rateLimiterServiceIdentifier,
   s,
   vectorStoreServiceIdentifier,
+  addressParserServiceIdentifier,
   type AdapterBinding,
   type Dialect,
   type InferConfig,
   type TrellisModule,
 } from '@trellis/core';
+import { ChineseAddressParser } from '@trellis/address-cn';
 import { StripePaymentProvider } from '@trellis/payments-stripe';
 import { PgVectorStore } from '@trellis/vector-pgvector';
 import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
@@ -99,7 +101,7 @@ export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): C
     bindings.push(provide(vectorStoreServiceIdentifier, new PgVectorStore({ url: config.vector.pgvectorUrl })));
   }
   //SPEECH
-  //ADDRESS
+  bindings.push(provide(addressParserServiceIdentifier, new ChineseAddressParser()));
   if (config.payments.provider === 'stripe') {
     const stripe = config.payments.stripe;
     const missing = (['secretKey', 'webhookSecret', 'successUrl', 'cancelUrl'] as const).filter((key) => !stripe[key]);

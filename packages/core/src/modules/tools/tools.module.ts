@@ -11,6 +11,7 @@ import { AnonymousTokenSchema } from './entities/anonymous-token.entity.js';
 import { VdbCollectionSchema } from './entities/vdb-collection.entity.js';
 import { VdbRecordSchema } from './entities/vdb-record.entity.js';
 import { migrations } from './migrations/index.js';
+import { addressRoutes } from './routes/address.routes.js';
 import { toolOAuthRoutes } from './routes/oauth.routes.js';
 import { vdbRoutes } from './routes/vdb.routes.js';
 import { AnonymousAuthService } from './services/anonymous-auth.service.js';
@@ -43,7 +44,7 @@ export const toolsModule = defineModule({
       bind(AnonymousAuthService).toSelf();
       bind(credentialVerifierServiceIdentifier).to(AnonymousTokenVerifier);
     }),
-  routes: [...vdbRoutes, ...toolOAuthRoutes],
+  routes: [...vdbRoutes, ...toolOAuthRoutes, ...addressRoutes],
   async onStart({ get }) {
     await get(vectorStoreServiceIdentifier).start?.(get(ormServiceIdentifier));
   },
