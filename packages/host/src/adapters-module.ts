@@ -9,6 +9,7 @@ import {
   s,
   vectorStoreServiceIdentifier,
   addressParserServiceIdentifier,
+  speechSynthesizerServiceIdentifier,
   type AdapterBinding,
   type Dialect,
   type InferConfig,
@@ -16,6 +17,7 @@ import {
 } from '@trellis/core';
 import { ChineseAddressParser } from '@trellis/address-cn';
 import { StripePaymentProvider } from '@trellis/payments-stripe';
+import { EspeakSpeechSynthesizer } from '@trellis/speech-espeak';
 import { PgVectorStore } from '@trellis/vector-pgvector';
 import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
 import { RedisPubSub } from '@trellis/pubsub-redis';
@@ -100,7 +102,10 @@ export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): C
     // The kernel starts and closes the bound VectorStore (tools module).
     bindings.push(provide(vectorStoreServiceIdentifier, new PgVectorStore({ url: config.vector.pgvectorUrl })));
   }
-  //SPEECH
+  const speech = config.speech;
+  if (speech.provider === 'espeak' || (speech.provider === 'auto' && EspeakSpeechSynthesizer.isAvailable(speech.espeakPath))) {
+    bindings.push(provide(speechSynthesizerServiceIdentifier, new EspeakSpeechSynthesizer({ program: speech.espeakPath, voice: speech.voice })));
+  }
   bindings.push(provide(addressParserServiceIdentifier, new ChineseAddressParser()));
   if (config.payments.provider === 'stripe') {
     const stripe = config.payments.stripe;

@@ -1,3 +1,4 @@
+/// <reference path="./address-parse.d.ts" />
 import { createRequire } from 'node:module';
 import type { AddressCandidate, AddressParser, ParsedAddress, ParsedAddressField } from '@trellis/core';
 import type * as AddressParseModule from 'address-parse';

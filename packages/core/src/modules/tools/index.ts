@@ -11,3 +11,6 @@ export { vectorToBytes, bytesToVector, cosineDistance, TopK } from './vdb/vector
 export { AnonymousAccount, AnonymousAccountSchema } from './entities/anonymous-account.entity.js';
 export { AnonymousToken, AnonymousTokenSchema, type AnonymousTokenKind } from './entities/anonymous-token.entity.js';
 export { AnonymousAuthService, ANONYMOUS_TOKEN_PREFIX, type AnonymousTokenResponse } from './services/anonymous-auth.service.js';
+export { SpeechService, type SpeechResult } from './services/speech.service.js';
+export { splitSentences } from './speech/split-sentences.js';
+export { conversationMessageLookupServiceIdentifier, MetadataMessageLookup, type ConversationMessageLookup } from './speech/message-lookup.js';

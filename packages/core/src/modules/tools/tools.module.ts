@@ -13,6 +13,9 @@ import { VdbRecordSchema } from './entities/vdb-record.entity.js';
 import { migrations } from './migrations/index.js';
 import { addressRoutes } from './routes/address.routes.js';
 import { toolOAuthRoutes } from './routes/oauth.routes.js';
+import { speechRoutes } from './routes/speech.routes.js';
+import { SpeechService } from './services/speech.service.js';
+import { conversationMessageLookupServiceIdentifier, MetadataMessageLookup } from './speech/message-lookup.js';
 import { vdbRoutes } from './routes/vdb.routes.js';
 import { AnonymousAuthService } from './services/anonymous-auth.service.js';
 import { ToolRateLimiter } from './services/tool-rate-limiter.js';
@@ -27,7 +30,7 @@ import { AnonymousTokenVerifier } from './verifiers/anonymous-token.verifier.js'
  */
 export const toolsModule = defineModule({
   name: 'tools',
-  dependsOn: ['identity', 'oauth'],
+  dependsOn: ['identity', 'oauth', 'conversations'],
   config: toolsConfigSchema,
   entities: [VdbCollectionSchema, VdbRecordSchema, AnonymousAccountSchema, AnonymousTokenSchema],
   migrations,
@@ -42,9 +45,11 @@ export const toolsModule = defineModule({
       if (!isBound(rateLimiterServiceIdentifier)) bind(rateLimiterServiceIdentifier).toConstantValue(new InMemoryRateLimiter());
       bind(ToolRateLimiter).toSelf();
       bind(AnonymousAuthService).toSelf();
+      bind(conversationMessageLookupServiceIdentifier).toConstantValue(new MetadataMessageLookup());
+      bind(SpeechService).toSelf();
       bind(credentialVerifierServiceIdentifier).to(AnonymousTokenVerifier);
     }),
-  routes: [...vdbRoutes, ...toolOAuthRoutes, ...addressRoutes],
+  routes: [...speechRoutes, ...vdbRoutes, ...toolOAuthRoutes, ...addressRoutes],
   async onStart({ get }) {
     await get(vectorStoreServiceIdentifier).start?.(get(ormServiceIdentifier));
   },

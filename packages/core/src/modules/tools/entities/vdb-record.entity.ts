@@ -21,7 +21,8 @@ export class VdbRecord {
 export const VdbRecordSchema = new EntitySchema<VdbRecord>({
   class: VdbRecord,
   tableName: 'tool_vdb_records',
-  indexes: [{ properties: ['collection', 'createdAt'] }],
+  // (collection, id): the exact scan pages through a collection in id order.
+  indexes: [{ properties: ['collection', 'createdAt'] }, { properties: ['collection', 'id'] }],
   properties: {
     id: { type: 'uuid', primary: true },
     collection: { kind: 'm:1', entity: () => VdbCollection, deleteRule: 'cascade' },

@@ -12,7 +12,7 @@ import { VdbRecord, vdbRecordTable as t } from '../entities/vdb-record.entity.js
 import { dialectOf } from '../vdb/exact-scan-vector-store.js';
 import { compileVdbFilter } from '../vdb/filter-sql.js';
 import type { VdbFilter } from '../vdb/filter.js';
-import { vectorToBytes } from '../vdb/vector-codec.js';
+import { bytesToVector, vectorToBytes } from '../vdb/vector-codec.js';
 
 export type VdbTag = string | number | boolean;
 
@@ -114,7 +114,7 @@ export class VdbService {
       }
       record.updatedAt = new Date();
       await tx.flush();
-      const stored = vector ?? new Float32Array(record.embedding.buffer, record.embedding.byteOffset, record.embedding.byteLength / 4).slice();
+      const stored = vector ?? bytesToVector(record.embedding).slice();
       await this.store.upsert(tx, [{ id: record.id, collectionId: collection.id, vector: stored, tags: record.tags, metadata: record.metadata }]);
       return record;
     });

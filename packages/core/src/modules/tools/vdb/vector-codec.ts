@@ -5,7 +5,14 @@ export function vectorToBytes(vector: Float32Array): Buffer {
   return bytes;
 }
 
+const littleEndian = new Uint8Array(new Float32Array([1]).buffer)[3] === 0x3f;
+
 export function bytesToVector(bytes: Uint8Array): Float32Array {
+  // Zero-copy on little-endian machines when the bytes are 4-byte aligned; decoded otherwise.
+  if (littleEndian) {
+    if (bytes.byteOffset % 4 === 0) return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >>> 2);
+    return new Float32Array(bytes.slice().buffer, 0, bytes.byteLength >>> 2);
+  }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const vector = new Float32Array(bytes.byteLength >>> 2);
   for (let i = 0; i < vector.length; i++) vector[i] = view.getFloat32(i * 4, true);
