@@ -25,7 +25,7 @@ const { values: args } = parseArgs({
     rows: { type: 'string', default: '100000' },
     dim: { type: 'string', default: '384' },
     queries: { type: 'string', default: '50' },
-    'exact-queries': { type: 'string', default: '5' },
+    'exact-queries': { type: 'string', default: '3' },
   },
 });
 const rows = Number(args.rows);

@@ -1,10 +1,26 @@
-/// <reference path="./address-parse.d.ts" />
 import { createRequire } from 'node:module';
 import type { AddressCandidate, AddressParser, ParsedAddress, ParsedAddressField } from '@trellis/core';
-import type * as AddressParseModule from 'address-parse';
+
+/** The parts of the `address-parse` package (CommonJS, untyped) this parser uses. */
+interface AddressParseResult {
+  province: string;
+  city: string;
+  area: string;
+  details: string;
+  name: string;
+  code: string;
+  __parse: number;
+  mobile: string;
+  zip_code: string;
+  phone: string;
+}
+interface AddressParseModule {
+  default: { parse(address: string, all?: boolean): AddressParseResult[] };
+  AREA: { province_list: Record<string, string>; city_list: Record<string, string>; area_list: Record<string, string> };
+}
 
 const require = createRequire(import.meta.url);
-const addressParse = require('address-parse') as typeof AddressParseModule & { default: (typeof AddressParseModule)['default'] };
+const addressParse = require('address-parse') as AddressParseModule;
 
 /** The region data this parser uses: provinces, cities and districts keyed by their division codes. */
 export const regionData = addressParse.AREA;

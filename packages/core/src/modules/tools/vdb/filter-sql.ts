@@ -60,8 +60,13 @@ function sqliteCompiler(columns: FilterSqlOptions['columns'], bind: Bind): (filt
       }
       case 'contains': {
         const { column, path } = target(filter.field);
+        // A cheap necessary condition first: a string element appears in the stored JSON text as
+        // its JSON quoting (values are stored as written by JSON.stringify, which escapes only
+        // quotes, backslashes and control characters, exactly as json_quote does). It spares
+        // parsing the JSON of the rows that cannot match.
+        const quick = typeof filter.value === 'string' && !/[\u0000-\u001f\ud800-\udfff]/.test(filter.value) ? `instr(${column}, json_quote(${bind(filter.value)})) > 0 AND ` : '';
         const p = bind(path);
-        return `COALESCE((json_type(${column}, ${p}) = 'array' AND EXISTS (SELECT 1 FROM json_each(${column}, ${bind(path)}) AS e WHERE ${typed('e.type', () => 'e.value', filter.value)})), 0)`;
+        return `COALESCE((${quick}json_type(${column}, ${p}) = 'array' AND EXISTS (SELECT 1 FROM json_each(${column}, ${bind(path)}) AS e WHERE ${typed('e.type', () => 'e.value', filter.value)})), 0)`;
       }
       case 'compare': {
         const { column, path } = target(filter.field);
