@@ -27,7 +27,7 @@ export function recordSet(count: number, seed = 7): Array<{ content: string; tag
   const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
   return Array.from({ length: count }, (_, i) => {
     const content = `${pick(words)} ${pick(words)} ${pick(words)} question ${i}`;
-    const tags: Array<string | number | boolean> = [pick(['faq', 'guide', 'note']), ...(i % 10 === 3 ? ['rare'] : []), ...(next() < 0.3 ? [2024] : [])];
+    const tags: Array<string | number | boolean> = [pick(['faq', 'guide', 'note']), ...(i % 10 === 3 ? ['rare'] : []), ...(next() < 0.3 ? [2024] : []), ...(i % 7 === 2 ? ['引号 "q" \\ é'] : [])];
     const metadata: Record<string, unknown> = { year: 2015 + Math.floor(next() * 10), lang: pick(['en', 'zh', 'fr']), score: Math.round(next() * 1000) / 10, draft: next() < 0.5, index: i };
     if (next() < 0.3) metadata['author'] = { name: pick(['ann', 'bo', 'cy']) };
     if (next() < 0.4) metadata['labels'] = [pick(['a', 'b', 'c']), pick(['b', 'd'])];
@@ -45,6 +45,8 @@ export const filterCases: unknown[] = [
   { tags: { $in: ['guide', 'note'] } },
   { tags: { $nin: ['faq', 'rare'] } },
   { tags: { $all: ['faq', 2024] } },
+  { tags: '引号 "q" \\ é' },
+  { tags: { $nin: ['引号 "q" \\ é'] } },
   { 'metadata.lang': 'zh' },
   { 'metadata.lang': null },
   { 'metadata.lang': { $ne: 'en' } },

@@ -64,7 +64,7 @@ function sqliteCompiler(columns: FilterSqlOptions['columns'], bind: Bind): (filt
         // its JSON quoting (values are stored as written by JSON.stringify, which escapes only
         // quotes, backslashes and control characters, exactly as json_quote does). It spares
         // parsing the JSON of the rows that cannot match.
-        const quick = typeof filter.value === 'string' && !/[\u0000-\u001f\ud800-\udfff]/.test(filter.value) ? `instr(${column}, json_quote(${bind(filter.value)})) > 0 AND ` : '';
+        const quick = typeof filter.value === 'string' && plainText(filter.value) ? `instr(${column}, json_quote(${bind(filter.value)})) > 0 AND ` : '';
         const p = bind(path);
         return `COALESCE((${quick}json_type(${column}, ${p}) = 'array' AND EXISTS (SELECT 1 FROM json_each(${column}, ${bind(path)}) AS e WHERE ${typed('e.type', () => 'e.value', filter.value)})), 0)`;
       }
@@ -111,5 +111,8 @@ function postgresCompiler(columns: FilterSqlOptions['columns'], bind: Bind): (fi
   };
   return compile;
 }
+
+/** No control characters or lone surrogates: the only characters whose JSON spelling could differ between writers. */
+const plainText = (value: string): boolean => [...value].every((char) => char.codePointAt(0)! >= 0x20 && !(char.codePointAt(0)! >= 0xd800 && char.codePointAt(0)! <= 0xdfff));
 
 const comparisonOperator = { gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
