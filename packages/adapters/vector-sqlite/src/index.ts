@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import { compileVdbFilter, dialectOf, vdbRecordTable as t, vectorToBytes, type VectorHit, type VectorSearchRequest, type VectorStore } from '@trellis/core';
+import { compileVdbFilter, dialectOf, vdbRecordTable as t, vectorToBytes, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from '@trellis/core';
 import { getLoadablePath } from 'sqlite-vec';
 
 export interface SqliteVecVectorStoreOptions {
@@ -18,11 +18,16 @@ interface KnexClient {
 }
 
 /**
- * The VectorStore the host uses on SQLite: exact cosine k-NN with sqlite-vec
- * (`vec_distance_cosine`) inside the application's SQLite database. The filter is compiled to SQL
- * and applied in the same statement before ranking, so a search returns `limit` hits whenever that
- * many records match. Vectors are read from the records table (`tool_vdb_records.embedding`,
- * float32 little-endian), so `upsert` and `remove` have nothing to do.
+ * The VectorStore the host uses on SQLite: exact cosine k-NN with sqlite-vec inside the
+ * application's SQLite database.
+ *
+ * - Filtered searches: one statement over the records table, the filter compiled to SQL in the
+ *   WHERE clause and `vec_distance_cosine(embedding, query)` in ORDER BY, so a search returns
+ *   `limit` hits whenever that many records match.
+ * - Unfiltered searches: sqlite-vec's `vec0` virtual table (one per dimension,
+ *   `tool_vdb_vec_<dim>`, partitioned by collection), a brute-force scan over contiguous vector
+ *   chunks, also exact. It mirrors `tool_vdb_records.embedding`: written by `upsert` and `remove`
+ *   in the record's transaction, and re-synced at start.
  *
  * The extension is loaded into the ORM's connection at start (`sqlite3`'s `loadExtension`);
  * Trellis's SQLite adapter keeps exactly one connection open for the life of the process.
@@ -31,6 +36,7 @@ export class SqliteVecVectorStore implements VectorStore {
   readonly name = 'sqlite-vec';
   private readonly extensionPath: string;
   private orm?: MikroORM;
+  private readonly tables = new Set<string>();
   private loading?: Promise<void>;
 
   constructor(options: SqliteVecVectorStoreOptions = {}) {
@@ -41,6 +47,45 @@ export class SqliteVecVectorStore implements VectorStore {
     if (dialectOf(orm.em) !== 'sqlite') throw new Error('SqliteVecVectorStore needs the SQLite database adapter (@trellis/db-sqlite).');
     this.orm = orm;
     await this.load();
+    await this.sync(orm.em.fork());
+  }
+
+  /**
+   * Brings the `vec0` mirrors in line with the records table: adds the vectors of records written
+   * while another store was bound (or by bulk loads) and drops those of deleted records.
+   */
+  async sync(em: EntityManager): Promise<void> {
+    const dimensions = (await this.exec(em, `SELECT DISTINCT ${t.dimension} AS dimension FROM ${t.table}`, [])) as Array<{ dimension: number }>;
+    for (const { dimension } of dimensions) {
+      const table = await this.ensureTable(em, Number(dimension));
+      await this.exec(
+        em,
+        `INSERT INTO ${table} (record_id, collection_id, embedding) SELECT r.${t.id}, r.${t.collection}, r.${t.embedding} FROM ${t.table} r WHERE r.${t.dimension} = ? AND r.${t.id} NOT IN (SELECT record_id FROM ${table})`,
+        [Number(dimension)],
+      );
+    }
+    for (const table of await this.mirrorTables(em)) {
+      await this.exec(em, `DELETE FROM ${table} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
+    }
+  }
+
+  private async ensureTable(em: EntityManager, dimension: number): Promise<string> {
+    if (!Number.isInteger(dimension) || dimension < 1 || dimension > 8192) throw new Error(`SqliteVecVectorStore: unsupported dimension ${dimension}`);
+    const table = mirrorTable(dimension);
+    if (!this.tables.has(table)) {
+      await this.exec(em, `CREATE VIRTUAL TABLE IF NOT EXISTS ${table} USING vec0(record_id text primary key, collection_id text partition key, embedding float[${dimension}] distance_metric=cosine)`, []);
+      this.tables.add(table);
+    }
+    return table;
+  }
+
+  private async mirrorTables(em: EntityManager): Promise<string[]> {
+    const rows = (await this.exec(em, "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'tool_vdb_vec_[0-9]*' AND sql LIKE '%USING vec0%'", [])) as Array<{ name: string }>;
+    return rows.map((row) => row.name);
+  }
+
+  private exec(em: EntityManager, sql: string, params: unknown[]): Promise<unknown> {
+    return em.getConnection().execute(sql, params, 'all', em.getTransactionContext());
   }
 
   /** sqlite-vec's version, which also proves the extension is loaded. */
@@ -49,12 +94,38 @@ export class SqliteVecVectorStore implements VectorStore {
     return row!.version;
   }
 
-  async upsert(): Promise<void> {}
+  /**
+   * Keeps the `vec0` mirror in step with the records, in the record's own transaction (same
+   * connection), so both commit or neither does.
+   */
+  async upsert(em: EntityManager, entries: readonly VectorEntry[]): Promise<void> {
+    for (const entry of entries) {
+      const table = await this.ensureTable(em, entry.vector.length);
+      await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [entry.id]);
+      await this.exec(em, `INSERT INTO ${table} (record_id, collection_id, embedding) VALUES (?, ?, ?)`, [entry.id, entry.collectionId, vectorToBytes(entry.vector)]);
+    }
+  }
 
-  async remove(): Promise<void> {}
+  async remove(em: EntityManager, _collectionId: string, ids: readonly string[]): Promise<void> {
+    for (const table of await this.mirrorTables(em)) {
+      for (const id of ids) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
+    }
+  }
 
   async search(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[]> {
     try {
+      if (!request.filter) {
+        const table = mirrorTable(request.vector.length);
+        if ((await this.mirrorTables(em)).includes(table)) {
+          // Unfiltered: sqlite-vec's own brute-force k-NN over the collection's partition.
+          const rows = (await this.exec(em, `SELECT record_id AS id, distance FROM ${table} WHERE embedding MATCH ? AND k = ? AND collection_id = ? ORDER BY distance`, [
+            vectorToBytes(request.vector),
+            request.limit,
+            request.collectionId,
+          ])) as Array<{ id: string; distance: number | null }>;
+          return rows.map((row) => ({ id: row.id, distance: Number.isFinite(Number(row.distance)) && row.distance !== null ? Number(row.distance) : 1 }));
+        }
+      }
       return await this.query(em, request);
     } catch (error) {
       // A new connection (after the pool replaced a broken one) lacks the extension: load it again once.
@@ -99,5 +170,8 @@ export class SqliteVecVectorStore implements VectorStore {
     return this.loading;
   }
 }
+
+/** The `vec0` mirror of one dimension (unfiltered searches). */
+const mirrorTable = (dimension: number): string => `tool_vdb_vec_${dimension}`;
 
 export { getLoadablePath as sqliteVecExtensionPath } from 'sqlite-vec';
