@@ -49,6 +49,10 @@ export { aiErrors, aiGatewayServiceIdentifier, aiProvidersServiceIdentifier, typ
 export { runQueueServiceIdentifier, type RunJob, type RunJobHandler, type RunQueue } from './ports/run-queue.js';
 export { codeSandboxServiceIdentifier, type CodeSandbox, type CodeSandboxRequest, type CodeSandboxResult } from './ports/code-sandbox.js';
 export { CodeSandboxError, QuickJsCodeSandbox, type QuickJsCodeSandboxOptions } from './sandbox/quickjs-code-sandbox.js';
+export { addressParserServiceIdentifier, type AddressCandidate, type AddressParser, type ParsedAddress, type ParsedAddressField } from './ports/address-parser.js';
+export { speechSynthesizerServiceIdentifier, type SpeechSynthesizer, type SynthesizeOptions, type SynthesizedAudio } from './ports/speech-synthesizer.js';
+export { embedderServiceIdentifier, type Embedder } from './ports/embedder.js';
+export { vectorStoreServiceIdentifier, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from './ports/vector-store.js';
 export { dialects, toMigrationEntries, type DatabaseAdapter, type Dialect, type EntityDefinition, type MigrationDefinition, type MigrationEntry } from './ports/database.js';
 
 // Modules
@@ -69,3 +73,4 @@ export * from './modules/blocks/index.js';
 export * from './modules/collab/index.js';
 export { systemModule } from './modules/system/system.module.js';
 export * from './modules/runs/index.js';
+export * from './modules/tools/index.js';

@@ -13,12 +13,20 @@ import {
   runQueueServiceIdentifier,
   rateLimiterServiceIdentifier,
   s,
+  vectorStoreServiceIdentifier,
+  addressParserServiceIdentifier,
+  speechSynthesizerServiceIdentifier,
   type AdapterBinding,
   type AiProvider,
+  type Dialect,
   type InferConfig,
   type TrellisModule,
 } from '@trellis/core';
+import { ChineseAddressParser } from '@trellis/address-cn';
 import { StripePaymentProvider } from '@trellis/payments-stripe';
+import { EspeakSpeechSynthesizer } from '@trellis/speech-espeak';
+import { PgVectorStore } from '@trellis/vector-pgvector';
+import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
 import { RedisPubSub } from '@trellis/pubsub-redis';
 import { BullMqRunQueue } from '@trellis/queue-bullmq';
 import { RedisRateLimiter } from '@trellis/ratelimit-redis';
@@ -42,6 +50,23 @@ export const adaptersConfigSchema = s.object({
     stalledIntervalMs: s.int().range(500, 600_000).default(30_000).describe('How often workers look for runs whose worker died.'),
     maxStalledCount: s.int().range(0, 20).default(1).describe('How many times a run whose worker died is handed out again; after that it fails with `run_error` `worker_lost`.'),
     closeGraceMs: s.int().range(0, 600_000).default(30_000).describe('On stop, how long a worker waits for running runs before it puts them back in the queue.'),
+  }),
+  vector: s.object({
+    store: s
+      .string()
+      .oneOf(['auto', 'exact', 'sqlite-vec', 'pgvector'] as const)
+      .default('auto')
+      .describe('Vector store of /tool/vdb: `auto` (sqlite-vec on SQLite, the in-process exact scan on PostgreSQL), `exact`, `sqlite-vec` or `pgvector` (@trellis/vector-pgvector; needs pgvectorUrl).'),
+    pgvectorUrl: s.string().matches(/^postgres(ql)?:\/\//, 'a postgres:// URL').orUndefined().describe('PostgreSQL with the vector extension, for store = pgvector (may be the application database).'),
+  }),
+  speech: s.object({
+    provider: s
+      .string()
+      .oneOf(['auto', 'none', 'espeak'] as const)
+      .default('auto')
+      .describe('Speech synthesizer of /tool/speech: `espeak` (@trellis/speech-espeak, runs the espeak-ng program), `none` (answers speech_not_configured), or `auto` (espeak when the program is found).'),
+    espeakPath: s.string().default('espeak-ng').describe('The espeak-ng program (a name on PATH or a path).'),
+    voice: s.string().default('cmn+f3').describe('eSpeak NG voice: Mandarin (`cmn`) with a female variant (`+f3`).'),
   }),
   payments: s.object({
     provider: s.string().oneOf(['manual', 'stripe'] as const).default('manual').describe('`manual` (an administrator confirms orders; development default) or `stripe`.'),
@@ -71,7 +96,7 @@ export interface ConfiguredAdapters {
  * section is parsed here first (with the same schema the kernel uses), because the adapters must
  * exist before the kernel is built.
  */
-export function adaptersFromConfig(raw: unknown): ConfiguredAdapters {
+export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): ConfiguredAdapters {
   let config: AdaptersConfig;
   try {
     config = parseConfig(adaptersConfigSchema, raw ?? {});
@@ -96,6 +121,20 @@ export function adaptersFromConfig(raw: unknown): ConfiguredAdapters {
     // The runs module closes the bound RunQueue at stop.
     bindings.push(provide(runQueueServiceIdentifier, queue));
   }
+  const vector = config.vector.store === 'auto' ? (dialect === 'sqlite' ? 'sqlite-vec' : 'exact') : config.vector.store;
+  if (vector === 'sqlite-vec') {
+    if (dialect !== 'sqlite') throw new ConfigError([{ path: 'adapters.vector.store', message: 'sqlite-vec needs the SQLite database' }]);
+    bindings.push(provide(vectorStoreServiceIdentifier, new SqliteVecVectorStore()));
+  } else if (vector === 'pgvector') {
+    if (!config.vector.pgvectorUrl) throw new ConfigError([{ path: 'adapters.vector.pgvectorUrl', message: 'is required when adapters.vector.store is "pgvector"' }]);
+    // The kernel starts and closes the bound VectorStore (tools module).
+    bindings.push(provide(vectorStoreServiceIdentifier, new PgVectorStore({ url: config.vector.pgvectorUrl })));
+  }
+  const speech = config.speech;
+  if (speech.provider === 'espeak' || (speech.provider === 'auto' && EspeakSpeechSynthesizer.isAvailable(speech.espeakPath))) {
+    bindings.push(provide(speechSynthesizerServiceIdentifier, new EspeakSpeechSynthesizer({ program: speech.espeakPath, voice: speech.voice })));
+  }
+  bindings.push(provide(addressParserServiceIdentifier, new ChineseAddressParser()));
   if (config.payments.provider === 'stripe') {
     const stripe = config.payments.stripe;
     const missing = (['secretKey', 'webhookSecret', 'successUrl', 'cancelUrl'] as const).filter((key) => !stripe[key]);

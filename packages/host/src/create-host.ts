@@ -38,7 +38,7 @@ export interface Host {
 export function createHost(options: HostOptions = {}): Host {
   const database = options.database ?? databaseFromUrl(options.config?.database?.url ?? 'sqlite:./trellis.db');
   // Adapters named in the `adapters` section first; adapters passed in code win over them.
-  const configured = adaptersFromConfig(options.config?.['adapters']);
+  const configured = adaptersFromConfig(options.config?.['adapters'], database.dialect);
   const kernel = createKernel({
     config: options.config,
     database,

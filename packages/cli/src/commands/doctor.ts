@@ -75,7 +75,7 @@ async function doctor(flags: DoctorFlags): Promise<void> {
     add('JWT secret', config.auth.jwtSecret ? 'ok' : 'warn', config.auth.jwtSecret ? 'auth.jwtSecret is set' : 'auth.jwtSecret is not set: each process generates its own, sessions end at restart (development only); set TRELLIS_JWT_SECRET');
   }
 
-  add('espeak-ng', ...(await checkTool('espeak-ng', ['--version'], 'optional; the embedded speech synthesizer needs it: apt-get install espeak-ng')));
+  add('espeak-ng', ...(await checkTool('espeak-ng', ['--version'], 'optional; POST /tool/speech needs it (@trellis/speech-espeak runs it as a separate process): apt-get install espeak-ng')));
 
   if (flags.json) {
     process.stdout.write(`${JSON.stringify({ ok: !results.some((r) => r.status === 'fail'), checks: results }, null, 2)}\n`);

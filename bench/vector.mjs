@@ -1,0 +1,190 @@
+#!/usr/bin/env node
+// Vector search benchmark: exact k-NN (limit 10) over 100,000 × 384-dimension vectors in the
+// vector database's records table, unfiltered and with a 1 % selective filter (`tags` holds
+// "rare"), on the sqlite-vec store (the default on SQLite) and on the in-process exact scan (the
+// default on PostgreSQL without pgvector), against a brute-force Float32Array scan in this process
+// as the ceiling (unfiltered searches on sqlite-vec use its vec0 mirror). Recall is measured
+// against the brute force (exact search: 1.0 expected). Then the speech synthesizer's real-time factor (synthesis time / audio duration) when espeak-ng is installed.
+//
+//   pnpm bench:vector              (builds the packages first)
+//   node bench/vector.mjs [--rows 100000] [--dim 384] [--queries 50] [--exact-queries 5]
+//
+// Not a test: it prints figures and never fails on them.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { pino } from 'pino';
+import { coreModules, createKernel, ExactScanVectorStore, provide, UserService, VdbCollection, vectorStoreServiceIdentifier, vectorToBytes } from '@trellis/core';
+import { sqliteDatabase } from '@trellis/db-sqlite';
+import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
+
+const { values: args } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '100000' },
+    dim: { type: 'string', default: '384' },
+    queries: { type: 'string', default: '50' },
+    'exact-queries': { type: 'string', default: '3' },
+  },
+});
+const rows = Number(args.rows);
+const dim = Number(args.dim);
+const queries = Number(args.queries);
+const limit = 10;
+
+let seed = 42;
+const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+const gaussian = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
+const unit = () => {
+  const v = new Float32Array(dim);
+  let n = 0;
+  for (let i = 0; i < dim; i++) n += (v[i] = gaussian()) ** 2;
+  const s = 1 / Math.sqrt(n);
+  for (let i = 0; i < dim; i++) v[i] *= s;
+  return v;
+};
+
+const dir = mkdtempSync(join(tmpdir(), 'trellis-bench-vector-'));
+const store = new SqliteVecVectorStore();
+const kernel = createKernel({
+  config: { auth: { jwtSecret: 'bench-secret-bench-secret-bench-secret-00' } },
+  database: sqliteDatabase({ path: join(dir, 'bench.db') }),
+  modules: coreModules,
+  adapters: [provide(vectorStoreServiceIdentifier, store)],
+  logger: pino({ level: 'warn' }),
+});
+await kernel.start({ jobs: false });
+
+try {
+  const em = kernel.fork();
+  const user = await kernel.get(UserService).create(em, { email: 'bench@example.com', password: null });
+  const [{ team_id: teamId }] = await em.getConnection().execute('SELECT team_id FROM team_members WHERE user_id = ?', [user.id], 'all');
+  const collectionId = '00000000-0000-7000-8000-000000000001';
+  em.create(VdbCollection, { id: collectionId, team: teamId, name: 'Bench', embedder: 'bench', dimension: dim });
+  await em.flush();
+
+  console.log(`vector bench: ${rows.toLocaleString()} × ${dim} dims, limit ${limit}, ${queries} queries, Node ${process.version}`);
+  const matrix = new Float32Array(rows * dim);
+  const ids = new Array(rows);
+  const rare = [];
+  const started = performance.now();
+  const batch = 500;
+  const now = new Date().toISOString();
+  for (let start = 0; start < rows; start += batch) {
+    const values = [];
+    const params = [];
+    for (let i = start; i < Math.min(rows, start + batch); i++) {
+      const v = unit();
+      matrix.set(v, i * dim);
+      const id = `00000000-0000-7000-9000-${String(i).padStart(12, '0')}`;
+      ids[i] = id;
+      const isRare = i % 100 === 37;
+      if (isRare) rare.push(i);
+      values.push('(?, ?, ?, ?, ?, ?, ?, ?, ?)');
+      params.push(id, collectionId, `record ${i}`, JSON.stringify(isRare ? ['rare'] : ['common']), JSON.stringify({ i }), vectorToBytes(v), dim, now, now);
+    }
+    await em.getConnection().execute(`INSERT INTO tool_vdb_records (id, collection_id, content, tags, metadata, embedding, dimension, created_at, updated_at) VALUES ${values.join(', ')}`, params);
+  }
+  console.log(`loaded in ${((performance.now() - started) / 1000).toFixed(1)} s (${rare.length} records match the filter)`);
+  // Rows were inserted behind the store's back: bring its vec0 mirror up to date, as a restart would.
+  const synced = performance.now();
+  await store.sync(kernel.fork());
+  console.log(`sqlite-vec mirror synced in ${((performance.now() - synced) / 1000).toFixed(1)} s`);
+
+  const bruteForce = (q, candidates) => {
+    const top = [];
+    const consider = (i) => {
+      let dot = 0;
+      const base = i * dim;
+      for (let d = 0; d < dim; d++) dot += q[d] * matrix[base + d];
+      const distance = 1 - dot;
+      if (top.length === limit && distance >= top[limit - 1].distance) return;
+      top.push({ i, distance });
+      top.sort((a, b) => a.distance - b.distance);
+      if (top.length > limit) top.pop();
+    };
+    if (candidates) for (const i of candidates) consider(i);
+    else for (let i = 0; i < rows; i++) consider(i);
+    return top.map((hit) => ids[hit.i]);
+  };
+
+  const percentile = (times, p) => {
+    const sorted = [...times].sort((a, b) => a - b);
+    return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+  };
+  const queryVectors = Array.from({ length: queries }, unit);
+  const filter = { op: 'contains', field: { root: 'tags', path: [] }, value: 'rare' };
+
+  const measure = async (label, count, run, truth) => {
+    const times = [];
+    let found = 0;
+    let expected = 0;
+    let short = 0;
+    await run(queryVectors[0]); // warm-up
+    for (let n = 0; n < count; n++) {
+      const q = queryVectors[n % queryVectors.length];
+      const t0 = performance.now();
+      const hits = await run(q);
+      times.push(performance.now() - t0);
+      if (hits.length < limit) short++;
+      if (truth) {
+        const want = new Set(truth(q));
+        expected += want.size;
+        found += hits.filter((id) => want.has(id)).length;
+      }
+    }
+    const p50 = percentile(times, 50);
+    const p99 = percentile(times, 99);
+    console.log(
+      `${label.padEnd(46)} p50 ${p50.toFixed(2).padStart(8)} ms   p99 ${p99.toFixed(2).padStart(8)} ms` +
+        (truth ? `   recall ${(found / expected).toFixed(3)}` : '') +
+        (short ? `   ${short} queries answered fewer than ${limit}` : ''),
+    );
+    return p50;
+  };
+
+  const search = (s, withFilter) => async (q) => (await s.search(kernel.fork(), { collectionId, vector: q, limit, filter: withFilter ? filter : null })).map((hit) => hit.id);
+  const truthAll = (q) => bruteForce(q);
+  const truthRare = (q) => bruteForce(q, rare);
+
+  console.log('\nunfiltered');
+  const ceilingAll = await measure('brute force Float32Array (ceiling)', queries, async (q) => bruteForce(q));
+  const vecAll = await measure('sqlite-vec store (vec0 mirror)', queries, search(store, false), truthAll);
+  // The same store's statement over the records table (what filtered searches run), unfiltered, for comparison.
+  const scalar = async (q) => (await store.query(kernel.fork(), { collectionId, vector: q, limit, filter: null })).map((hit) => hit.id);
+  await measure('sqlite-vec, scalar over the records table', queries, scalar, truthAll);
+  const exact = new ExactScanVectorStore();
+  const exactAll = await measure('exact-scan store (PostgreSQL default)', Number(args['exact-queries']), search(exact, false), truthAll);
+  console.log(`  sqlite-vec / ceiling: ${(vecAll / ceilingAll).toFixed(2)}x   exact-scan / ceiling: ${(exactAll / ceilingAll).toFixed(2)}x`);
+
+  console.log('\nfiltered: tags contains "rare" (1 % of records)');
+  const ceilingRare = await measure('brute force over the matching rows (ceiling)', queries, async (q) => bruteForce(q, rare));
+  const vecRare = await measure('sqlite-vec store', queries, search(store, true), truthRare);
+  const exactRare = await measure('exact-scan store (PostgreSQL default)', queries, search(exact, true), truthRare);
+  console.log(`  sqlite-vec / ceiling: ${(vecRare / ceilingRare).toFixed(2)}x   exact-scan / ceiling: ${(exactRare / ceilingRare).toFixed(2)}x`);
+} finally {
+  await kernel.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+// Speech: real-time factor of the eSpeak NG synthesizer (MP3 included), when the program exists.
+try {
+  const { EspeakSpeechSynthesizer } = await import('@trellis/speech-espeak');
+  if (!EspeakSpeechSynthesizer.isAvailable('espeak-ng')) {
+    console.log('\nspeech: espeak-ng is not installed (apt-get install espeak-ng); skipped');
+  } else {
+    const synthesizer = new EspeakSpeechSynthesizer();
+    const text = '欢迎使用语音合成服务。今天的天气很好，适合出去散步。请记得带上雨伞，下午可能会下雨。';
+    const runs = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      const audio = await synthesizer.synthesize(text, { language: 'zh' });
+      runs.push({ ms: performance.now() - t0, seconds: audio.durationSeconds });
+    }
+    const best = runs.sort((a, b) => a.ms - b.ms)[Math.floor(runs.length / 2)];
+    console.log(`\nspeech: ${text.length} characters → ${best.seconds.toFixed(2)} s of MP3 in ${best.ms.toFixed(0)} ms (median of 5): real-time factor ${(best.ms / 1000 / best.seconds).toFixed(3)}`);
+  }
+} catch (error) {
+  console.log(`\nspeech: skipped (${error.message})`);
+}

@@ -1,0 +1,177 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import { compileVdbFilter, dialectOf, vdbRecordTable as t, vectorToBytes, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from '@trellis/core';
+import { getLoadablePath } from 'sqlite-vec';
+
+export interface SqliteVecVectorStoreOptions {
+  /** Path of the sqlite-vec loadable extension (default: the one shipped by the `sqlite-vec` package for this platform). */
+  extensionPath?: string;
+}
+
+/** The raw `sqlite3` connection behind MikroORM's SQLite driver (knex). */
+interface Sqlite3Connection {
+  loadExtension(path: string, callback: (error: Error | null) => void): void;
+}
+
+interface KnexClient {
+  acquireConnection(): Promise<Sqlite3Connection>;
+  releaseConnection(connection: Sqlite3Connection): Promise<void>;
+}
+
+/**
+ * The VectorStore the host uses on SQLite: exact cosine k-NN with sqlite-vec inside the
+ * application's SQLite database.
+ *
+ * - Filtered searches: one statement over the records table, the filter compiled to SQL in the
+ *   WHERE clause and `vec_distance_cosine(embedding, query)` in ORDER BY, so a search returns
+ *   `limit` hits whenever that many records match.
+ * - Unfiltered searches: sqlite-vec's `vec0` virtual table (one per dimension,
+ *   `tool_vdb_vec_<dim>`, partitioned by collection), a brute-force scan over contiguous vector
+ *   chunks, also exact. It mirrors `tool_vdb_records.embedding`: written by `upsert` and `remove`
+ *   in the record's transaction, and re-synced at start.
+ *
+ * The extension is loaded into the ORM's connection at start (`sqlite3`'s `loadExtension`);
+ * Trellis's SQLite adapter keeps exactly one connection open for the life of the process.
+ */
+export class SqliteVecVectorStore implements VectorStore {
+  readonly name = 'sqlite-vec';
+  private readonly extensionPath: string;
+  private orm?: MikroORM;
+  private readonly tables = new Set<string>();
+  private loading?: Promise<void>;
+
+  constructor(options: SqliteVecVectorStoreOptions = {}) {
+    this.extensionPath = options.extensionPath ?? getLoadablePath();
+  }
+
+  async start(orm: MikroORM): Promise<void> {
+    if (dialectOf(orm.em) !== 'sqlite') throw new Error('SqliteVecVectorStore needs the SQLite database adapter (@trellis/db-sqlite).');
+    this.orm = orm;
+    await this.load();
+    await this.sync(orm.em.fork());
+  }
+
+  /**
+   * Brings the `vec0` mirrors in line with the records table: adds the vectors of records written
+   * while another store was bound (or by bulk loads) and drops those of deleted records.
+   */
+  async sync(em: EntityManager): Promise<void> {
+    const dimensions = (await this.exec(em, `SELECT DISTINCT ${t.dimension} AS dimension FROM ${t.table}`, [])) as Array<{ dimension: number }>;
+    for (const { dimension } of dimensions) {
+      const table = await this.ensureTable(em, Number(dimension));
+      await this.exec(
+        em,
+        `INSERT INTO ${table} (record_id, collection_id, embedding) SELECT r.${t.id}, r.${t.collection}, r.${t.embedding} FROM ${t.table} r WHERE r.${t.dimension} = ? AND r.${t.id} NOT IN (SELECT record_id FROM ${table})`,
+        [Number(dimension)],
+      );
+    }
+    for (const table of await this.mirrorTables(em)) {
+      await this.exec(em, `DELETE FROM ${table} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
+    }
+  }
+
+  private async ensureTable(em: EntityManager, dimension: number): Promise<string> {
+    if (!Number.isInteger(dimension) || dimension < 1 || dimension > 8192) throw new Error(`SqliteVecVectorStore: unsupported dimension ${dimension}`);
+    const table = mirrorTable(dimension);
+    if (!this.tables.has(table)) {
+      await this.exec(em, `CREATE VIRTUAL TABLE IF NOT EXISTS ${table} USING vec0(record_id text primary key, collection_id text partition key, embedding float[${dimension}] distance_metric=cosine)`, []);
+      this.tables.add(table);
+    }
+    return table;
+  }
+
+  private async mirrorTables(em: EntityManager): Promise<string[]> {
+    const rows = (await this.exec(em, "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'tool_vdb_vec_[0-9]*' AND sql LIKE '%USING vec0%'", [])) as Array<{ name: string }>;
+    return rows.map((row) => row.name);
+  }
+
+  private exec(em: EntityManager, sql: string, params: unknown[]): Promise<unknown> {
+    return em.getConnection().execute(sql, params, 'all', em.getTransactionContext());
+  }
+
+  /** sqlite-vec's version, which also proves the extension is loaded. */
+  async version(em: EntityManager): Promise<string> {
+    const [row] = (await em.getConnection().execute('SELECT vec_version() AS version', [], 'all')) as Array<{ version: string }>;
+    return row!.version;
+  }
+
+  /**
+   * Keeps the `vec0` mirror in step with the records, in the record's own transaction (same
+   * connection), so both commit or neither does.
+   */
+  async upsert(em: EntityManager, entries: readonly VectorEntry[]): Promise<void> {
+    for (const entry of entries) {
+      const table = await this.ensureTable(em, entry.vector.length);
+      await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [entry.id]);
+      await this.exec(em, `INSERT INTO ${table} (record_id, collection_id, embedding) VALUES (?, ?, ?)`, [entry.id, entry.collectionId, vectorToBytes(entry.vector)]);
+    }
+  }
+
+  async remove(em: EntityManager, _collectionId: string, ids: readonly string[]): Promise<void> {
+    for (const table of await this.mirrorTables(em)) {
+      for (const id of ids) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
+    }
+  }
+
+  async search(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[]> {
+    try {
+      if (!request.filter) {
+        const table = mirrorTable(request.vector.length);
+        if ((await this.mirrorTables(em)).includes(table)) {
+          // Unfiltered: sqlite-vec's own brute-force k-NN over the collection's partition.
+          const rows = (await this.exec(em, `SELECT record_id AS id, distance FROM ${table} WHERE embedding MATCH ? AND k = ? AND collection_id = ? ORDER BY distance`, [
+            vectorToBytes(request.vector),
+            request.limit,
+            request.collectionId,
+          ])) as Array<{ id: string; distance: number | null }>;
+          return rows.map((row) => ({ id: row.id, distance: Number.isFinite(Number(row.distance)) && row.distance !== null ? Number(row.distance) : 1 }));
+        }
+      }
+      return await this.query(em, request);
+    } catch (error) {
+      // A new connection (after the pool replaced a broken one) lacks the extension: load it again once.
+      if (!(error instanceof Error) || !/no such function: vec_/.test(error.message) || !this.orm) throw error;
+      await this.load();
+      return this.query(em, request);
+    }
+  }
+
+  private async query(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[]> {
+    const params: unknown[] = [vectorToBytes(request.vector), request.collectionId, request.vector.length];
+    let where = `r.${t.collection} = ? AND r.${t.dimension} = ?`;
+    if (request.filter) {
+      const fragment = compileVdbFilter(request.filter, 'sqlite', { columns: { tags: `r.${t.tags}`, metadata: `r.${t.metadata}` } });
+      where += ` AND ${fragment.sql}`;
+      params.push(...fragment.params);
+    }
+    params.push(request.limit);
+    const rows = (await em
+      .getConnection()
+      .execute(
+        `SELECT r.${t.id} AS id, COALESCE(vec_distance_cosine(r.${t.embedding}, ?), 1.0) AS distance FROM ${t.table} r WHERE ${where} ORDER BY distance, r.${t.id} LIMIT ?`,
+        params,
+        'all',
+        em.getTransactionContext(),
+      )) as Array<{ id: string; distance: number }>;
+    return rows.map((row) => ({ id: row.id, distance: Number(row.distance) }));
+  }
+
+  private load(): Promise<void> {
+    this.loading ??= (async () => {
+      const client = (this.orm!.em.getConnection() as unknown as { getKnex(): { client: KnexClient } }).getKnex().client;
+      const connection = await client.acquireConnection();
+      try {
+        await new Promise<void>((resolve, reject) => connection.loadExtension(this.extensionPath, (error) => (error ? reject(error) : resolve())));
+      } finally {
+        await client.releaseConnection(connection);
+      }
+    })().finally(() => {
+      this.loading = undefined;
+    });
+    return this.loading;
+  }
+}
+
+/** The `vec0` mirror of one dimension (unfiltered searches). */
+const mirrorTable = (dimension: number): string => `tool_vdb_vec_${dimension}`;
+
+export { getLoadablePath as sqliteVecExtensionPath } from 'sqlite-vec';

@@ -1,0 +1,16 @@
+export { toolsModule } from './tools.module.js';
+export { toolsConfigSchema, toolsConfigServiceIdentifier, type ToolsConfig } from './config.js';
+export { VdbCollection, VdbCollectionSchema } from './entities/vdb-collection.entity.js';
+export { VdbRecord, VdbRecordSchema, vdbRecordTable } from './entities/vdb-record.entity.js';
+export { VdbService } from './services/vdb.service.js';
+export { parseVdbFilter, parseWhereParameter, matchesVdbFilter, VDB_FILTER_LIMITS, type VdbFilter, type VdbField, type VdbScalar, type VdbComparison } from './vdb/filter.js';
+export { compileVdbFilter, type SqlFragment, type FilterSqlOptions } from './vdb/filter-sql.js';
+export { HashingEmbedder, type HashingEmbedderOptions } from './vdb/hashing-embedder.js';
+export { ExactScanVectorStore, dialectOf } from './vdb/exact-scan-vector-store.js';
+export { vectorToBytes, bytesToVector, cosineDistance, TopK } from './vdb/vector-codec.js';
+export { AnonymousAccount, AnonymousAccountSchema } from './entities/anonymous-account.entity.js';
+export { AnonymousToken, AnonymousTokenSchema, type AnonymousTokenKind } from './entities/anonymous-token.entity.js';
+export { AnonymousAuthService, ANONYMOUS_TOKEN_PREFIX, type AnonymousTokenResponse } from './services/anonymous-auth.service.js';
+export { SpeechService, type SpeechResult } from './services/speech.service.js';
+export { splitSentences } from './speech/split-sentences.js';
+export { conversationMessageLookupServiceIdentifier, MetadataMessageLookup, type ConversationMessageLookup } from './speech/message-lookup.js';

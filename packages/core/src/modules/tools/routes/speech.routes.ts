@@ -1,0 +1,40 @@
+import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
+import { SpeechBody } from '../dto/speech.dto.js';
+import { SpeechService } from '../services/speech.service.js';
+import { toolAuth } from './auth.js';
+
+export const speechSchema = {
+  type: 'object',
+  required: ['audio', 'format', 'sampleRate', 'duration', 'voice'],
+  properties: {
+    audio: { type: 'string', contentEncoding: 'base64', contentMediaType: 'audio/mpeg', description: 'The spoken message as base64 MP3 (Mandarin, standard female voice).' },
+    format: { const: 'mp3' },
+    sampleRate: { type: 'integer', description: 'Hz.' },
+    duration: { type: 'number', description: 'Seconds of audio.' },
+    voice: { type: 'string', description: 'The synthesizer that spoke.' },
+  },
+};
+
+export const speechRoutes: RouteDefinition[] = [
+  defineRoute({
+    method: 'POST',
+    path: '/tool/speech',
+    summary: 'Speak a conversation message (base64 MP3, Mandarin female voice)',
+    description: 'Only members of the conversation may ask. Long messages are split at sentence boundaries and synthesised piece by piece (`tools.speech.maxSentenceLength`); longer than `tools.speech.maxTextLength` answers 400.',
+    tags: ['Tool service'],
+    auth: toolAuth,
+    body: SpeechBody,
+    validationError: { status: 400, code: 'validation_failed' },
+    response: { schema: speechSchema },
+    errors: {
+      400: 'convId or msgId missing (validation_failed), or the message is too long (speech_text_too_long)',
+      403: 'Not a member of the conversation (not_conversation_member)',
+      404: 'No such conversation (conversation_not_found) or message (message_not_found)',
+      422: 'The message has no text to speak (speech_empty_text)',
+      503: 'No speech synthesizer is configured (speech_not_configured), or it failed (speech_synthesis_failed)',
+    },
+    async handler(ctx) {
+      return ctx.get(SpeechService).speak(ctx.em, ctx.requirePrincipal().userId, ctx.body.convId, ctx.body.msgId, ctx.signal);
+    },
+  }),
+];
