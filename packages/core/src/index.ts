@@ -67,3 +67,17 @@ export * from './modules/documents/index.js';
 export * from './modules/blocks/index.js';
 export * from './modules/collab/index.js';
 export { systemModule } from './modules/system/system.module.js';
+export {
+  TrellisMetrics,
+  metricsServiceIdentifier,
+  durationBuckets,
+  queryBuckets,
+  checkMetricsToken,
+  metricsReply,
+  extractContext,
+  injectTraceHeaders,
+  tracer,
+  withSpan,
+  type MetricOptions,
+  type HistogramOptions,
+} from './kernel/observability/index.js';

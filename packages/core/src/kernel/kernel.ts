@@ -15,6 +15,7 @@ import { HttpDispatcher } from './http/dispatcher.js';
 import { buildOpenApi } from './http/openapi.js';
 import type { RouteDefinition } from './http/route.js';
 import { createLogger } from './logger.js';
+import { CountingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, RequestObserver, TrellisMetrics } from './observability/index.js';
 import type { JobDefinition, ModuleContext, RpcMethodDefinition, TrellisModule } from './module.js';
 import {
   authenticatorServiceIdentifier,
@@ -67,6 +68,8 @@ export interface Kernel {
   readonly http: HttpDispatcher;
   /** Transport-free WebSocket routing. */
   readonly ws: WsDispatcher;
+  /** This kernel's Prometheus registry and metrics (also bound to `metricsServiceIdentifier`). */
+  readonly metrics: TrellisMetrics;
   readonly ready: boolean;
   /** Connects the database, applies pending migrations (unless disabled) and starts modules and jobs. */
   start(options?: { migrate?: boolean; jobs?: boolean }): Promise<void>;
@@ -103,6 +106,7 @@ export function createKernel(options: KernelOptions): Kernel {
   }
 
   const hooks = new Hooks();
+  const metrics = new TrellisMetrics({ defaultMetrics: config.metrics.defaultMetrics, inFlight: () => kernel.http.activeRequests });
   const container = new Container({ defaultScope: 'Singleton' });
   let orm: MikroORM | undefined;
   let ready = false;
@@ -123,6 +127,8 @@ export function createKernel(options: KernelOptions): Kernel {
   container.bind(configServiceIdentifier).toConstantValue(config);
   container.bind(loggerServiceIdentifier).toConstantValue(log);
   container.bind(hooksServiceIdentifier).toConstantValue(hooks);
+  container.bind(metricsServiceIdentifier).toConstantValue(metrics);
+  container.onActivation(pubSubServiceIdentifier, (_context, pubsub) => new CountingPubSub(pubsub, metrics));
   container.bind(clockServiceIdentifier).toConstantValue(new SystemClock());
   container.bind(idsServiceIdentifier).toConstantValue(new UuidV7Ids());
   container.bind(pubSubServiceIdentifier).toConstantValue(new InProcessPubSub());
@@ -141,9 +147,10 @@ export function createKernel(options: KernelOptions): Kernel {
     container.bind(binding.id).toConstantValue(binding.value);
   }
 
-  const routes = modules.flatMap((module) =>
-    typeof module.routes === 'function' ? module.routes(moduleContext(module)) : (module.routes ?? []),
-  );
+  const routes = [
+    ...modules.flatMap((module) => (typeof module.routes === 'function' ? module.routes(moduleContext(module)) : (module.routes ?? []))),
+    ...metricsRoutes(config),
+  ];
   const channels = modules.flatMap((module) =>
     typeof module.channels === 'function' ? module.channels(moduleContext(module)) : (module.channels ?? []),
   );
@@ -175,6 +182,7 @@ export function createKernel(options: KernelOptions): Kernel {
       forceUtcTimezone: true,
       debug: config.database.debug,
       logger: (message: string) => log.debug({ orm: true }, message),
+      loggerFactory: (loggerOptions) => new ObservingOrmLogger(loggerOptions, metrics, options.database.dialect),
     });
     await options.database.afterConnect?.(orm);
     return orm;
@@ -197,6 +205,7 @@ export function createKernel(options: KernelOptions): Kernel {
     rpcMethods,
     http: undefined as unknown as HttpDispatcher,
     ws: undefined as unknown as WsDispatcher,
+    metrics,
     get ready() {
       return ready;
     },
@@ -282,8 +291,7 @@ export function createKernel(options: KernelOptions): Kernel {
     const timer = setInterval(() => {
       if (running || jobsAbort.signal.aborted) return;
       running = true;
-      const run = job
-        .run({ em: kernel.fork(), log: log.child({ job: job.name }), now: new Date(), signal: jobsAbort.signal, get })
+      const run = observeJobRun(metrics, job.name, () => job.run({ em: kernel.fork(), log: log.child({ job: job.name }), now: new Date(), signal: jobsAbort.signal, get }))
         .catch((error: unknown) => log.error({ err: error, job: job.name }, 'job failed'))
         .finally(() => {
           running = false;
@@ -303,8 +311,9 @@ export function createKernel(options: KernelOptions): Kernel {
     fork: () => kernel.fork(),
     get,
     isReady: () => ready,
+    observer: new RequestObserver(log, config, metrics, config.server.basePath),
   });
-  (kernel as { ws: WsDispatcher }).ws = new WsDispatcher(channels, config.server.basePath, log, get, () => ready);
+  (kernel as { ws: WsDispatcher }).ws = new WsDispatcher(channels, config.server.basePath, log, get, () => ready, metrics);
   container.bind(kernelServiceIdentifier).toConstantValue(kernel);
   return kernel;
 }
