@@ -3,3 +3,4 @@ export * from './host.js';
 export * from './kernel.js';
 export * from './run-queue-contract.js';
 export * from './ai-wire/index.js';
+export * from './redis.js';
