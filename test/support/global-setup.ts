@@ -6,6 +6,9 @@ import { redisAnswers } from './redis-probe.js';
  * rather than skipping the PostgreSQL half silently. Databases left by crashed runs are dropped.
  */
 export default async function setup(): Promise<void> {
+  // Every vitest project (unit, integration) runs the global setup; check and say things once.
+  if (process.env['TRELLIS_TEST_SETUP_DONE']) return;
+  process.env['TRELLIS_TEST_SETUP_DONE'] = '1';
   await checkRedis();
   const url = process.env.TRELLIS_TEST_POSTGRES_URL;
   if (!url) {
