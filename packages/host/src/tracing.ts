@@ -1,5 +1,7 @@
 import { context, propagation, trace } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { registerInstrumentations } from '@opentelemetry/instrumentation';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   BatchSpanProcessor,
@@ -19,6 +21,11 @@ export interface TracingOptions {
   exporter: SpanExporter;
   /** Batch spans before export (production); otherwise each span is exported when it ends. */
   batch?: boolean;
+  /**
+   * Trace outbound `fetch` calls (AI providers, Stripe, webhooks: every SDK on Node's fetch) as
+   * client spans and send `traceparent` with them. Default true.
+   */
+  outbound?: boolean;
 }
 
 export interface InstalledTracing {
@@ -29,7 +36,8 @@ export interface InstalledTracing {
 /**
  * Installs the OpenTelemetry SDK for this process: a tracer provider with the given exporter, the
  * W3C trace-context propagator and the AsyncLocalStorage context manager, so that the spans the
- * core opens through `@opentelemetry/api` are recorded and an incoming `traceparent` is continued.
+ * core opens through `@opentelemetry/api` are recorded and an incoming `traceparent` is continued;
+ * and the undici instrumentation, so outbound `fetch` calls carry the trace on.
  */
 export function installTracing(options: TracingOptions): InstalledTracing {
   const provider = new NodeTracerProvider({
@@ -38,8 +46,10 @@ export function installTracing(options: TracingOptions): InstalledTracing {
     spanProcessors: [options.batch ? new BatchSpanProcessor(options.exporter) : new SimpleSpanProcessor(options.exporter)],
   });
   provider.register();
+  const uninstrument = options.outbound === false ? undefined : registerInstrumentations({ tracerProvider: provider, instrumentations: [new UndiciInstrumentation()] });
   return {
     async shutdown() {
+      uninstrument?.();
       try {
         await provider.shutdown();
       } finally {
