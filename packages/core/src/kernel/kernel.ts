@@ -15,7 +15,7 @@ import { HttpDispatcher } from './http/dispatcher.js';
 import { buildOpenApi } from './http/openapi.js';
 import type { RouteDefinition } from './http/route.js';
 import { createLogger } from './logger.js';
-import { CountingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, RequestObserver, TrellisMetrics } from './observability/index.js';
+import { countingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, RequestObserver, TrellisMetrics } from './observability/index.js';
 import type { JobDefinition, ModuleContext, RpcMethodDefinition, TrellisModule } from './module.js';
 import {
   authenticatorServiceIdentifier,
@@ -128,7 +128,7 @@ export function createKernel(options: KernelOptions): Kernel {
   container.bind(loggerServiceIdentifier).toConstantValue(log);
   container.bind(hooksServiceIdentifier).toConstantValue(hooks);
   container.bind(metricsServiceIdentifier).toConstantValue(metrics);
-  container.onActivation(pubSubServiceIdentifier, (_context, pubsub) => new CountingPubSub(pubsub, metrics));
+  container.onActivation(pubSubServiceIdentifier, (_context, pubsub) => countingPubSub(pubsub, metrics));
   container.bind(clockServiceIdentifier).toConstantValue(new SystemClock());
   container.bind(idsServiceIdentifier).toConstantValue(new UuidV7Ids());
   container.bind(pubSubServiceIdentifier).toConstantValue(new InProcessPubSub());

@@ -3,7 +3,7 @@ import { Counter, Histogram } from 'prom-client';
 import { InProcessPubSub } from '../../ports/pubsub.js';
 import { collabTopic } from '../../modules/collab/services/collab-session.js';
 import { pushTopic } from '../../modules/realtime/topics.js';
-import { CountingPubSub } from './counting-pubsub.js';
+import { countingPubSub } from './counting-pubsub.js';
 import { observeJobRun } from './jobs.js';
 import { sqlOperation, TrellisMetrics } from './metrics.js';
 
@@ -47,10 +47,11 @@ describe('TrellisMetrics', () => {
   });
 });
 
-describe('CountingPubSub', () => {
+describe('countingPubSub', () => {
   it('counts pushes by target kind and collaboration messages on the topics the modules use, and still delivers', async () => {
     const metrics = new TrellisMetrics({ defaultMetrics: false });
-    const pubsub = new CountingPubSub(new InProcessPubSub(), metrics);
+    const pubsub = countingPubSub(new InProcessPubSub(), metrics);
+    expect(pubsub).toBeInstanceOf(InProcessPubSub);
     const received: Array<string | Uint8Array> = [];
     await pubsub.subscribe(pushTopic('user', 'u1'), (m) => received.push(m));
     await pubsub.publish(pushTopic('user', 'u1'), 'hello');
