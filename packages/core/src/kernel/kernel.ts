@@ -147,10 +147,10 @@ export function createKernel(options: KernelOptions): Kernel {
     container.bind(binding.id).toConstantValue(binding.value);
   }
 
-  const routes = [
-    ...modules.flatMap((module) => (typeof module.routes === 'function' ? module.routes(moduleContext(module)) : (module.routes ?? []))),
-    ...metricsRoutes(config),
-  ];
+  const routes = modules.flatMap((module) =>
+    typeof module.routes === 'function' ? module.routes(moduleContext(module)) : (module.routes ?? []),
+  );
+  routes.push(...metricsRoutes(config));
   const channels = modules.flatMap((module) =>
     typeof module.channels === 'function' ? module.channels(moduleContext(module)) : (module.channels ?? []),
   );
