@@ -149,6 +149,10 @@ describe.each(testDatabases())('observability on $name', (db) => {
       expect(sample(second, 'trellis_http_response_bytes_total', { route: '/healthz', status: '200' })).toBeGreaterThan(0);
       // /readyz pings the database: the statement shows in the query histogram.
       expect(histogramCount('trellis_db_query_duration_seconds', { operation: 'select', outcome: 'ok' })).toBeGreaterThan(0);
+      // The connection pool, read at scrape time: at least one connection exists once queries ran.
+      const pool = family(second, 'trellis_db_pool_connections');
+      expect(pool.type).toBe('GAUGE');
+      expect(sample(second, 'trellis_db_pool_connections', { state: 'used' }) + sample(second, 'trellis_db_pool_connections', { state: 'free' })).toBeGreaterThan(0);
       // The process metrics are there too.
       expect(family(second, 'process_cpu_user_seconds_total').type).toBe('COUNTER');
     });

@@ -15,7 +15,7 @@ import { HttpDispatcher } from './http/dispatcher.js';
 import { buildOpenApi } from './http/openapi.js';
 import type { RouteDefinition } from './http/route.js';
 import { createLogger } from './logger.js';
-import { countingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, RequestObserver, TrellisMetrics } from './observability/index.js';
+import { countingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, readDatabasePool, RequestObserver, TrellisMetrics } from './observability/index.js';
 import type { JobDefinition, ModuleContext, RpcMethodDefinition, TrellisModule } from './module.js';
 import {
   authenticatorServiceIdentifier,
@@ -106,7 +106,11 @@ export function createKernel(options: KernelOptions): Kernel {
   }
 
   const hooks = new Hooks();
-  const metrics = new TrellisMetrics({ defaultMetrics: config.metrics.defaultMetrics, inFlight: () => kernel.http.activeRequests });
+  const metrics = new TrellisMetrics({
+    defaultMetrics: config.metrics.defaultMetrics,
+    inFlight: () => kernel.http.activeRequests,
+    databasePool: () => (orm ? readDatabasePool(orm.em.getConnection()) : undefined),
+  });
   const container = new Container({ defaultScope: 'Singleton' });
   let orm: MikroORM | undefined;
   let ready = false;

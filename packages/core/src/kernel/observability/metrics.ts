@@ -13,6 +13,31 @@ export interface HistogramOptions<L extends string = string> extends MetricOptio
   buckets?: number[];
 }
 
+/** What the database connection pool holds at one moment. */
+export interface DatabasePoolState {
+  used: number;
+  free: number;
+  pending: number;
+}
+
+interface PoolLike {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+}
+
+/**
+ * Reads the pool of a SQL connection (MikroORM's knex-based drivers keep a tarn pool); undefined
+ * when the connection has none that can be read.
+ */
+export function readDatabasePool(connection: unknown): DatabasePoolState | undefined {
+  const getKnex = (connection as { getKnex?: () => { client?: { pool?: PoolLike } } } | undefined)?.getKnex;
+  if (typeof getKnex !== 'function') return undefined;
+  const pool = getKnex.call(connection).client?.pool;
+  if (!pool || typeof pool.numUsed !== 'function') return undefined;
+  return { used: pool.numUsed(), free: pool.numFree(), pending: pool.numPendingAcquires() };
+}
+
 /** Request duration buckets, in seconds: 5 ms to 10 s. */
 export const durationBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Database statement buckets, in seconds: 1 ms to 5 s. */
@@ -40,7 +65,7 @@ export class TrellisMetrics {
   readonly jobRuns: Counter<'job' | 'outcome'>;
   readonly jobDuration: Histogram<'job'>;
 
-  constructor(options: { defaultMetrics?: boolean; inFlight?: () => number } = {}) {
+  constructor(options: { defaultMetrics?: boolean; inFlight?: () => number; databasePool?: () => DatabasePoolState | undefined } = {}) {
     if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
     this.httpRequests = this.counter({ name: 'trellis_http_requests_total', help: 'HTTP requests answered, by method, route pattern and status.', labelNames: ['method', 'route', 'status'] });
     this.httpDuration = this.histogram({
@@ -56,6 +81,19 @@ export class TrellisMetrics {
       help: 'Requests (and response streams) being handled now.',
       collect() {
         if (inFlight) this.set(inFlight());
+      },
+    });
+    const databasePool = options.databasePool;
+    this.gauge({
+      name: 'trellis_db_pool_connections',
+      help: 'Database connections of the pool, by state (used, free, pending acquisitions).',
+      labelNames: ['state'],
+      collect() {
+        const pool = databasePool?.();
+        if (!pool) return;
+        this.set({ state: 'used' }, pool.used);
+        this.set({ state: 'free' }, pool.free);
+        this.set({ state: 'pending' }, pool.pending);
       },
     });
     this.websocketConnections = this.gauge({ name: 'trellis_websocket_connections', help: 'Open WebSocket connections, by channel.', labelNames: ['channel'] });
