@@ -30,12 +30,16 @@ export default defineConfig({
     ],
   },
   test: {
-    include: ['packages/**/*.spec.ts', 'examples/**/*.spec.ts', 'test/**/*.spec.ts'],
     exclude: ['**/node_modules/**', '**/dist/**'],
     environment: 'node',
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
     globalSetup: [here('./test/support/global-setup.ts')],
+    // `pnpm test:unit` runs the first (no sockets, no database server); `vitest run` runs both.
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['packages/**/*.spec.ts', 'examples/**/*.spec.ts', 'test/**/*.spec.ts'], exclude: ['**/*.int.spec.ts'] } },
+      { extends: true, test: { name: 'integration', include: ['packages/**/*.int.spec.ts', 'examples/**/*.int.spec.ts', 'test/**/*.int.spec.ts'] } },
+    ],
   },
 });

@@ -1,10 +1,15 @@
 import pg from 'pg';
+import { redisAnswers } from './redis-probe.js';
 
 /**
  * When TRELLIS_TEST_POSTGRES_URL is set, PostgreSQL must be reachable: the suite fails here
  * rather than skipping the PostgreSQL half silently. Databases left by crashed runs are dropped.
  */
 export default async function setup(): Promise<void> {
+  // Every vitest project (unit, integration) runs the global setup; check and say things once.
+  if (process.env['TRELLIS_TEST_SETUP_DONE']) return;
+  process.env['TRELLIS_TEST_SETUP_DONE'] = '1';
+  await checkRedis();
   const url = process.env.TRELLIS_TEST_POSTGRES_URL;
   if (!url) {
     console.warn('[trellis tests] TRELLIS_TEST_POSTGRES_URL is not set: integration suites run on SQLite only.');
@@ -36,5 +41,19 @@ function isAlive(pid: number): boolean {
     return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Same rule for Redis: unset → the suites that need it are skipped; set → it must answer. */
+async function checkRedis(): Promise<void> {
+  const url = process.env.TRELLIS_TEST_REDIS_URL;
+  if (!url) {
+    console.warn('[trellis tests] TRELLIS_TEST_REDIS_URL is not set: suites that need Redis are skipped.');
+    return;
+  }
+  try {
+    await redisAnswers(url);
+  } catch (error) {
+    throw new Error(`TRELLIS_TEST_REDIS_URL is set but Redis is unreachable at ${url}: ${(error as Error).message}`);
   }
 }

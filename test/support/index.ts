@@ -4,3 +4,4 @@ export * from './kernel.js';
 export * from './run-queue-contract.js';
 export * from './ai-wire/index.js';
 export * from './contract.js';
+export * from './redis.js';

@@ -74,3 +74,17 @@ export * from './modules/collab/index.js';
 export { systemModule } from './modules/system/system.module.js';
 export * from './modules/runs/index.js';
 export * from './modules/tools/index.js';
+export {
+  TrellisMetrics,
+  metricsServiceIdentifier,
+  durationBuckets,
+  queryBuckets,
+  checkMetricsToken,
+  metricsReply,
+  extractContext,
+  injectTraceHeaders,
+  tracer,
+  withSpan,
+  type MetricOptions,
+  type HistogramOptions,
+} from './kernel/observability/index.js';

@@ -3,6 +3,8 @@ import { coreModules, createKernel, type AdapterBinding, type DatabaseAdapter, t
 import type { Logger } from 'pino';
 import { adaptersFromConfig } from './adapters-module.js';
 import { databaseFromUrl } from './database-from-url.js';
+import { startMetricsServer, type MetricsServer } from './metrics-server.js';
+import { tracingFromConfig, type InstalledTracing } from './tracing.js';
 import { pickTransport } from './pick-transport.js';
 import type { Transport, TransportName } from './transport.js';
 
@@ -28,6 +30,8 @@ export interface Host {
   /** `http://host:port` plus the base path, once started. */
   readonly url: string;
   readonly port: number;
+  /** The separate metrics port when `metrics.port` is set, once started. */
+  readonly metricsPort: number | undefined;
   /** Starts the kernel (migrations, jobs) and listens. */
   start(): Promise<void>;
   /** Graceful stop: refuse new connections, drain in-flight requests, close sockets, stop the kernel. */
@@ -50,6 +54,8 @@ export function createHost(options: HostOptions = {}): Host {
   let transport: Transport | undefined;
   let port = 0;
   let stopping: Promise<void> | undefined;
+  let metricsServer: MetricsServer | undefined;
+  let tracing: InstalledTracing | undefined;
 
   const host: Host = {
     kernel,
@@ -59,18 +65,25 @@ export function createHost(options: HostOptions = {}): Host {
     get port() {
       return port;
     },
+    get metricsPort() {
+      return metricsServer?.port;
+    },
     get url() {
       const { host: bind, basePath } = kernel.config.server;
       const shown = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
       return `http://${shown}:${port}${basePath}`;
     },
     async start() {
+      tracing ??= tracingFromConfig(kernel.config);
       await kernel.start();
       try {
         transport = await pickTransport(kernel);
         port = await transport.listen(kernel.config.server.host, kernel.config.server.port);
         kernel.servedUrl = host.url;
+        const { enabled, port: scrapePort } = kernel.config.metrics;
+        if (enabled && scrapePort !== undefined) metricsServer = await startMetricsServer(kernel, kernel.config.server.host, scrapePort);
       } catch (error) {
+        await transport?.close();
         await kernel.stop();
         throw error;
       }
@@ -85,6 +98,8 @@ export function createHost(options: HostOptions = {}): Host {
           await kernel.stop();
         } finally {
           await transport?.close();
+          await metricsServer?.close();
+          await tracing?.shutdown();
         }
       })();
       return stopping;

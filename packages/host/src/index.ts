@@ -7,3 +7,5 @@ export { pickTransport } from './pick-transport.js';
 export { loadUwsTransport, type UwsLoadResult } from './uws-loader.js';
 export type { Transport, TransportFactory, TransportName } from './transport.js';
 export { adaptersConfigSchema, adaptersFromConfig, adaptersModule, referenceAiProviders, type AdaptersConfig, type ConfiguredAdapters } from './adapters-module.js';
+export { installTracing, tracingFromConfig, type InstalledTracing, type TracingOptions } from './tracing.js';
+export { startMetricsServer, type MetricsServer } from './metrics-server.js';

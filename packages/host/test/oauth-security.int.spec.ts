@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provide, rateLimiterServiceIdentifier, sha256Hex, UserService } from '@trellis/core';
 import { createHost } from '@trellis/host';
 import { RedisRateLimiter } from '@trellis/ratelimit-redis';
-import { testDatabases, testJwtSecret, transports } from '@trellis/test-support';
+import { testDatabases, testJwtSecret, testRedisUrl, transports } from '@trellis/test-support';
 import { authorize, authorizeQuery, discover, exchange, insecure, oauthError, oauthModules, pkce, REDIRECT_URI, startOAuthHost, type AdminApp, type OAuthTestHost } from './oauth-helpers.js';
 
 // Grace window, reuse hook, rate limits (in process and Redis), and that no token, code or
@@ -95,12 +95,12 @@ describe.each(testDatabases())('OAuth security on $name', (db) => {
       });
     });
 
-    describe('rate limits counted in Redis (@trellis/ratelimit-redis)', () => {
+    describe.skipIf(!testRedisUrl)('rate limits counted in Redis (@trellis/ratelimit-redis)', () => {
       let t: OAuthTestHost;
       let limiter: RedisRateLimiter;
       const keyPrefix = `trellis-test:${process.pid}:${randomBytes(4).toString('hex')}:`;
       beforeAll(async () => {
-        limiter = new RedisRateLimiter({ url: process.env.TRELLIS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379', keyPrefix });
+        limiter = new RedisRateLimiter({ url: testRedisUrl!, keyPrefix });
         t = await startOAuthHost(db, transport, { server: { trustProxy: true }, oauth: { rateLimit: { perIp: 3, windowSeconds: 60 } } }, { adapters: [provide(rateLimiterServiceIdentifier, limiter)] });
       });
       afterAll(async () => {

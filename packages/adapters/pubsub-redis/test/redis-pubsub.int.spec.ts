@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisPubSub } from '@trellis/pubsub-redis';
+import { testRedisUrl } from '@trellis/test-support';
 
-const url = process.env.TRELLIS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const url = testRedisUrl ?? '';
 
 /** Collects what a listener receives and lets a test wait for a count. */
 function collector() {
@@ -21,7 +22,7 @@ function collector() {
   };
 }
 
-describe('RedisPubSub (real Redis)', () => {
+describe.skipIf(!testRedisUrl)('RedisPubSub (real Redis)', () => {
   const open: RedisPubSub[] = [];
   const make = (channelPrefix: string) => {
     const pubsub = new RedisPubSub({ url, channelPrefix });

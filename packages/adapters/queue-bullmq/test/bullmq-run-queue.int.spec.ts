@@ -10,7 +10,6 @@ const url = process.env.TRELLIS_TEST_REDIS_URL;
 const root = fileURLToPath(new URL('../../../../', import.meta.url));
 const fixture = fileURLToPath(new URL('./fixtures/run-worker.ts', import.meta.url));
 
-if (!url) console.warn('[queue-bullmq] TRELLIS_TEST_REDIS_URL is not set: the BullMQ RunQueue suite is skipped.');
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

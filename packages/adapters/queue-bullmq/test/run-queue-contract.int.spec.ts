@@ -5,7 +5,6 @@ import { BullMqRunQueue } from '@trellis/queue-bullmq';
 import { describeRunQueueContract } from '../../../../test/support/run-queue-contract.js';
 
 const url = process.env.TRELLIS_TEST_REDIS_URL;
-if (!url) console.warn('[queue-bullmq] TRELLIS_TEST_REDIS_URL is not set: the RunQueue contract suite for BullMQ is skipped.');
 
 describe.skipIf(!url)(`BullMqRunQueue against the RunQueue contract (real Redis${url ? '' : ': skipped, TRELLIS_TEST_REDIS_URL is not set'})`, () => {
   const prefixes: string[] = [];

@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
+import { describeWithRedis } from '@trellis/test-support';
 import { RedisRateLimiter } from '../src/index.js';
 
-const url = process.env.TRELLIS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-
 // Against a real Redis: counts are shared and atomic across connections (as across processes).
-describe('RedisRateLimiter', () => {
+describeWithRedis('RedisRateLimiter', (url) => {
   const keyPrefix = `trellis-test:${process.pid}:${randomBytes(4).toString('hex')}:`;
   const a = new RedisRateLimiter({ url, keyPrefix });
   const b = new RedisRateLimiter({ url, keyPrefix });

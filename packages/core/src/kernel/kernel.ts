@@ -18,6 +18,7 @@ import { buildOpenApi } from './http/openapi.js';
 import type { RouteDefinition } from './http/route.js';
 import { createLogger } from './logger.js';
 import { mappedType } from './timestamp-type.js';
+import { countingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, readDatabasePool, RequestObserver, TrellisMetrics } from './observability/index.js';
 import type { JobDefinition, ModuleContext, RpcMethodDefinition, TrellisModule } from './module.js';
 import {
   authenticatorServiceIdentifier,
@@ -70,6 +71,8 @@ export interface Kernel {
   readonly http: HttpDispatcher;
   /** Transport-free WebSocket routing. */
   readonly ws: WsDispatcher;
+  /** This kernel's Prometheus registry and metrics (also bound to `metricsServiceIdentifier`). */
+  readonly metrics: TrellisMetrics;
   readonly ready: boolean;
   /** Connects the database, applies pending migrations (unless disabled) and starts modules and jobs. */
   start(options?: { migrate?: boolean; jobs?: boolean }): Promise<void>;
@@ -112,6 +115,11 @@ export function createKernel(options: KernelOptions): Kernel {
   }
 
   const hooks = new Hooks();
+  const metrics = new TrellisMetrics({
+    defaultMetrics: config.metrics.defaultMetrics,
+    inFlight: () => kernel.http.activeRequests,
+    databasePool: () => (orm ? readDatabasePool(orm.em.getConnection()) : undefined),
+  });
   const container = new Container({ defaultScope: 'Singleton' });
   let orm: MikroORM | undefined;
   let ready = false;
@@ -132,6 +140,8 @@ export function createKernel(options: KernelOptions): Kernel {
   container.bind(configServiceIdentifier).toConstantValue(config);
   container.bind(loggerServiceIdentifier).toConstantValue(log);
   container.bind(hooksServiceIdentifier).toConstantValue(hooks);
+  container.bind(metricsServiceIdentifier).toConstantValue(metrics);
+  container.onActivation(pubSubServiceIdentifier, (_context, pubsub) => countingPubSub(pubsub, metrics));
   container.bind(clockServiceIdentifier).toConstantValue(new SystemClock());
   container.bind(idsServiceIdentifier).toConstantValue(new UuidV7Ids());
   container.bind(pubSubServiceIdentifier).toConstantValue(new InProcessPubSub());
@@ -165,6 +175,7 @@ export function createKernel(options: KernelOptions): Kernel {
   const routes = modules.flatMap((module) =>
     typeof module.routes === 'function' ? module.routes(moduleContext(module)) : (module.routes ?? []),
   );
+  routes.push(...metricsRoutes(config));
   const channels = modules.flatMap((module) =>
     typeof module.channels === 'function' ? module.channels(moduleContext(module)) : (module.channels ?? []),
   );
@@ -198,6 +209,7 @@ export function createKernel(options: KernelOptions): Kernel {
       // Statements without their bound values ('query-params' stays off): logs never hold user data.
       debug: config.database.debug ? ['query', 'schema', 'discovery', 'info'] : false,
       logger: (message: string) => log.debug({ orm: true }, message),
+      loggerFactory: (loggerOptions) => new ObservingOrmLogger(loggerOptions, metrics, options.database.dialect),
     });
     await options.database.afterConnect?.(orm);
     return orm;
@@ -220,6 +232,7 @@ export function createKernel(options: KernelOptions): Kernel {
     rpcMethods,
     http: undefined as unknown as HttpDispatcher,
     ws: undefined as unknown as WsDispatcher,
+    metrics,
     get ready() {
       return ready;
     },
@@ -308,8 +321,7 @@ export function createKernel(options: KernelOptions): Kernel {
     const timer = setInterval(() => {
       if (running || jobsAbort.signal.aborted) return;
       running = true;
-      const run = job
-        .run({ em: kernel.fork(), log: log.child({ job: job.name }), now: new Date(), signal: jobsAbort.signal, get })
+      const run = observeJobRun(metrics, job.name, () => job.run({ em: kernel.fork(), log: log.child({ job: job.name }), now: new Date(), signal: jobsAbort.signal, get }))
         .catch((error: unknown) => log.error({ err: error, job: job.name }, 'job failed'))
         .finally(() => {
           running = false;
@@ -329,8 +341,9 @@ export function createKernel(options: KernelOptions): Kernel {
     fork: () => kernel.fork(),
     get,
     isReady: () => ready,
+    observer: new RequestObserver(log, config, metrics, config.server.basePath),
   });
-  (kernel as { ws: WsDispatcher }).ws = new WsDispatcher(channels, config.server.basePath, log, get, () => ready);
+  (kernel as { ws: WsDispatcher }).ws = new WsDispatcher(channels, config.server.basePath, log, get, () => ready, metrics);
   container.bind(kernelServiceIdentifier).toConstantValue(kernel);
   return kernel;
 }

@@ -74,6 +74,41 @@ export const kernelConfigSchema = s.object({
   }),
   log: s.object({
     level: s.string().oneOf(logLevels).default('info').describe('pino log level.'),
+    access: s.object({
+      enabled: s.boolean().default(true).describe('Write one access log line per request at `info` (method, route pattern, status, duration, bytes, request id, principal id).'),
+      sampleRate: s
+        .number()
+        .range(0, 1)
+        .default(1)
+        .describe('Share of requests that get an access log line (0 to 1). Responses with a 5xx status are always logged.'),
+    }),
+  }),
+  metrics: s.object({
+    enabled: s.boolean().default(true).describe('Serve Prometheus metrics at `GET /metrics`.'),
+    token: s
+      .string()
+      .min(16)
+      .orUndefined()
+      .describe('Bearer token that `/metrics` requires (at least 16 characters). When unset the endpoint is open: keep it off the public network.'),
+    port: s
+      .int()
+      .range(0, 65535)
+      .orUndefined()
+      .describe('Serve `/metrics` on this separate port (on `server.host`) instead of the main one; the reference host only.'),
+    defaultMetrics: s.boolean().default(true).describe('Include the Node.js process metrics (CPU, memory, event loop lag, GC).'),
+  }),
+  tracing: s.object({
+    enabled: s
+      .boolean()
+      .default(false)
+      .describe('Let the reference host install the OpenTelemetry SDK and export spans. The core only uses `@opentelemetry/api`, so an embedding app can install its own SDK instead.'),
+    exporter: s.string().oneOf(['otlp', 'console'] as const).default('otlp').describe('Where spans go: OTLP over HTTP/protobuf, or the console (development).'),
+    endpoint: s
+      .string()
+      .orUndefined()
+      .describe('OTLP traces endpoint, e.g. `http://collector:4318/v1/traces`. Default: the `OTEL_EXPORTER_OTLP_*` variables, else `http://localhost:4318/v1/traces`.'),
+    serviceName: s.string().default('trellis').describe('`service.name` resource attribute of exported spans.'),
+    sampleRatio: s.number().range(0, 1).default(1).describe('Share of new traces recorded (0 to 1); an incoming `traceparent` keeps its sampling decision.'),
   }),
 });
 

@@ -9,6 +9,7 @@ import { TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
 import { ClientAddressResolver } from './client-address.js';
 import { guardInput } from './input-guard.js';
+import type { RequestObservation, RequestObserver } from '../observability/request-observer.js';
 import { oauthErrorBody } from './oauth-error-body.js';
 import { Reply } from './reply.js';
 import { DispatchedRequestContext } from './request-context.js';
@@ -24,6 +25,8 @@ export interface DispatcherDeps {
   fork(): EntityManager;
   get<T>(id: ServiceIdentifier<T>): T;
   isReady(): boolean;
+  /** Access log, metrics and tracing (kernel/observability). */
+  observer?: RequestObserver;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
@@ -70,14 +73,15 @@ export class HttpDispatcher {
   }
 
   async handle(request: KernelRequest): Promise<KernelResponse> {
+    const observation = this.deps.observer?.begin(request);
     this.inFlight++;
     let streaming = false;
     try {
-      const response = await this.dispatch(request);
+      const response = observation ? await observation.run(() => this.dispatch(request, observation)) : await this.dispatch(request);
       if (isStreamBody(response.body)) {
         streaming = true;
-        response.body = this.track(response.body, request.signal);
-      }
+        response.body = this.track(observation ? observation.stream(response, response.body) : response.body, request.signal);
+      } else observation?.end(response);
       return response;
     } finally {
       if (!streaming) this.release();
@@ -87,7 +91,12 @@ export class HttpDispatcher {
   /** The 413 a transport sends when a body exceeds the limit, in the route's error shape. */
   payloadTooLarge(request: KernelRequest): KernelResponse {
     const error = new TrellisError('payload_too_large', 'payload_too_large', `The request body exceeds the limit of ${this.bodyLimitFor(request.method, request.path)} bytes.`);
-    return this.errorResponse(request, error, this.requestId(request), this.routeOf(request));
+    const route = this.routeOf(request);
+    const response = this.errorResponse(request, error, this.requestId(request), route);
+    const observation = this.deps.observer?.begin(request);
+    if (route) observation?.matched(route);
+    observation?.end(response);
+    return response;
   }
 
   /** Resolves when no request or stream is in flight; aborts open streams after `timeoutMs`. */
@@ -175,7 +184,7 @@ export class HttpDispatcher {
     return found && 'value' in found ? found.value : undefined;
   }
 
-  private async dispatch(request: KernelRequest): Promise<KernelResponse> {
+  private async dispatch(request: KernelRequest, observation?: RequestObservation): Promise<KernelResponse> {
     const requestId = this.requestId(request);
     const path = this.stripBase(request.path);
     let route: RouteDefinition | undefined;
@@ -190,8 +199,9 @@ export class HttpDispatcher {
         });
       }
       route = found.value;
+      observation?.matched(route);
       if (!route.alwaysAvailable && !this.deps.isReady()) throw new TrellisError('unavailable', 'not_ready', 'The server is starting or stopping.', { headers: { 'retry-after': '1' } });
-      const response = await this.run(route, found.params, request, requestId);
+      const response = await this.run(route, found.params, request, requestId, observation);
       this.applyCors(route, request, response.headers);
       return response;
     } catch (error) {
@@ -199,10 +209,11 @@ export class HttpDispatcher {
     }
   }
 
-  private async run(route: RouteDefinition, rawParams: Record<string, string>, request: KernelRequest, requestId: string): Promise<KernelResponse> {
+  private async run(route: RouteDefinition, rawParams: Record<string, string>, request: KernelRequest, requestId: string, observation?: RequestObservation): Promise<KernelResponse> {
     const ip = this.clientIp(request);
     const userAgent = request.headers['user-agent'] ?? '';
     const principal = await this.authenticate(route, request, ip, userAgent);
+    observation?.identified(principal);
     const failure = route.validationError;
     // Every untrusted value passes the edge guard (depth, NUL, lone surrogates, reserved keys)
     // before a DTO, a handler or the database sees it.

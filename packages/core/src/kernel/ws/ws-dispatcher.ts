@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { TrellisError, toTrellisError } from '../errors.js';
 import { Router } from '../http/router.js';
 import type { KernelResponse } from '../http/types.js';
+import type { TrellisMetrics } from '../observability/metrics.js';
 import type { ChannelDefinition, ChannelSession, ChannelUpgradeRequest, SocketLike } from './channel.js';
 
 export interface UpgradeInput {
@@ -34,6 +35,7 @@ export class WsDispatcher {
     private readonly log: Logger,
     private readonly get: <T>(id: ServiceIdentifier<T>) => T,
     private readonly isReady: () => boolean,
+    private readonly metrics?: TrellisMetrics,
   ) {
     for (const channel of channels) this.router.add('GET', channel.path, channel);
   }
@@ -76,12 +78,14 @@ export class WsDispatcher {
         maxPayloadBytes: ownLimit === undefined ? channelLimit : Math.min(ownLimit, channelLimit),
         open: (socket) => {
           this.open.add(socket);
+          this.metrics?.websocketConnections.inc({ channel: channel.name });
+          this.metrics?.websocketOpened.inc({ channel: channel.name });
           const session = build(socket);
           return {
             onMessage: (data, isBinary) => session.onMessage(data, isBinary),
             onDrain: () => session.onDrain?.(),
             onClose: (code, reason) => {
-              this.open.delete(socket);
+              if (this.open.delete(socket)) this.metrics?.websocketConnections.dec({ channel: channel.name });
               session.onClose(code, reason);
             },
           };
