@@ -1,4 +1,5 @@
-import { vectorStoreServiceIdentifier } from '@trellis/core';
+import { parseVdbFilter, vectorStoreServiceIdentifier } from '@trellis/core';
+import { candidatesOf, SqliteVecVectorStore } from '@trellis/vector-sqlite';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { vdbContract } from './tools-vdb.fixtures.js';
@@ -38,9 +39,63 @@ describe.each(testDatabases())('tool service vector database on $name', (db) => 
       expect(found.body.items.map((r: { id: string }) => r.id)).toEqual([b.body.id]);
     });
 
+    it.skipIf(db.name !== 'sqlite')('narrows filtered searches with the term index, kept in step by triggers on every write (SQLite)', async () => {
+      const { token } = await t.register();
+      const name = `Terms_${transport}`;
+      const connection = t.kernel.fork().getConnection();
+      const termsOf = async (id: string) => ((await connection.execute('SELECT term FROM tool_vdb_terms WHERE record_id = ? ORDER BY term', [id], 'all')) as Array<{ term: string }>).map((r) => r.term);
+      const ids = async (filter: unknown, limit = 10) => {
+        const found = await t.request('POST', `/tool/vdb/${name}/vector`, { token, body: { content: 'alpha', query: { filter, limit } } });
+        expect(found.status, found.text).toBe(200);
+        return found.body.items.map((r: { id: string }) => r.id).sort();
+      };
+      const a = (await t.request('POST', `/tool/vdb/${name}`, { token, body: { content: 'alpha one', tags: ['x', 7], metadata: { lang: 'en', year: 2020, list: ['p', 'q'], deep: { k: 'v' } } } })).body.id;
+      const b = (await t.request('POST', `/tool/vdb/${name}`, { token, body: { content: 'alpha two', tags: ['y'], metadata: { lang: 'zh' } } })).body.id;
+      // Strings only: numbers, nested keys and the tag 7 are left to the full filter.
+      expect(await termsOf(a)).toEqual(['a:list=p', 'a:list=q', 'm:lang=en', 't:x']);
+      expect(await ids({ tags: 'x' })).toEqual([a]);
+      expect(await ids({ 'metadata.list': { $contains: 'q' } })).toEqual([a]);
+      expect(await ids({ tags: { $in: ['x', 'y'] }, 'metadata.lang': 'zh' })).toEqual([b]);
+      // A partial update moves the record's terms: the old tag no longer finds it, the new one does.
+      expect((await t.request('PATCH', `/tool/vdb/${name}/${a}`, { token, body: { tags: ['y'], metadata: { lang: 'zh' } } })).status).toBe(200);
+      expect(await termsOf(a)).toEqual(['m:lang=zh', 't:y']);
+      expect(await ids({ tags: 'x' })).toEqual([]);
+      expect(await ids({ tags: 'y', 'metadata.lang': 'zh' })).toEqual([a, b].sort());
+      // Exactly `limit` hits when enough match.
+      expect(await ids({ tags: 'y' }, 1)).toHaveLength(1);
+      await t.request('DELETE', `/tool/vdb/${name}/${b}`, { token });
+      expect(await termsOf(b)).toEqual([]);
+      // Lost index (dropped trigger, emptied table): sync rebuilds it from the records.
+      await connection.execute('DROP TRIGGER tool_vdb_terms_update', [], 'run');
+      await connection.execute('DELETE FROM tool_vdb_terms', [], 'run');
+      const store = t.kernel.get(vectorStoreServiceIdentifier) as SqliteVecVectorStore;
+      await store.sync(t.kernel.fork());
+      expect(await termsOf(a)).toEqual(['m:lang=zh', 't:y']);
+      expect(await ids({ tags: 'y' })).toEqual([a]);
+      expect((await t.request('PATCH', `/tool/vdb/${name}/${a}`, { token, body: { tags: ['z'] } })).status).toBe(200);
+      expect(await ids({ tags: 'z' })).toEqual([a]);
+    });
+
     vdbContract(
       () => t,
       () => t.register(),
     );
+  });
+});
+
+describe('term index candidates of a filter (sqlite-vec store)', () => {
+  const of = (filter: unknown) => candidatesOf(parseVdbFilter(filter)!);
+  it('names a necessary condition only for string tags and string top-level metadata', () => {
+    expect(of({ tags: 'a' })).toEqual({ kind: 'any', terms: new Set(['t:a']) });
+    expect(of({ tags: { $in: ['a', 'b'] } })).toEqual({ kind: 'any', terms: new Set(['t:a', 't:b']) });
+    expect(of({ 'metadata.lang': { $in: ['en', 'fr'] } })).toEqual({ kind: 'any', terms: new Set(['m:lang=en', 'm:lang=fr']) });
+    expect(of({ 'metadata.year': { $gte: 2020 }, tags: 'a' })).toEqual({ kind: 'any', terms: new Set(['t:a']) });
+    expect(of({ tags: { $all: ['a', 'b'] } })).toMatchObject({ kind: 'and' });
+    for (const none of [{ tags: { $nin: ['a'] } }, { 'metadata.year': 2020 }, { 'metadata.a.b': 'x' }, { $not: { tags: 'a' } }, { $or: [{ tags: 'a' }, { 'metadata.year': 1 }] }, { 'metadata.x': { $exists: true } }, { tags: 3 }]) {
+      expect(of(none), JSON.stringify(none)).toBeNull();
+    }
+  });
+  it('can be turned off', () => {
+    expect(new SqliteVecVectorStore({ termIndex: false }).name).toBe('sqlite-vec');
   });
 });

@@ -1,10 +1,15 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import { compileVdbFilter, dialectOf, vdbRecordTable as t, vectorToBytes, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from '@trellis/core';
+import { compileVdbFilter, dialectOf, vdbRecordTable as t, vectorToBytes, type VdbFilter, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from '@trellis/core';
 import { getLoadablePath } from 'sqlite-vec';
 
 export interface SqliteVecVectorStoreOptions {
   /** Path of the sqlite-vec loadable extension (default: the one shipped by the `sqlite-vec` package for this platform). */
   extensionPath?: string;
+  /**
+   * Whether filtered searches first pick candidates from the term index (default true). Off, every
+   * filtered search scans the collection's rows (the benchmark's "before").
+   */
+  termIndex?: boolean;
 }
 
 /** The raw `sqlite3` connection behind MikroORM's SQLite driver (knex). */
@@ -23,7 +28,11 @@ interface KnexClient {
  *
  * - Filtered searches: one statement over the records table, the filter compiled to SQL in the
  *   WHERE clause and `vec_distance_cosine(embedding, query)` in ORDER BY, so a search returns
- *   `limit` hits whenever that many records match.
+ *   `limit` hits whenever that many records match. When the filter names string tags or string
+ *   values of top-level metadata keys (equality, `$in`, `$contains`, `$all`), the term index
+ *   `tool_vdb_terms` first narrows the rows to a superset of the matches (`record_id IN (...)`);
+ *   the full filter still decides, so results stay exact. The index is kept by triggers on the
+ *   records table (every write path, bulk loads included) and filled at start when created.
  * - Unfiltered searches: sqlite-vec's `vec0` virtual table (one per dimension,
  *   `tool_vdb_vec_<dim>`, partitioned by collection), a brute-force scan over contiguous vector
  *   chunks, also exact. It mirrors `tool_vdb_records.embedding`: written by `upsert` and `remove`
@@ -35,12 +44,14 @@ interface KnexClient {
 export class SqliteVecVectorStore implements VectorStore {
   readonly name = 'sqlite-vec';
   private readonly extensionPath: string;
+  private readonly termIndex: boolean;
   private orm?: MikroORM;
   private readonly tables = new Set<string>();
   private loading?: Promise<void>;
 
   constructor(options: SqliteVecVectorStoreOptions = {}) {
     this.extensionPath = options.extensionPath ?? getLoadablePath();
+    this.termIndex = options.termIndex ?? true;
   }
 
   async start(orm: MikroORM): Promise<void> {
@@ -67,6 +78,30 @@ export class SqliteVecVectorStore implements VectorStore {
     for (const table of await this.mirrorTables(em)) {
       await this.exec(em, `DELETE FROM ${table} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
     }
+    await this.ensureTermIndex(em);
+  }
+
+  /**
+   * Creates the term index and its triggers when missing, and fills it from the records then
+   * (in one transaction). Terms: `t:<tag>` (string tags), `m:<key>=<value>` (string values of
+   * top-level metadata keys), `a:<key>=<value>` (strings in top-level metadata arrays).
+   */
+  async ensureTermIndex(em: EntityManager): Promise<void> {
+    const [exists] = (await this.exec(em, `SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = '${TERMS}'`, [])) as unknown[];
+    const triggers = (await this.exec(em, `SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = '${t.table}' AND name GLOB '${TERMS}_*'`, [])) as Array<{ name: string }>;
+    if (exists && triggers.length === 3) return;
+    await em.transactional(async (tx) => {
+      await this.exec(tx, `CREATE TABLE IF NOT EXISTS ${TERMS} (collection_id text NOT NULL, term text NOT NULL, record_id text NOT NULL, PRIMARY KEY (collection_id, term, record_id)) WITHOUT ROWID`, []);
+      await this.exec(tx, `CREATE INDEX IF NOT EXISTS ${TERMS}_record_id_index ON ${TERMS} (record_id)`, []);
+      const insert = `INSERT OR IGNORE INTO ${TERMS} (collection_id, term, record_id) ${termRows('NEW')}`;
+      const remove = `DELETE FROM ${TERMS} WHERE record_id = OLD.${t.id}`;
+      await this.exec(tx, `CREATE TRIGGER IF NOT EXISTS ${TERMS}_insert AFTER INSERT ON ${t.table} BEGIN ${insert}; END`, []);
+      await this.exec(tx, `CREATE TRIGGER IF NOT EXISTS ${TERMS}_update AFTER UPDATE OF ${t.tags}, ${t.metadata}, ${t.collection}, ${t.id} ON ${t.table} BEGIN ${remove}; ${insert}; END`, []);
+      await this.exec(tx, `CREATE TRIGGER IF NOT EXISTS ${TERMS}_delete AFTER DELETE ON ${t.table} BEGIN ${remove}; END`, []);
+      // Rebuilt whole: records written while the triggers were missing are indexed too.
+      await this.exec(tx, `DELETE FROM ${TERMS}`, []);
+      await this.exec(tx, `INSERT OR IGNORE INTO ${TERMS} (collection_id, term, record_id) ${termRows('r', t.table)}`, []);
+    });
   }
 
   private async ensureTable(em: EntityManager, dimension: number): Promise<string> {
@@ -138,6 +173,13 @@ export class SqliteVecVectorStore implements VectorStore {
   private async query(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[]> {
     const params: unknown[] = [vectorToBytes(request.vector), request.collectionId, request.vector.length];
     let where = `r.${t.collection} = ? AND r.${t.dimension} = ?`;
+    const candidates = request.filter && this.termIndex ? candidatesOf(request.filter) : null;
+    if (candidates) {
+      // Candidates first: the rows the term index names (a superset of the matches), by primary key.
+      const sub = candidateSql(candidates, request.collectionId);
+      where = `r.${t.id} IN (${sub.sql}) AND +r.${t.collection} = ? AND r.${t.dimension} = ?`;
+      params.splice(1, 0, ...sub.params);
+    }
     if (request.filter) {
       const fragment = compileVdbFilter(request.filter, 'sqlite', { columns: { tags: `r.${t.tags}`, metadata: `r.${t.metadata}` } });
       where += ` AND ${fragment.sql}`;
@@ -169,6 +211,69 @@ export class SqliteVecVectorStore implements VectorStore {
     });
     return this.loading;
   }
+}
+
+/** The term index of filtered searches. */
+const TERMS = 'tool_vdb_terms';
+
+/**
+ * The term rows (collection_id, term, record_id) of a records row: `NEW` in a trigger, or every
+ * row of the records table (`r`) when `table` is given.
+ */
+const termRows = (row: string, table = ''): string => {
+  const from = table ? `${table} AS ${row}, ` : '';
+  const head = (term: string) => `SELECT ${row}.${t.collection}, ${term}, ${row}.${t.id} FROM ${from}`;
+  return [
+    `${head(`'t:' || e.value`)}json_each(${row}.${t.tags}) AS e WHERE e.type = 'text'`,
+    `${head(`'m:' || e.key || '=' || e.value`)}json_each(${row}.${t.metadata}) AS e WHERE e.type = 'text'`,
+    `${head(`'a:' || m.key || '=' || e.value`)}json_each(${row}.${t.metadata}) AS m, json_each(m.value) AS e WHERE m.type = 'array' AND e.type = 'text'`,
+  ].join(' UNION ALL ');
+};
+
+/** Terms any matching record must have: a set (any of), or the intersection / union of such sets. */
+type Candidates = { kind: 'any'; terms: Set<string> } | { kind: 'and' | 'or'; parts: Candidates[] };
+
+/**
+ * A necessary condition of `filter` over the term index, or null when the filter has none (then
+ * the search scans the collection). Every record that matches the filter has the terms named, so
+ * restricting to them loses nothing: the full filter is applied to the candidates afterwards.
+ */
+export function candidatesOf(filter: VdbFilter): Candidates | null {
+  switch (filter.op) {
+    case 'contains': {
+      if (typeof filter.value !== 'string') return null;
+      if (filter.field.root === 'tags') return { kind: 'any', terms: new Set([`t:${filter.value}`]) };
+      return filter.field.path.length === 1 ? { kind: 'any', terms: new Set([`a:${filter.field.path[0]}=${filter.value}`]) } : null;
+    }
+    case 'compare':
+      if (filter.comparison !== 'eq' || typeof filter.value !== 'string' || filter.field.root !== 'metadata' || filter.field.path.length !== 1) return null;
+      return { kind: 'any', terms: new Set([`m:${filter.field.path[0]}=${filter.value}`]) };
+    case 'and': {
+      const parts = filter.items.map(candidatesOf).filter((part): part is Candidates => part !== null);
+      if (parts.length === 0) return null;
+      return parts.length === 1 ? parts[0]! : { kind: 'and', parts };
+    }
+    case 'or': {
+      const parts = filter.items.map(candidatesOf);
+      if (parts.some((part) => part === null)) return null;
+      if (parts.every((part) => part!.kind === 'any')) return { kind: 'any', terms: new Set(parts.flatMap((part) => [...(part as { terms: Set<string> }).terms])) };
+      return { kind: 'or', parts: parts as Candidates[] };
+    }
+    default:
+      return null;
+  }
+}
+
+function candidateSql(candidates: Candidates, collectionId: string): { sql: string; params: unknown[] } {
+  if (candidates.kind === 'any') {
+    const terms = [...candidates.terms];
+    return { sql: `SELECT record_id FROM ${TERMS} WHERE collection_id = ? AND term IN (${terms.map(() => '?').join(', ')})`, params: [collectionId, ...terms] };
+  }
+  const parts = candidates.parts.map((part) => candidateSql(part, collectionId));
+  return {
+    sql: parts.map((part) => `SELECT record_id FROM (${part.sql})`).join(candidates.kind === 'and' ? ' INTERSECT ' : ' UNION '),
+    params: parts.flatMap((part) => part.params),
+  };
 }
 
 /** The `vec0` mirror of one dimension (unfiltered searches). */
