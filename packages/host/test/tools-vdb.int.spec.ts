@@ -24,19 +24,36 @@ describe.each(testDatabases())('tool service vector database on $name', (db) => 
       const a = await t.request('POST', `/tool/vdb/${name}`, { token, body: { content: 'first mirrored record' } });
       const b = await t.request('POST', `/tool/vdb/${name}`, { token, body: { content: 'second mirrored record' } });
       const connection = t.kernel.fork().getConnection();
-      const mirrored = async () => ((await connection.execute('SELECT record_id FROM tool_vdb_vec_384', [], 'all')) as Array<{ record_id: string }>).map((r) => r.record_id);
+      const mirrored = async () => ((await connection.execute('SELECT record_id FROM tool_vdb_unit_384', [], 'all')) as Array<{ record_id: string }>).map((r) => r.record_id);
       expect(await mirrored()).toEqual(expect.arrayContaining([a.body.id, b.body.id]));
       await t.request('DELETE', `/tool/vdb/${name}/${a.body.id}`, { token });
       expect(await mirrored()).not.toContain(a.body.id);
       // Rows changed behind the store's back (bulk loads, another store) are caught up by sync.
-      await connection.execute('DELETE FROM tool_vdb_vec_384 WHERE record_id = ?', [b.body.id]);
-      await connection.execute("INSERT INTO tool_vdb_vec_384 (record_id, collection_id, embedding) VALUES ('00000000-0000-7000-8000-00000000dead', 'x', ?)", [Buffer.alloc(384 * 4)]);
+      await connection.execute('DELETE FROM tool_vdb_unit_384 WHERE record_id = ?', [b.body.id]);
+      await connection.execute("INSERT INTO tool_vdb_unit_384 (record_id, collection_id, embedding) VALUES ('00000000-0000-7000-8000-00000000dead', 'x', ?)", [Buffer.alloc(384 * 4)]);
       const store = t.kernel.get(vectorStoreServiceIdentifier) as unknown as { sync(em: unknown): Promise<void> };
       await store.sync(t.kernel.fork());
       expect(await mirrored()).toContain(b.body.id);
       expect(await mirrored()).not.toContain('00000000-0000-7000-8000-00000000dead');
       const found = await t.request('POST', `/tool/vdb/${name}/vector`, { token, body: { content: 'second mirrored record' } });
       expect(found.body.items.map((r: { id: string }) => r.id)).toEqual([b.body.id]);
+      // The mirror holds unit vectors; a zero vector (no words) is kept apart and ranks last, at distance 1.
+      const [stored] = (await connection.execute('SELECT vec_to_json(embedding) AS v FROM tool_vdb_unit_384 WHERE record_id = ?', [b.body.id], 'all')) as Array<{ v: string }>;
+      expect(Math.hypot(...(JSON.parse(stored!.v) as number[]))).toBeCloseTo(1, 5);
+      const zero = await t.request('POST', `/tool/vdb/${name}`, { token, body: { content: '!!!' } });
+      expect(await mirrored()).not.toContain(zero.body.id);
+      expect(await connection.execute('SELECT record_id FROM tool_vdb_zero WHERE record_id = ?', [zero.body.id], 'all')).toHaveLength(1);
+      const ranked = await t.request('POST', `/tool/vdb/${name}/vector`, { token, body: { content: 'second mirrored record', query: { limit: 5 } } });
+      expect(ranked.body.items.map((r: { id: string; distance: number }) => [r.id, r.distance])).toEqual([
+        [b.body.id, expect.closeTo(0, 5)],
+        [zero.body.id, 1],
+      ]);
+      await t.request('DELETE', `/tool/vdb/${name}/${zero.body.id}`, { token });
+      expect(await connection.execute('SELECT record_id FROM tool_vdb_zero WHERE record_id = ?', [zero.body.id], 'all')).toHaveLength(0);
+      // A mirror of an earlier version (raw vectors, cosine) is dropped and rebuilt as unit vectors.
+      await connection.execute('CREATE VIRTUAL TABLE tool_vdb_vec_384 USING vec0(record_id text primary key, collection_id text partition key, embedding float[384] distance_metric=cosine)', [], 'run');
+      await store.sync(t.kernel.fork());
+      expect(await connection.execute("SELECT name FROM sqlite_master WHERE name = 'tool_vdb_vec_384'", [], 'all')).toHaveLength(0);
     });
 
     it.skipIf(db.name !== 'sqlite')('narrows filtered searches with the term index, kept in step by triggers on every write (SQLite)', async () => {

@@ -34,9 +34,12 @@ interface KnexClient {
  *   the full filter still decides, so results stay exact. The index is kept by triggers on the
  *   records table (every write path, bulk loads included) and filled at start when created.
  * - Unfiltered searches: sqlite-vec's `vec0` virtual table (one per dimension,
- *   `tool_vdb_vec_<dim>`, partitioned by collection), a brute-force scan over contiguous vector
- *   chunks, also exact. It mirrors `tool_vdb_records.embedding`: written by `upsert` and `remove`
- *   in the record's transaction, and re-synced at start.
+ *   `tool_vdb_unit_<dim>`, partitioned by collection), a brute-force scan over contiguous vector
+ *   chunks, also exact. It holds the records' vectors scaled to unit length and ranks by L2
+ *   distance, which orders unit vectors exactly as cosine distance does (cosine distance =
+ *   L2² / 2) and which sqlite-vec computes faster than its cosine. Zero vectors (cosine distance 1
+ *   to everything) are kept apart in `tool_vdb_zero` and merged in. Both are written by `upsert`
+ *   and `remove` in the record's transaction, and re-synced at start.
  *
  * The extension is loaded into the ORM's connection at start (`sqlite3`'s `loadExtension`);
  * Trellis's SQLite adapter keeps exactly one connection open for the life of the process.
@@ -66,18 +69,26 @@ export class SqliteVecVectorStore implements VectorStore {
    * while another store was bound (or by bulk loads) and drops those of deleted records.
    */
   async sync(em: EntityManager): Promise<void> {
+    // Mirrors of earlier versions (raw vectors, cosine metric) are replaced by the unit-vector ones.
+    const legacy = (await this.exec(em, "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'tool_vdb_vec_[0-9]*' AND sql LIKE '%USING vec0%'", [])) as Array<{ name: string }>;
+    for (const { name } of legacy) await this.exec(em, `DROP TABLE ${name}`, []);
+    await this.exec(em, `CREATE TABLE IF NOT EXISTS ${ZERO} (record_id text PRIMARY KEY, collection_id text NOT NULL, dimension integer NOT NULL)`, []);
+    await this.exec(em, `CREATE INDEX IF NOT EXISTS ${ZERO}_collection_index ON ${ZERO} (collection_id, dimension, record_id)`, []);
     const dimensions = (await this.exec(em, `SELECT DISTINCT ${t.dimension} AS dimension FROM ${t.table}`, [])) as Array<{ dimension: number }>;
     for (const { dimension } of dimensions) {
       const table = await this.ensureTable(em, Number(dimension));
+      const norm = `vec_distance_l2(r.${t.embedding}, zeroblob(${Number(dimension) * 4}))`;
       await this.exec(
         em,
-        `INSERT INTO ${table} (record_id, collection_id, embedding) SELECT r.${t.id}, r.${t.collection}, r.${t.embedding} FROM ${t.table} r WHERE r.${t.dimension} = ? AND r.${t.id} NOT IN (SELECT record_id FROM ${table})`,
+        `INSERT INTO ${table} (record_id, collection_id, embedding) SELECT r.${t.id}, r.${t.collection}, vec_normalize(r.${t.embedding}) FROM ${t.table} r WHERE r.${t.dimension} = ? AND ${norm} > 0 AND r.${t.id} NOT IN (SELECT record_id FROM ${table})`,
         [Number(dimension)],
       );
+      await this.exec(em, `INSERT OR IGNORE INTO ${ZERO} (record_id, collection_id, dimension) SELECT r.${t.id}, r.${t.collection}, r.${t.dimension} FROM ${t.table} r WHERE r.${t.dimension} = ? AND ${norm} = 0`, [Number(dimension)]);
     }
     for (const table of await this.mirrorTables(em)) {
       await this.exec(em, `DELETE FROM ${table} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
     }
+    await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
     await this.ensureTermIndex(em);
   }
 
@@ -108,14 +119,14 @@ export class SqliteVecVectorStore implements VectorStore {
     if (!Number.isInteger(dimension) || dimension < 1 || dimension > 8192) throw new Error(`SqliteVecVectorStore: unsupported dimension ${dimension}`);
     const table = mirrorTable(dimension);
     if (!this.tables.has(table)) {
-      await this.exec(em, `CREATE VIRTUAL TABLE IF NOT EXISTS ${table} USING vec0(record_id text primary key, collection_id text partition key, embedding float[${dimension}] distance_metric=cosine)`, []);
+      await this.exec(em, `CREATE VIRTUAL TABLE IF NOT EXISTS ${table} USING vec0(record_id text primary key, collection_id text partition key, embedding float[${dimension}] distance_metric=l2)`, []);
       this.tables.add(table);
     }
     return table;
   }
 
   private async mirrorTables(em: EntityManager): Promise<string[]> {
-    const rows = (await this.exec(em, "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'tool_vdb_vec_[0-9]*' AND sql LIKE '%USING vec0%'", [])) as Array<{ name: string }>;
+    const rows = (await this.exec(em, "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'tool_vdb_unit_[0-9]*' AND sql LIKE '%USING vec0%'", [])) as Array<{ name: string }>;
     return rows.map((row) => row.name);
   }
 
@@ -137,7 +148,10 @@ export class SqliteVecVectorStore implements VectorStore {
     for (const entry of entries) {
       const table = await this.ensureTable(em, entry.vector.length);
       await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [entry.id]);
-      await this.exec(em, `INSERT INTO ${table} (record_id, collection_id, embedding) VALUES (?, ?, ?)`, [entry.id, entry.collectionId, vectorToBytes(entry.vector)]);
+      await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id = ?`, [entry.id]);
+      const unit = toUnit(entry.vector);
+      if (unit) await this.exec(em, `INSERT INTO ${table} (record_id, collection_id, embedding) VALUES (?, ?, ?)`, [entry.id, entry.collectionId, vectorToBytes(unit)]);
+      else await this.exec(em, `INSERT INTO ${ZERO} (record_id, collection_id, dimension) VALUES (?, ?, ?)`, [entry.id, entry.collectionId, entry.vector.length]);
     }
   }
 
@@ -145,20 +159,29 @@ export class SqliteVecVectorStore implements VectorStore {
     for (const table of await this.mirrorTables(em)) {
       for (const id of ids) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
     }
+    for (const id of ids) await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id = ?`, [id]);
   }
 
   async search(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[]> {
     try {
-      if (!request.filter) {
+      const unit = request.filter ? null : toUnit(request.vector);
+      if (unit) {
         const table = mirrorTable(request.vector.length);
         if ((await this.mirrorTables(em)).includes(table)) {
-          // Unfiltered: sqlite-vec's own brute-force k-NN over the collection's partition.
+          // Unfiltered: sqlite-vec's own brute-force k-NN over the collection's partition (unit
+          // vectors, L2), then the zero vectors (cosine distance 1), merged by distance and id.
           const rows = (await this.exec(em, `SELECT record_id AS id, distance FROM ${table} WHERE embedding MATCH ? AND k = ? AND collection_id = ? ORDER BY distance`, [
-            vectorToBytes(request.vector),
+            vectorToBytes(unit),
             request.limit,
             request.collectionId,
-          ])) as Array<{ id: string; distance: number | null }>;
-          return rows.map((row) => ({ id: row.id, distance: Number.isFinite(Number(row.distance)) && row.distance !== null ? Number(row.distance) : 1 }));
+          ])) as Array<{ id: string; distance: number }>;
+          const zeros = (await this.exec(em, `SELECT record_id AS id FROM ${ZERO} WHERE collection_id = ? AND dimension = ? ORDER BY record_id LIMIT ?`, [
+            request.collectionId,
+            request.vector.length,
+            request.limit,
+          ])) as Array<{ id: string }>;
+          const hits = [...rows.map((row) => ({ id: row.id, distance: (Number(row.distance) * Number(row.distance)) / 2 })), ...zeros.map((row) => ({ id: row.id, distance: 1 }))];
+          return hits.sort((a, b) => a.distance - b.distance || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).slice(0, request.limit);
         }
       }
       return await this.query(em, request);
@@ -276,7 +299,19 @@ function candidateSql(candidates: Candidates, collectionId: string): { sql: stri
   };
 }
 
-/** The `vec0` mirror of one dimension (unfiltered searches). */
-const mirrorTable = (dimension: number): string => `tool_vdb_vec_${dimension}`;
+/** The `vec0` mirror of one dimension (unfiltered searches): unit vectors, L2 metric. */
+const mirrorTable = (dimension: number): string => `tool_vdb_unit_${dimension}`;
+
+/** Records whose vector is all zeros (no direction: cosine distance 1 to every query). */
+const ZERO = 'tool_vdb_zero';
+
+/** `vector` scaled to length 1, or null for the zero vector. */
+function toUnit(vector: Float32Array): Float32Array | null {
+  let sum = 0;
+  for (const x of vector) sum += x * x;
+  if (!(sum > 0) || !Number.isFinite(sum)) return null;
+  const scale = 1 / Math.sqrt(sum);
+  return vector.map((x) => x * scale);
+}
 
 export { getLoadablePath as sqliteVecExtensionPath } from 'sqlite-vec';
