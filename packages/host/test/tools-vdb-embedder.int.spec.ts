@@ -46,8 +46,14 @@ describe.each(testDatabases())('vector database with an AI model embedder on $na
 
       // The wire server's vectors are a fixed function of the text: rank with the test's own cosine.
       const cosine = (a: number[], b: number[]) => {
-        let dot = 0, na = 0, nb = 0;
-        for (let i = 0; i < a.length; i++) (dot += a[i]! * b[i]!), (na += a[i]! ** 2), (nb += b[i]! ** 2);
+        let dot = 0;
+        let na = 0;
+        let nb = 0;
+        for (let i = 0; i < a.length; i++) {
+          dot += a[i]! * b[i]!;
+          na += a[i]! ** 2;
+          nb += b[i]! ** 2;
+        }
         return dot / Math.sqrt(na * nb);
       };
       const query = 'alpha beta gamma';
@@ -80,7 +86,7 @@ describe.each(testDatabases())('vector database with an AI model embedder on $na
       const em = t.kernel.fork();
       // A collection of the same team created earlier with the default hashing embedder (384 dimensions).
       const embedded = await em.findOneOrFail(VdbCollection, { name: 'Embedded' });
-      em.create(VdbCollection, { id: randomUUID(), team: embedded.team, name: 'Hashed', embedder: 'hashing-v1-384', dimension: 384 });
+      em.create(VdbCollection, { id: randomUUID(), team: embedded.team, name: 'Hashed', embedder: 'hashing-v1-384', dimension: 384, createdAt: new Date(), updatedAt: new Date() });
       await em.flush();
       for (const [method, path, body] of [
         ['POST', '/tool/vdb/Hashed', { content: 'new record' }],
