@@ -17,7 +17,8 @@ function kernelWithLogs(transport: 'uws' | 'node'): { kernel: Kernel; logs: Arra
   const kernel = createKernel({
     database: sqliteDatabase({ path: ':memory:' }),
     modules: coreModules,
-    config: { server: { transport }, auth: { jwtSecret: 'x'.repeat(32) } },
+    // Every production secret set, so the only warnings are the transport's.
+    config: { server: { transport }, auth: { jwtSecret: 'x'.repeat(32) }, ai: { encryption: { key: Buffer.alloc(32, 7).toString('base64') } } },
     logger: pino({ level: 'warn' }, sink),
   });
   return { kernel, logs };
