@@ -237,7 +237,12 @@ export class RunService {
     }
     // The in-process queue executes the run here: its result can come from memory.
     if (this.consuming && this.queue instanceof InProcessRunQueue) this.localRun(runId);
-    await this.queue.enqueue({ runId, teamId: input.teamId });
+    try {
+      await this.queue.enqueue({ runId, teamId: input.teamId });
+    } catch (error) {
+      this.local.delete(runId);
+      throw error;
+    }
     return this.handle(runId, input.documentId);
   }
 
@@ -417,9 +422,10 @@ export class RunService {
       result = await this.execute(job, signal);
     } finally {
       if (local) {
+        // A `stream: false` caller already waits on the promise (it asks right after the start,
+        // long before a run ends); a later one reads the stored run.
         local.resolve(result);
-        // Not asked for within a minute (the caller went away): forget it.
-        setTimeout(() => this.local.get(job.runId) === local && this.local.delete(job.runId), 60_000).unref();
+        this.local.delete(job.runId);
       }
     }
   }
