@@ -142,7 +142,8 @@ function rebase(schema: JsonSchema): JsonSchema {
 }
 
 function matchesType(documented: string, actual: string): boolean {
-  const key = documented.toLowerCase();
+  // Media type parameters (`; version=0.0.4`, `; charset=utf-8`) do not change the type.
+  const key = documented.toLowerCase().split(';')[0]!.trim();
   if (key === actual || key === '*/*') return true;
   if (key.endsWith('/*')) return actual.startsWith(key.slice(0, -1));
   return false;

@@ -21,7 +21,9 @@ describe('createKernel', () => {
     createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: coreModules, logger });
     expect(lines.some((l) => l['level'] === 40 && String(l['msg']).includes('auth.jwtSecret is not set'))).toBe(true);
     const quiet = capturingLogger();
-    createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: coreModules, logger: quiet.logger, config: { auth: { jwtSecret: 'k'.repeat(32) } } });
+    // With every production secret set (the JWT secret and the AI secrets' encryption key), a kernel is quiet.
+    const config = { auth: { jwtSecret: 'k'.repeat(32) }, ai: { encryption: { key: Buffer.alloc(32, 7).toString('base64') } } };
+    createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: coreModules, logger: quiet.logger, config });
     expect(quiet.lines).toEqual([]);
   });
 

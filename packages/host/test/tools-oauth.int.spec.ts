@@ -1,4 +1,4 @@
-import { AnonymousToken, botsModule, conversationsModule, sha256Hex, toolsModule } from '@trellis/core';
+import { aiModule, AnonymousToken, billingModule, botsModule, conversationsModule, realtimeModule, sha256Hex, toolsModule } from '@trellis/core';
 import { testDatabases, transports } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { authorize, oauthError, REDIRECT_URI, startOAuthHost, type OAuthTestHost } from './oauth-helpers.js';
@@ -15,7 +15,7 @@ describe.each(testDatabases())('tool service sign-in and token exchange on $name
     const canUse = async (token: string) => (await t.request('POST', '/tool/vdb/Probe', { token, body: { content: 'probe' } })).status;
 
     beforeAll(async () => {
-      t = await startOAuthHost(db, transport, { tools: { anonymous: { rateLimit: { perIdentifier: 5, perIp: 10_000 } } } }, { modules: [botsModule, conversationsModule, toolsModule] });
+      t = await startOAuthHost(db, transport, { tools: { anonymous: { rateLimit: { perIdentifier: 5, perIp: 10_000 } } } }, { modules: [aiModule, billingModule, realtimeModule, botsModule, conversationsModule, toolsModule] });
     });
     afterAll(() => t?.close());
 

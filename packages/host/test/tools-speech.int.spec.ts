@@ -1,35 +1,27 @@
-import { EntitySchema } from '@mikro-orm/core';
-import { Conversation, defineModule, User, type MigrationDefinition } from '@trellis/core';
+import type { EntityManager } from '@mikro-orm/core';
+import { Conversation, coreModules, Message, User } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { MPEGDecoder } from 'mpg123-decoder';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // POST /tool/speech with the host's eSpeak NG synthesizer, on both transports and both databases.
-// The conversations area's message entity is built in parallel; this suite brings a minimal one
-// (named Message: id, conversation, content), which the tool service's default lookup finds by name.
-class Message {
-  id!: string;
-  conversation!: Conversation;
-  content!: string;
-}
-const MessageSchema = new EntitySchema<Message>({
-  class: Message,
-  tableName: 'test_speech_messages',
-  properties: {
-    id: { type: 'uuid', primary: true },
-    conversation: { kind: 'm:1', entity: () => Conversation },
-    content: { type: 'text' },
-  },
-});
-const messagesMigration: MigrationDefinition = {
-  name: '20991231000000_test_speech_messages',
-  up: {
-    sqlite: ['create table `test_speech_messages` (`id` text not null primary key, `conversation_id` text not null references `conversations` (`id`) on delete cascade, `content` text not null)'],
-    postgresql: ['create table "test_speech_messages" ("id" uuid not null primary key, "conversation_id" uuid not null references "conversations" ("id") on delete cascade, "content" text not null)'],
-  },
-  down: { sqlite: ['drop table `test_speech_messages`'], postgresql: ['drop table "test_speech_messages"'] },
-};
-const testMessages = defineModule({ name: 'test-messages', dependsOn: ['conversations'], entities: [MessageSchema], migrations: [messagesMigration] });
+// Messages are the conversations area's own records, read by the tool service's message lookup.
+const userMessage = (em: EntityManager, conversation: Conversation, authorId: string, content: string) =>
+  em.create(Message, {
+    id: crypto.randomUUID(),
+    conversation,
+    role: 'user',
+    content,
+    status: 'completed',
+    authorId,
+    attrs: {},
+    toolCalls: null,
+    toolCallId: null,
+    toolName: null,
+    usage: null,
+    error: null,
+    debug: null,
+  } as unknown as Message);
 
 async function decode(base64: string) {
   const decoder = new MPEGDecoder();
@@ -54,8 +46,7 @@ describe.each(testDatabases())('tool service speech on $name', (db) => {
     const say = (token: string, body: unknown) => t.request('POST', '/tool/speech', { token, body });
 
     beforeAll(async () => {
-      const { coreModules } = await import('@trellis/core');
-      t = await startTestHost(db, transport, { modules: [...coreModules, testMessages], config: { tools: { speech: { maxTextLength: 300, maxSentenceLength: 40 } } } });
+      t = await startTestHost(db, transport, { modules: coreModules, config: { tools: { speech: { maxTextLength: 300, maxSentenceLength: 40 } } } });
       [owner, member, outsider] = [await t.register(), await t.register(), await t.register()];
       const em = t.kernel.fork();
       const ids = () => crypto.randomUUID();
@@ -68,7 +59,7 @@ describe.each(testDatabases())('tool service speech on $name', (db) => {
         empty: '。。。',
       };
       for (const [key, content] of Object.entries(texts)) {
-        const message = em.create(Message, { id: ids(), conversation, content });
+        const message = userMessage(em, conversation, owner.userId, content);
         messages[key] = message.id;
       }
       await em.flush();
@@ -127,19 +118,18 @@ describe.each(testDatabases())('tool service speech on $name', (db) => {
       const em = t.kernel.fork();
       const conversation = em.create(Conversation, { id: crypto.randomUUID(), owner: em.getReference(User, user.userId), name: 'Chat', bot: null, conf: {}, members: [user.userId] } as Conversation);
       await em.flush();
-      // Without the message entity every message is missing; membership is checked first.
-      const r = await t.request('POST', '/tool/speech', { token: user.token, body: { convId: conversation.id, msgId: 'm1' } });
+      // Membership is checked first, then the message.
+      const r = await t.request('POST', '/tool/speech', { token: user.token, body: { convId: conversation.id, msgId: crypto.randomUUID() } });
       expect([r.status, r.body.error]).toEqual([404, 'message_not_found']);
     } finally {
       await t.close();
     }
-    const { coreModules } = await import('@trellis/core');
-    const t2 = await startTestHost(db, 'node', { modules: [...coreModules, testMessages], config: { adapters: { speech: { provider: 'none' } } } });
+    const t2 = await startTestHost(db, 'node', { modules: coreModules, config: { adapters: { speech: { provider: 'none' } } } });
     try {
       const user = await t2.register();
       const em = t2.kernel.fork();
       const conversation = em.create(Conversation, { id: crypto.randomUUID(), owner: em.getReference(User, user.userId), name: 'Chat', bot: null, conf: {}, members: [user.userId] } as Conversation);
-      const message = em.create(Message, { id: crypto.randomUUID(), conversation, content: '你好。' });
+      const message = userMessage(em, conversation, user.userId, '你好。');
       await em.flush();
       const r = await t2.request('POST', '/tool/speech', { token: user.token, body: { convId: conversation.id, msgId: message.id } });
       expect([r.status, r.body.error]).toEqual([503, 'speech_not_configured']);

@@ -260,15 +260,21 @@ export function createKernel(options: KernelOptions): Kernel {
     async start(startOptions = {}) {
       if (ready) return;
       await connect();
+      let pending = new Set<string>();
       if (startOptions.migrate ?? config.database.migrateOnStart) {
         const applied = await kernel.migrate.up();
         if (applied.length) log.info({ migrations: applied }, 'applied pending migrations');
       } else {
-        const { pending } = await kernel.migrate.status();
-        if (pending.length) log.warn({ pending }, 'database has pending migrations: run `trellis migrate up`');
+        pending = new Set((await kernel.migrate.status()).pending);
+        if (pending.size) log.warn({ pending: [...pending] }, 'database has pending migrations: run `trellis migrate up`');
       }
       await revocations.start();
       for (const module of modules) {
+        // A module whose tables are not there yet cannot start work on them (consumers, re-encryption, ...).
+        if (module.onStart && module.migrations?.some((migration) => pending.has(migration.name))) {
+          log.warn({ module: module.name }, 'module not started: its migrations are pending');
+          continue;
+        }
         await module.onStart?.({ ...moduleContext(module), get });
         started.push(module);
       }

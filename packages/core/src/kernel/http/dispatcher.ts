@@ -217,17 +217,20 @@ export class HttpDispatcher {
     const failure = route.validationError;
     // Every untrusted value passes the edge guard (depth, NUL, lone surrogates, reserved keys)
     // before a DTO, a handler or the database sees it.
-    // (validateInput applies the guard to what has a DTO.)
-    if (!route.params) guardInput(rawParams, 'params');
+    // Both are guarded before any DTO runs, so hostile input answers 400 whatever fails first.
+    guardInput(rawParams, 'params');
     const rawQuery = parseQuery(request.query);
-    if (!route.query) guardInput(rawQuery, 'query');
+    guardInput(rawQuery, 'query');
+    // The body is parsed (and so guarded) before the path is validated, for the same reason.
+    const rawBody = route.body ? this.parseBody(route, request) : undefined;
+    if (rawBody !== undefined) guardInput(rawBody, 'body');
     // A path that does not name a well-formed resource names no resource: 404, not 422.
     const params = route.params ? await validateInput(route.params, rawParams, 'params', { status: 404, code: 'not_found' }) : rawParams;
     const lenient = { ignoreUnknown: route.unknownFields === 'ignore' };
     const query = route.query ? await validateInput(route.query, rawQuery, 'query', failure, lenient) : rawQuery;
     let body: unknown;
     if (route.body) {
-      body = await validateInput(route.body, this.parseBody(route, request), 'body', failure, lenient);
+      body = await validateInput(route.body, rawBody, 'body', failure, lenient);
     }
 
     const ctx: RequestContext = new DispatchedRequestContext(this.deps, request, requestId, params, query, body, principal, ip, userAgent);

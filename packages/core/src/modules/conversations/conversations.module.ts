@@ -1,3 +1,4 @@
+import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
 import { ConversationMemberSchema } from './entities/conversation-member.entity.js';
@@ -25,7 +26,8 @@ export const conversationsModule = defineModule({
       bind(ConversationTurnService).toSelf();
       bind(ToolExecutionService).toSelf();
     }),
-  routes: conversationRoutes,
+  // OAuth access tokens and scoped API keys reach conversations with the spec's `chat:completions` scope.
+  routes: scopeRoutes(conversationRoutes, { read: ['chat:completions'], write: ['chat:completions'] }),
   async onStop(ctx) {
     await ctx.get(ConversationTurnService).stopAll();
   },

@@ -36,7 +36,12 @@ const turnDescription =
   'With `stream` the answer is 202 at once (status `streaming`, the stored messages and the assistant message being written) and the output is pushed to every member over the user WebSocket (`/v3/wss`, method `conversation`: message-start, delta, tool-call, tool-result, end, error). Without it the call waits and answers 200 with the finished messages. `tool_auto` runs tool calls and feeds the results back until the model answers; otherwise an answer with tool calls ends `waiting_tool` until `POST .../messages/{msgId}/tool` answers each call. Every model call reserves credits first and settles them from the usage.';
 
 const answer = (result: TurnResult) => Reply.json(result, result.status === 'streaming' ? 202 : 200);
-const turnResponse = { status: 200, schema: turnSchema, description: 'The finished turn (202 with status `streaming` when `stream` is set).' };
+const turnResponse = {
+  status: 200,
+  schema: turnSchema,
+  description: 'The finished turn (without `stream`).',
+  alternatives: [{ status: 202, schema: turnSchema, description: 'With `stream`: accepted, status `streaming`; the output follows over the user WebSocket.' }],
+};
 
 export const conversationRoutes: RouteDefinition[] = [
   defineRoute({

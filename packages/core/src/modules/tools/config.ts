@@ -8,6 +8,17 @@ export const toolsConfigSchema = s.object({
     maxContentLength: s.int().range(1, 1_000_000).default(100_000).describe('Longest record content, in characters (longer: 422).'),
     maxSearchLimit: s.int().range(1, 1000).default(100).describe('Largest query.limit of a similarity search.'),
     defaultSearchLimit: s.int().range(1, 1000).default(10).describe('query.limit of a similarity search when none is given.'),
+    embedder: s.object({
+      modelId: s
+        .string()
+        .orUndefined()
+        .describe('Id of an AI model (POST /ai/models) whose provider embeds records and queries instead of the default hashing embedder; its provider must implement embed (openai does). Unset: the hashing embedder.'),
+      dimension: s
+        .int()
+        .range(1, 8192)
+        .orUndefined()
+        .describe('Vector length the AI model answers (for example 1536 for text-embedding-3-small, or the conf.dimensions you set); required with modelId. Collections keep the dimension they were created with: another one answers 422 vdb_embedder_mismatch.'),
+    }),
   }),
   speech: s.object({
     maxTextLength: s.int().range(1, 100_000).default(2000).describe('Longest message text /tool/speech speaks, in characters; longer texts answer 400 speech_text_too_long.'),

@@ -6,6 +6,7 @@ export { VdbService } from './services/vdb.service.js';
 export { parseVdbFilter, parseWhereParameter, matchesVdbFilter, VDB_FILTER_LIMITS, type VdbFilter, type VdbField, type VdbScalar, type VdbComparison } from './vdb/filter.js';
 export { compileVdbFilter, type SqlFragment, type FilterSqlOptions } from './vdb/filter-sql.js';
 export { HashingEmbedder, type HashingEmbedderOptions } from './vdb/hashing-embedder.js';
+export { AiModelEmbedder, type AiModelEmbedderOptions, type AiEmbedFunction } from './vdb/ai-model-embedder.js';
 export { ExactScanVectorStore, dialectOf } from './vdb/exact-scan-vector-store.js';
 export { vectorToBytes, bytesToVector, cosineDistance, TopK } from './vdb/vector-codec.js';
 export { AnonymousAccount, AnonymousAccountSchema } from './entities/anonymous-account.entity.js';

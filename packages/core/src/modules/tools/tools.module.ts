@@ -22,6 +22,8 @@ import { ToolRateLimiter } from './services/tool-rate-limiter.js';
 import { VdbService } from './services/vdb.service.js';
 import { ExactScanVectorStore } from './vdb/exact-scan-vector-store.js';
 import { HashingEmbedder } from './vdb/hashing-embedder.js';
+import { AiModelEmbedder } from './vdb/ai-model-embedder.js';
+import { AiGatewayService } from '../ai/services/ai-gateway.service.js';
 import { AnonymousTokenVerifier } from './verifiers/anonymous-token.verifier.js';
 
 /**
@@ -39,7 +41,20 @@ export const toolsModule = defineModule({
       const config = section as ToolsConfig;
       bind(toolsConfigServiceIdentifier).toConstantValue(config);
       // Embedded defaults; adapters passed to the kernel replace them.
-      bind(embedderServiceIdentifier).toConstantValue(new HashingEmbedder({ dimension: config.vdb.embeddingDimension }));
+      const ai = config.vdb.embedder;
+      if (ai.modelId !== undefined) {
+        // The AI-backed embedder: the configured AI model's provider embeds (resolved per call).
+        if (ai.dimension === undefined) throw new Error('tools.vdb.embedder.dimension is required with tools.vdb.embedder.modelId');
+        const { modelId, dimension } = ai;
+        bind(embedderServiceIdentifier)
+          .toDynamicValue((context) => {
+            const gateway = context.get(AiGatewayService);
+            return new AiModelEmbedder({ modelId, dimension, embed: (input) => gateway.embed(input) });
+          })
+          .inSingletonScope();
+      } else {
+        bind(embedderServiceIdentifier).toConstantValue(new HashingEmbedder({ dimension: config.vdb.embeddingDimension }));
+      }
       bind(vectorStoreServiceIdentifier).toConstantValue(new ExactScanVectorStore());
       bind(VdbService).toSelf();
       if (!isBound(rateLimiterServiceIdentifier)) bind(rateLimiterServiceIdentifier).toConstantValue(new InMemoryRateLimiter());

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { entityManagerServiceIdentifier } from '../../../kernel/tokens.js';
-import type { AiChatRequest, AiGateway, AiStreamPart, AiToolDefinition, AiUsage } from '../../../ports/ai-provider.js';
+import { aiErrors, type AiChatRequest, type AiEmbedResult, type AiGateway, type AiStreamPart, type AiToolDefinition, type AiUsage } from '../../../ports/ai-provider.js';
 import type { AiConfig, AiPrice } from '../ai.config.js';
 import { AiModel } from '../entities/ai-model.entity.js';
 import { aiConfigServiceIdentifier } from '../tokens.js';
@@ -28,6 +28,17 @@ export class AiGatewayService implements AiGateway {
     const provider = this.models.requireProvider(model);
     const conf = provider.parseConf(this.models.openConf(model));
     yield* provider.chat(conf, input.request);
+  }
+
+  /**
+   * Embeds `texts` with the model `modelId` for the deployment itself (the vector database's
+   * configured embedder), not on a user's behalf: no ownership check, the operator named the model.
+   */
+  async embed(input: { modelId: string; texts: string[]; signal?: AbortSignal }): Promise<AiEmbedResult> {
+    const model = await this.model(input.modelId);
+    const provider = this.models.requireProvider(model);
+    if (!provider.embed) throw aiErrors.badRequest(`The AI provider "${provider.service}" of model ${model.id} does not offer embeddings.`);
+    return provider.embed(provider.parseConf(this.models.openConf(model)), { texts: input.texts, signal: input.signal });
   }
 
   /** Checks, before any credit is reserved, that the model exists for the user and has a provider. */

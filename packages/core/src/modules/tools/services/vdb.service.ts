@@ -217,7 +217,9 @@ export class VdbService {
     try {
       vectors = await this.embedder.embed([content]);
     } catch (error) {
-      throw new TrellisError('validation', 'vdb_embedding_failed', `The embedder (${this.embedder.name}) could not embed the content.`, { cause: error });
+      if (error instanceof TrellisError && error.code === 'vdb_embedding_failed') throw error;
+      const reason = error instanceof TrellisError ? ` ${error.message}` : '';
+      throw new TrellisError('validation', 'vdb_embedding_failed', `The embedder (${this.embedder.name}) could not embed the content.${reason}`, { cause: error });
     }
     const vector = vectors[0];
     if (!vector || vector.length !== this.embedder.dimension || vector.some((x) => !Number.isFinite(x))) {
