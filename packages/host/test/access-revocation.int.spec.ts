@@ -180,12 +180,17 @@ describe.each(testDatabases())('access revocation reaches open sockets on $name'
     await eventually(
       async () => {
         const answer = deniedNext();
-        client.append('after downgrade');
+        // Probes sent before the signal reached this socket's process may still be stored.
+        client.append('probe');
         return answer;
       },
       (answer) => answer === 'permission denied',
       'a permission-denied answer',
     );
+    // Once an edit was refused, every later one is refused too.
+    const refused = deniedNext();
+    client.append('after downgrade');
+    await refused;
     await new Promise((resolve) => setTimeout(resolve, 300));
     expect(await storedTexts(documentId, owner.token)).not.toContain('after downgrade');
     // Still connected: reads keep flowing.
