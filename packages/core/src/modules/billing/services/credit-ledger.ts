@@ -47,6 +47,16 @@ export class CreditLedger {
     return balance;
   }
 
+  /**
+   * `lock`, or null when the team has no balance (yet, or any more: its billing records are
+   * created on first use and go with the team). The team's share lock is only taken on
+   * PostgreSQL: SQLite has one writer, so a deletion of the team cannot interleave.
+   */
+  async tryLock(tx: EntityManager, teamId: string): Promise<CreditBalance | null> {
+    if (tx.getPlatform().constructor.name.startsWith('PostgreSql')) await lockTeam(tx, teamId);
+    return lockRow(tx, CreditBalance, { team: teamId });
+  }
+
   /** Applies one movement to a locked balance and appends its entry. Never lets a bucket go below 0. */
   record(tx: EntityManager, balance: CreditBalance, movement: Movement, now: Date): CreditLedgerEntry {
     const grant = balance.grantCredits + movement.grantDelta;

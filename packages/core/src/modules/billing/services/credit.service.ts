@@ -62,39 +62,47 @@ export class CreditService {
     if (!Number.isSafeInteger(input.amount) || input.amount < 1) {
       throw new TrellisError('validation', 'invalid_amount', 'A reservation is a whole number of credits, at least 1.');
     }
-    await this.accounts.ensure(em, input.teamId);
     const now = this.clock.now();
     const ttl = input.ttlSeconds ?? this.config.reservationTtlSeconds;
-    return em.transactional(async (tx) => {
-      const balance = await this.ledger.lock(tx, input.teamId);
-      const total = balance.grantCredits + balance.purchaseCredits;
-      if (input.amount > total) throw billingErrors.insufficientCredits(total, input.amount);
-      const grantPart = Math.min(balance.grantCredits, input.amount);
-      const purchasePart = input.amount - grantPart;
-      const reservation = tx.create(CreditReservation, {
-        id: this.ids.next(),
-        team: tx.getReference(Team, input.teamId),
-        status: 'held',
-        amount: input.amount,
-        grantPart,
-        purchasePart,
-        grantPeriodEnd: balance.periodEnd,
-        usedCredits: null,
-        reason: input.reason.slice(0, 500),
-        userId: input.userId ?? null,
-        expiresAt: new Date(now.getTime() + ttl * 1000),
-        closedAt: null,
-        createdAt: now,
-        updatedAt: now,
-      } as CreditReservation);
-      this.ledger.record(
-        tx,
-        balance,
-        { kind: 'reservation', grantDelta: -grantPart, purchaseDelta: -purchasePart, reason: `Reserved for ${input.reason}`, reservationId: reservation.id },
-        now,
-      );
-      return reservation;
-    });
+    const hold = () =>
+      em.transactional(async (tx) => {
+        const balance = await this.ledger.tryLock(tx, input.teamId);
+        if (!balance) return null;
+        const total = balance.grantCredits + balance.purchaseCredits;
+        if (input.amount > total) throw billingErrors.insufficientCredits(total, input.amount);
+        const grantPart = Math.min(balance.grantCredits, input.amount);
+        const purchasePart = input.amount - grantPart;
+        const reservation = tx.create(CreditReservation, {
+          id: this.ids.next(),
+          team: tx.getReference(Team, input.teamId),
+          status: 'held',
+          amount: input.amount,
+          grantPart,
+          purchasePart,
+          grantPeriodEnd: balance.periodEnd,
+          usedCredits: null,
+          reason: input.reason.slice(0, 500),
+          userId: input.userId ?? null,
+          expiresAt: new Date(now.getTime() + ttl * 1000),
+          closedAt: null,
+          createdAt: now,
+          updatedAt: now,
+        } as CreditReservation);
+        this.ledger.record(
+          tx,
+          balance,
+          { kind: 'reservation', grantDelta: -grantPart, purchaseDelta: -purchasePart, reason: `Reserved for ${input.reason}`, reservationId: reservation.id },
+          now,
+        );
+        return reservation;
+      });
+    // The team's billing records exist after its first use: create them only when the balance is missing.
+    const held = await hold();
+    if (held) return held;
+    await this.accounts.ensure(em, input.teamId);
+    const retried = await hold();
+    if (!retried) throw billingErrors.noTeam('The team no longer exists.');
+    return retried;
   }
 
   /** Charges `usedCredits` (0 to the reserved amount) and gives the rest back. 409 when already closed. */
@@ -102,15 +110,23 @@ export class CreditService {
     if (!Number.isSafeInteger(usedCredits) || usedCredits < 0) {
       throw new TrellisError('validation', 'invalid_amount', 'Used credits are a whole number, at least 0.');
     }
-    return this.close(em, reservationId, 'settled', usedCredits, reason);
+    return (await this.close(em, reservationId, 'settled', usedCredits, reason, true))!;
+  }
+
+  /** `settle` for a caller that does not need the closed reservation back (saves reading it again). */
+  async settleOnly(em: EntityManager, reservationId: string, usedCredits: number, reason?: string): Promise<void> {
+    if (!Number.isSafeInteger(usedCredits) || usedCredits < 0) {
+      throw new TrellisError('validation', 'invalid_amount', 'Used credits are a whole number, at least 0.');
+    }
+    await this.close(em, reservationId, 'settled', usedCredits, reason, false);
   }
 
   /** Gives every reserved credit back (the work did not run, failed, or was cancelled). 409 when already closed. */
   async release(em: EntityManager, reservationId: string, reason?: string): Promise<CreditReservation> {
-    return this.close(em, reservationId, 'released', 0, reason);
+    return (await this.close(em, reservationId, 'released', 0, reason, true))!;
   }
 
-  private async close(em: EntityManager, reservationId: string, status: 'settled' | 'released', used: number, reason?: string): Promise<CreditReservation> {
+  private async close(em: EntityManager, reservationId: string, status: 'settled' | 'released', used: number, reason: string | undefined, answer: boolean): Promise<CreditReservation | null> {
     const now = this.clock.now();
     return em.transactional(async (tx) => {
       const reservation = isUuid(reservationId) ? await tx.findOne(CreditReservation, { id: reservationId }, { refresh: true }) : null;
@@ -126,7 +142,9 @@ export class CreditService {
         const current = await tx.findOneOrFail(CreditReservation, { id: reservationId }, { refresh: true });
         throw billingErrors.reservationClosed(current.status);
       }
-      const balance = await this.ledger.lock(tx, teamIdOf(reservation));
+      const balance = await this.ledger.tryLock(tx, teamIdOf(reservation));
+      // The team was deleted meanwhile.
+      if (!balance) throw billingErrors.noTeam('The team no longer exists.');
       const usedGrant = Math.min(used, reservation.grantPart);
       const usedPurchase = used - usedGrant;
       let grantBack = reservation.grantPart - usedGrant;
@@ -144,7 +162,7 @@ export class CreditService {
         { kind: status === 'settled' ? 'settlement' : 'release', grantDelta: grantBack, purchaseDelta: purchaseBack, reason: `${label}${why}`, reservationId },
         now,
       );
-      return tx.findOneOrFail(CreditReservation, { id: reservationId }, { refresh: true });
+      return answer ? tx.findOneOrFail(CreditReservation, { id: reservationId }, { refresh: true }) : null;
     });
   }
 

@@ -18,7 +18,7 @@ export interface RunEventSink {
 }
 
 /** Sequence numbers an attempt reserves at a time (persisted on the run before use). */
-const SEQ_BLOCK = 10_000;
+export const SEQ_BLOCK = 10_000;
 /** Events stored in one row of the log at most. */
 const ROW_EVENTS = 2_000;
 
@@ -41,6 +41,8 @@ export class StoredEventSink implements RunEventSink {
   private publishScheduled = false;
   /** Events past the reserved numbers, published once the reservation is stored. */
   private held: StoredRunEvent[] = [];
+  /** Events published only once they are stored (`emitStored`). */
+  private afterStore: StoredRunEvent[] = [];
   private reserving: Promise<void> | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
@@ -62,6 +64,26 @@ export class StoredEventSink implements RunEventSink {
     const sink = new StoredEventSink(fork, pubsub, run.id, run.seqCeiling + 1, flushMs);
     await sink.reserve();
     return sink;
+  }
+
+  /**
+   * A sink whose numbers were already reserved on the run (the claim of the attempt stored
+   * `seqCeiling = run.seqCeiling + SEQ_BLOCK`): saves the reservation's own write.
+   */
+  static reserved(fork: () => EntityManager, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): StoredEventSink {
+    const sink = new StoredEventSink(fork, pubsub, run.id, run.seqCeiling + 1, flushMs);
+    sink.ceiling = run.seqCeiling + 1 + SEQ_BLOCK;
+    return sink;
+  }
+
+  /** Emits an event that is published only after the next flush stored it (e.g. `run_complete` after the final record). */
+  emitStored(type: string, data: Record<string, unknown>): number {
+    const seq = this.next++;
+    const event = { seq, type, data };
+    this.pending.push(event);
+    if (seq >= this.ceiling) void this.reserve().catch(() => undefined);
+    this.afterStore.push(event);
+    return seq;
   }
 
   emit(type: string, data: Record<string, unknown>): number {
@@ -108,31 +130,70 @@ export class StoredEventSink implements RunEventSink {
   }
 
   flush(): Promise<void> {
+    return this.flushWith();
+  }
+
+  /**
+   * Stores the events emitted so far and runs `write` in the same transaction (a checkpoint of
+   * the run with the events of its block: one write per block). `write` runs even when there are
+   * no events; its answer is returned once the transaction committed. Without `write`, only the
+   * events (nothing at all when none are pending). When `keepStored` says no to the answer of
+   * `write`, the events of `emitStored` are dropped (the write they depend on did not happen).
+   */
+  flushWith<T = undefined>(write?: (tx: EntityManager) => Promise<T>, keepStored: (answer: T) => boolean = () => true): Promise<T> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
     }
     this.publish();
-    const batch = this.pending;
+    let batch = this.pending;
     this.pending = [];
-    this.flushing = this.flushing.then(async () => {
+    const after = this.afterStore;
+    this.afterStore = [];
+    const done = this.flushing.then(async () => {
       if (this.failed) throw this.failed;
       if (this.reserving) await this.reserving;
-      if (!batch.length) return;
-      try {
-        const em = this.fork();
+      const store = (em: EntityManager) => {
         const now = new Date();
         for (let i = 0; i < batch.length; i += ROW_EVENTS) {
           const events = batch.slice(i, i + ROW_EVENTS);
           em.create(RunEvent, { runId: this.runId, seq: events[0]!.seq, lastSeq: events.at(-1)!.seq, events, createdAt: now });
         }
-        await em.flush();
+      };
+      let result = undefined as T;
+      try {
+        const em = this.fork();
+        if (write) {
+          result = await em.transactional(async (tx) => {
+            const answer = await write(tx);
+            if (!keepStored(answer)) {
+              // The write did not take: the events held for it are neither stored nor published.
+              const held = new Set(after);
+              batch = batch.filter((event) => !held.has(event));
+              after.length = 0;
+            }
+            store(tx);
+            return answer;
+          });
+        } else if (batch.length) {
+          store(em);
+          await em.flush();
+        }
       } catch (error) {
-        this.failed = error;
+        if (batch.length) this.failed = error;
         throw error;
       }
+      if (after.length) {
+        this.outbox.push(...after);
+        this.publish();
+      }
+      return result;
     });
-    return this.flushing;
+    this.flushing = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    return done;
   }
 
   async close(): Promise<void> {

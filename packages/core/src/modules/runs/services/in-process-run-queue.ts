@@ -21,11 +21,22 @@ export class InProcessRunQueue implements RunQueue {
   private readonly running = new Map<string, { promise: Promise<void>; abort: AbortController }>();
   private handler: RunJobHandler | null = null;
   private closed = false;
+  private readonly dropListeners: ((job: RunJob) => void)[] = [];
 
   constructor(private readonly options: InProcessRunQueueOptions) {}
 
+  /** Called for each job this queue will not run (enqueued after, or still waiting at, `close`). */
+  onDropped(listener: (job: RunJob) => void): void {
+    this.dropListeners.push(listener);
+  }
+
+  private drop(job: RunJob): void {
+    for (const listener of this.dropListeners) listener(job);
+  }
+
   async enqueue(job: RunJob): Promise<void> {
-    if (this.closed || this.known.has(job.runId)) return;
+    if (this.closed) return this.drop(job);
+    if (this.known.has(job.runId)) return;
     this.known.add(job.runId);
     let line = this.lines.get(job.teamId);
     if (!line) {
@@ -86,6 +97,7 @@ export class InProcessRunQueue implements RunQueue {
 
   async close(): Promise<void> {
     this.closed = true;
+    for (const line of this.lines.values()) for (const job of line) this.drop(job);
     this.lines.clear();
     this.turn.length = 0;
     const running = [...this.running.values()];

@@ -36,10 +36,16 @@ export interface RunState {
 
 /** Where an execution saves its progress; a debug run saves nothing. */
 export interface RunPersistence {
-  /** Saves the state after a block. Throws `RunSuperseded` when another attempt took the run over, `RunCancelled` when a cancel was asked for. */
-  checkpoint(state: RunState): Promise<void>;
-  /** Saves the final state (and settles or releases the credits). */
-  finish(state: RunState): Promise<void>;
+  /**
+   * Saves the state after a block together with the events emitted so far (one write). Throws
+   * `RunSuperseded` when another attempt took the run over, `RunCancelled` when a cancel was asked for.
+   */
+  checkpoint(state: RunState, sink: RunEventSink): Promise<void>;
+  /**
+   * Saves the final state with the events emitted so far (and settles or releases the credits),
+   * and emits `run_complete` (`completion(state)`), published no earlier than the final state is stored.
+   */
+  finish(state: RunState, sink: RunEventSink): Promise<void>;
   heartbeat(): Promise<void>;
 }
 
@@ -128,15 +134,18 @@ export class RunEngine {
         }
         const outcome = await this.runBlock(state, block, sink, controller.signal);
         if (outcome === 'wait') {
-          await sink.flush();
-          await persistence.checkpoint(state);
+          await persistence.checkpoint(state, sink);
           return;
         }
         if (outcome === 'stop' || reason) break;
         state.cursor++;
-        await sink.flush();
+        // After the last block the final record (written next) is the checkpoint.
+        if (!state.blocks.slice(state.cursor).some((next) => next.kind !== 'text')) {
+          state.cursor = state.blocks.length;
+          break;
+        }
         try {
-          await persistence.checkpoint(state);
+          await persistence.checkpoint(state, sink);
         } catch (error) {
           if (error instanceof RunCancelled) stop('cancel');
           else throw error;
@@ -157,10 +166,7 @@ export class RunEngine {
       }
       state.output = outputOf(state);
       // The record is final before run_complete goes out: a client that saw it reads the final run.
-      await sink.flush();
-      await persistence.finish(state);
-      sink.emit('run_complete', completion(state));
-      await sink.flush();
+      await persistence.finish(state, sink);
     } finally {
       clearTimeout(timer);
       clearInterval(heartbeat);

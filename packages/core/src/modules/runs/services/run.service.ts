@@ -25,7 +25,8 @@ import { Run, terminalRunStatuses, type RunSource, type RunStatus } from '../ent
 import { runErrors, runFailure } from '../errors.js';
 import type { RunsConfig } from '../runs.config.js';
 import { runsConfigServiceIdentifier } from '../tokens.js';
-import { followRun, followRunBatches, LocalEventSink, runControlTopic, StoredEventSink, type RunEventRecord } from './event-log.js';
+import { followRun, followRunBatches, LocalEventSink, runControlTopic, SEQ_BLOCK, StoredEventSink, type RunEventRecord } from './event-log.js';
+import { InProcessRunQueue } from './in-process-run-queue.js';
 import { completion, initialState, outputOf, publicSession, RunCancelled, RunEngine, RunSuperseded, type RunPersistence, type RunState, type StopReason } from './run-engine.js';
 
 /** What `RunService.start` needs: the Block API and the document run route both call it. */
@@ -90,6 +91,12 @@ export interface DocumentRunBody {
 
 const activeStatuses: RunStatus[] = ['queued', 'running'];
 
+/** A run this process executes: its result, handed to a waiting `stream: false` caller from memory (null: read it from the store). */
+interface LocalRun {
+  promise: Promise<RunResult | null>;
+  resolve(result: RunResult | null): void;
+}
+
 /**
  * The workflow runtime: starts runs (checking inputs, timeout and credits), executes queued runs
  * through the RunQueue port, resumes runs that wait for an answer, cancels, lists, and streams
@@ -99,6 +106,9 @@ const activeStatuses: RunStatus[] = ['queued', 'running'];
 export class RunService {
   private readonly engine: RunEngine;
   private readonly log: Logger;
+  /** Runs queued on, or executing in, this process (in-process queue), by id. */
+  private readonly local = new Map<string, LocalRun>();
+  private consuming = false;
 
   constructor(
     @inject(runsConfigServiceIdentifier) private readonly config: RunsConfig,
@@ -225,7 +235,14 @@ export class RunService {
       if (reservationId) await this.credits.release(this.fork(), reservationId, 'the run could not be stored').catch(() => undefined);
       throw error;
     }
-    await this.queue.enqueue({ runId, teamId: input.teamId });
+    // The in-process queue executes the run here: its result can come from memory.
+    if (this.consuming && this.queue instanceof InProcessRunQueue) this.localRun(runId);
+    try {
+      await this.queue.enqueue({ runId, teamId: input.teamId });
+    } catch (error) {
+      this.local.delete(runId);
+      throw error;
+    }
     return this.handle(runId, input.documentId);
   }
 
@@ -244,6 +261,12 @@ export class RunService {
       events: (after = 0, signal) => this.follow(runId, after, { endWhenWaiting: true, signal }),
       batches: (after = 0, signal) => followRunBatches(this.fork, this.pubsub, runId, after, { endWhenWaiting: true, signal }),
       result: async () => {
+        const local = this.local.get(runId);
+        if (local) {
+          const result = await local.promise;
+          this.local.delete(runId);
+          if (result) return result;
+        }
         for await (const _event of this.follow(runId, 0, { endWhenWaiting: true, fromEnd: true })) {
           // Wait for the end of the stream.
         }
@@ -260,8 +283,9 @@ export class RunService {
     const persistence: RunPersistence = {
       checkpoint: async () => undefined,
       heartbeat: async () => undefined,
-      finish: async (final) => {
+      finish: async (final, events) => {
         await this.closeCredits(args.reservationId, args.amount, final);
+        events.emit('run_complete', completion(final));
       },
     };
     const done = this.engine
@@ -343,7 +367,7 @@ export class RunService {
         }
       }
       used = Math.min(Math.max(0, used), reserved);
-      await this.credits.settle(this.fork(), reservationId, used, `run ${state.id}`);
+      await this.credits.settleOnly(this.fork(), reservationId, used, `run ${state.id}`);
       return used;
     } catch (error) {
       this.log.warn({ err: error, runId: state.id }, 'could not close the credit reservation of a run');
@@ -374,35 +398,65 @@ export class RunService {
 
   /** Starts this process consuming the run queue. */
   async consume(): Promise<void> {
+    if (this.queue instanceof InProcessRunQueue) this.queue.onDropped((job) => this.local.get(job.runId)?.resolve(null));
     await this.queue.process((job, signal) => this.executeJob(job, signal));
+    this.consuming = true;
+  }
+
+  /** The local record of a run this process executes (created once). */
+  private localRun(runId: string): LocalRun {
+    let local = this.local.get(runId);
+    if (!local) {
+      let resolve!: (result: RunResult | null) => void;
+      const promise = new Promise<RunResult | null>((r) => (resolve = r));
+      this.local.set(runId, (local = { promise, resolve }));
+    }
+    return local;
   }
 
   /** Executes (or continues) one queued run. Safe to call again for an interrupted run. */
   async executeJob(job: RunJob, signal: AbortSignal): Promise<void> {
+    const local = this.local.get(job.runId);
+    let result: RunResult | null = null;
+    try {
+      result = await this.execute(job, signal);
+    } finally {
+      if (local) {
+        // A `stream: false` caller already waits on the promise (it asks right after the start,
+        // long before a run ends); a later one reads the stored run.
+        local.resolve(result);
+        this.local.delete(job.runId);
+      }
+    }
+  }
+
+  /** Executes one queued run; its result when it ended or paused here (null when it did not run, or stopped unfinished). */
+  private async execute(job: RunJob, signal: AbortSignal): Promise<RunResult | null> {
     const em = this.fork();
     const run = await em.findOne(Run, { id: job.runId });
-    if (!run || !activeStatuses.includes(run.status)) return;
+    if (!run || !activeStatuses.includes(run.status)) return null;
     if (signal.aborted) {
       // The queue gave up on the run (its workers kept dying): fail it rather than continue.
       const reason = signal.reason as { code?: string } | undefined;
-      if (reason?.code === 'run_worker_lost') return this.endWithoutEngine(run, 'failed');
-      return;
+      if (reason?.code === 'run_worker_lost') await this.endWithoutEngine(run, 'failed');
+      return null;
     }
-    if (run.cancelRequested) return this.endWithoutEngine(run, 'cancelled');
-    if (run.attempt >= this.config.maxAttempts) return this.endWithoutEngine(run, 'failed');
+    if (run.cancelRequested) return this.endWithoutEngine(run, 'cancelled').then(() => null);
+    if (run.attempt >= this.config.maxAttempts) return this.endWithoutEngine(run, 'failed').then(() => null);
     const now = this.clock.now();
     const attempt = run.attempt + 1;
     const startedAt = run.startedAt ?? now;
     const deadlineAt = run.deadlineAt ?? new Date(now.getTime() + run.timeoutSeconds * 1000);
+    // The claim also reserves the attempt's sequence numbers (see StoredEventSink.reserved).
     const claimed = await em.nativeUpdate(
       Run,
       { id: run.id, attempt: run.attempt, status: { $in: activeStatuses } },
-      { attempt, status: 'running', heartbeatAt: now, startedAt, deadlineAt, updatedAt: now },
+      { attempt, status: 'running', heartbeatAt: now, startedAt, deadlineAt, updatedAt: now, seqCeiling: run.seqCeiling + SEQ_BLOCK },
     );
-    if (!claimed) return;
+    if (!claimed) return null;
     Object.assign(run, { attempt, startedAt, deadlineAt });
     const state = this.stateOf(run);
-    const sink = await StoredEventSink.open(this.fork, this.pubsub, run, this.config.flushIntervalMs);
+    const sink = StoredEventSink.reserved(this.fork, this.pubsub, run, this.config.flushIntervalMs);
     const cancel = new AbortController();
     let why: StopReason = 'shutdown';
     const unsubscribe = await this.pubsub.subscribe(runControlTopic(run.id), (message) => {
@@ -413,13 +467,30 @@ export class RunService {
     });
     const onShutdown = () => cancel.abort();
     signal.addEventListener('abort', onShutdown);
+    const persistence = this.persistence(run, sink);
     try {
-      await this.engine.execute(state, sink, this.persistence(run, state), { signal: cancel.signal, stopReason: () => why, heartbeatMs: this.config.heartbeatSeconds * 1000 });
-      // Every event is stored: the continuation numbers its events right after the last one.
+      await this.engine.execute(state, sink, persistence, { signal: cancel.signal, stopReason: () => why, heartbeatMs: this.config.heartbeatSeconds * 1000 });
       await sink.close();
-      await this.fork().nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { seqCeiling: sink.lastSeq });
+      // A run that goes on later (waiting for an answer, or stopped by a shutdown) numbers its
+      // events right after the last stored one; a finished run keeps its reservation.
+      if (!terminalRunStatuses.has(state.status)) await this.fork().nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { seqCeiling: sink.lastSeq });
+      if (state.status === 'running' || state.status === 'queued') return null;
+      const durationMs = persistence.durationMs ?? this.clock.nowMs() - state.startedAt;
+      return {
+        runId: run.id,
+        documentId: run.documentId,
+        status: state.status,
+        globalCtx: state.ctx,
+        sessions: state.sessions.map(publicSession),
+        duration: durationMs,
+        timedOut: state.timedOut,
+        output: state.status === 'waiting' ? (run.output ?? null) : (state.output ?? null),
+        error: state.error,
+        waiting: state.status === 'waiting' ? state.waiting : null,
+      };
     } catch (error) {
       if (!(error instanceof RunSuperseded)) this.log.error({ err: error, runId: run.id }, 'run execution failed');
+      return null;
     } finally {
       signal.removeEventListener('abort', onShutdown);
       await sink.close().catch(() => undefined);
@@ -454,14 +525,19 @@ export class RunService {
     };
   }
 
-  private persistence(run: Run, state: RunState): RunPersistence {
+  private persistence(run: Run, sink: StoredEventSink): RunPersistence & { durationMs: number | null } {
     const fence = { id: run.id, attempt: run.attempt };
-    return {
-      checkpoint: async (s) => {
-        const changed = await this.fork().nativeUpdate(
-          Run,
-          { ...fence, cancelRequested: false },
-          { cursor: s.cursor, sessions: s.sessions, ctx: s.ctx, usage: s.usage, status: s.status, waiting: s.waiting, answer: null, heartbeatAt: this.clock.now(), updatedAt: this.clock.now() },
+    const persistence = {
+      durationMs: null as number | null,
+      checkpoint: async (s: RunState) => {
+        // The block's events and the checkpoint in one transaction.
+        const now = this.clock.now();
+        const changed = await sink.flushWith((tx) =>
+          tx.nativeUpdate(
+            Run,
+            { ...fence, cancelRequested: false },
+            { cursor: s.cursor, sessions: s.sessions, ctx: s.ctx, usage: s.usage, status: s.status, waiting: s.waiting, answer: null, heartbeatAt: now, updatedAt: now },
+          ),
         );
         if (changed) return;
         const current = await this.fork().findOne(Run, fence);
@@ -479,28 +555,36 @@ export class RunService {
       heartbeat: async () => {
         await this.fork().nativeUpdate(Run, fence, { heartbeatAt: this.clock.now() });
       },
-      finish: async (s) => {
+      finish: async (s: RunState) => {
         const now = this.clock.now();
         const used = await this.closeCredits(run.reservationId, run.reservedCredits, s);
-        const changed = await this.fork().nativeUpdate(Run, fence, {
-          cursor: s.cursor,
-          sessions: s.sessions,
-          ctx: s.ctx,
-          usage: s.usage,
-          status: s.status,
-          waiting: null,
-          output: s.output ?? null,
-          error: s.error,
-          timedOut: s.timedOut,
-          usedCredits: used,
-          finishedAt: now,
-          durationMs: now.getTime() - s.startedAt,
-          updatedAt: now,
-        });
+        const durationMs = now.getTime() - s.startedAt;
+        // run_complete is stored with the final record and published once both are.
+        sink.emitStored('run_complete', completion(s));
+        const changed = await sink.flushWith(
+          (tx) =>
+            tx.nativeUpdate(Run, fence, {
+              cursor: s.cursor,
+              sessions: s.sessions,
+              ctx: s.ctx,
+              usage: s.usage,
+              status: s.status,
+              waiting: null,
+              output: s.output ?? null,
+              error: s.error,
+              timedOut: s.timedOut,
+              usedCredits: used,
+              finishedAt: now,
+              durationMs,
+              updatedAt: now,
+            }),
+          (count) => count > 0,
+        );
         if (!changed) throw new RunSuperseded();
+        persistence.durationMs = durationMs;
       },
     };
-    void state;
+    return persistence;
   }
 
   /**
@@ -529,9 +613,7 @@ export class RunService {
     state.waiting = null;
     state.output = outputOf(state);
     sink.emit('run_error', { runId: run.id, error: failure.code, message: failure.message });
-    await sink.flush();
-    await this.persistence(fresh, state).finish(state);
-    sink.emit('run_complete', completion(state));
+    await this.persistence(fresh, sink).finish(state, sink);
     await sink.close();
     await this.fork().nativeUpdate(Run, { id: run.id, attempt: fresh.attempt }, { seqCeiling: sink.lastSeq });
   }
