@@ -1,4 +1,7 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { DatabaseAdapter } from '@trellis/core';
 import { postgresDatabase } from '@trellis/db-postgres';
 import { sqliteDatabase } from '@trellis/db-sqlite';
@@ -53,4 +56,29 @@ function postgres(baseUrl: string): TestDatabase {
 export function testDatabases(): TestDatabase[] {
   const url = process.env.TRELLIS_TEST_POSTGRES_URL;
   return url ? [sqlite, postgres(url)] : [sqlite];
+}
+
+/**
+ * One database that several hosts open, side by side or one after another, as processes behind a
+ * load balancer do: a SQLite file in a temporary folder, or one PostgreSQL database.
+ */
+export function sharedDatabase(base: TestDatabase): TestDatabase & { cleanup(): Promise<void> } {
+  let postgres: TestDatabaseHandle | undefined;
+  let dir: string | undefined;
+  return {
+    name: base.name,
+    async create() {
+      if (base.name === 'sqlite') {
+        dir ??= mkdtempSync(join(tmpdir(), 'trellis-shared-'));
+        const path = join(dir, 'shared.db');
+        return { adapter: sqliteDatabase({ path }), url: `sqlite:${path}`, drop: async () => undefined };
+      }
+      postgres ??= await base.create();
+      return { adapter: postgresDatabase({ url: postgres.url, pool: { min: 1, max: 5 } }), url: postgres.url, drop: async () => undefined };
+    },
+    async cleanup() {
+      await postgres?.drop();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

@@ -1,12 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { JwtService, provide, pubSubServiceIdentifier, UserService } from '@trellis/core';
-import { postgresDatabase } from '@trellis/db-postgres';
-import { sqliteDatabase } from '@trellis/db-sqlite';
 import { RedisPubSub } from '@trellis/pubsub-redis';
-import { startTestHost, testDatabases, type TestDatabase, type TestDatabaseHandle, type TestHost } from '@trellis/test-support';
+import { sharedDatabase, startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { WebsocketProvider } from 'y-websocket';
@@ -16,27 +11,6 @@ import { WsProbe } from './support/realtime-clients.js';
 
 const redisUrl = process.env.TRELLIS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
-/** One database that both hosts open, as processes behind a load balancer do. */
-function sharedDatabase(base: TestDatabase): TestDatabase & { cleanup(): Promise<void> } {
-  let postgres: TestDatabaseHandle | undefined;
-  let dir: string | undefined;
-  return {
-    name: base.name,
-    async create() {
-      if (base.name === 'sqlite') {
-        dir ??= mkdtempSync(join(tmpdir(), 'trellis-revocation-'));
-        const path = join(dir, 'shared.db');
-        return { adapter: sqliteDatabase({ path }), url: `sqlite:${path}`, drop: async () => undefined };
-      }
-      postgres ??= await base.create();
-      return { adapter: postgresDatabase({ url: postgres.url, pool: { min: 1, max: 5 } }), url: postgres.url, drop: async () => undefined };
-    },
-    async cleanup() {
-      await postgres?.drop();
-      if (dir) rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 let counter = 0;
 

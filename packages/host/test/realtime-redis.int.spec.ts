@@ -1,38 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provide, pubSubServiceIdentifier, PushService, UserService } from '@trellis/core';
-import { postgresDatabase } from '@trellis/db-postgres';
-import { sqliteDatabase } from '@trellis/db-sqlite';
 import { RedisPubSub } from '@trellis/pubsub-redis';
-import { startTestHost, testDatabases, testRedisUrl, transports, type TestDatabase, type TestDatabaseHandle, type TestHost } from '@trellis/test-support';
+import { sharedDatabase, startTestHost, testDatabases, testRedisUrl, transports, type TestHost } from '@trellis/test-support';
 import { nextEvent, openRpcClient, WsProbe } from './support/realtime-clients.js';
 
 const redisUrl = testRedisUrl ?? '';
 
-/** One database that several hosts open, as processes behind a load balancer do. */
-function sharedDatabase(base: TestDatabase): TestDatabase & { cleanup(): Promise<void> } {
-  let postgres: TestDatabaseHandle | undefined;
-  let dir: string | undefined;
-  return {
-    name: base.name,
-    async create() {
-      if (base.name === 'sqlite') {
-        dir ??= mkdtempSync(join(tmpdir(), 'trellis-realtime-'));
-        const path = join(dir, 'shared.db');
-        return { adapter: sqliteDatabase({ path }), url: `sqlite:${path}`, drop: async () => undefined };
-      }
-      postgres ??= await base.create();
-      return { adapter: postgresDatabase({ url: postgres.url, pool: { min: 1, max: 5 } }), url: postgres.url, drop: async () => undefined };
-    },
-    async cleanup() {
-      await postgres?.drop();
-      if (dir) rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 // Two host processes' worth of kernels share one database and one Redis: a push published by one
 // reaches the sockets held by the other.

@@ -1,9 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { postgresDatabase } from '@trellis/db-postgres';
-import { sqliteDatabase } from '@trellis/db-sqlite';
-import type { TestDatabase, TestDatabaseHandle, TestHost } from '@trellis/test-support';
+import type { TestHost } from '@trellis/test-support';
+
+export { sharedDatabase } from '@trellis/test-support';
 import { createDocument, createProject } from './documents.fixtures.js';
 
 /** Workflow blocks as documents store them (docs/runs.md). */
@@ -25,27 +22,6 @@ export async function workflowDocument(t: TestHost, token: string, content: unkn
   return { projectId: p.id, documentId: d.id };
 }
 
-/** One database that several hosts open one after another or side by side. */
-export function sharedDatabase(base: TestDatabase): TestDatabase & { cleanup(): Promise<void> } {
-  let postgres: TestDatabaseHandle | undefined;
-  let dir: string | undefined;
-  return {
-    name: base.name,
-    async create() {
-      if (base.name === 'sqlite') {
-        dir ??= mkdtempSync(join(tmpdir(), 'trellis-runs-'));
-        const path = join(dir, 'shared.db');
-        return { adapter: sqliteDatabase({ path }), url: `sqlite:${path}`, drop: async () => undefined };
-      }
-      postgres ??= await base.create();
-      return { adapter: postgresDatabase({ url: postgres.url, pool: { min: 1, max: 5 } }), url: postgres.url, drop: async () => undefined };
-    },
-    async cleanup() {
-      await postgres?.drop();
-      if (dir) rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 /** Sequence numbers are 1, 2, 3, ... without holes or repeats. */
 export function expectDense(seqs: number[]): void {
