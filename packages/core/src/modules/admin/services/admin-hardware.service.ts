@@ -10,6 +10,7 @@ import { Hardware, type HardwareStatus } from '../../developer/entities/hardware
 import { devResources, type DevInput } from '../../developer/resource-types.js';
 import { PushService } from '../../realtime/push.service.js';
 import type { Acting } from './admin-user.service.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 const notFound = (id: string) => new TrellisError('not_found', 'hardware_not_found', `No hardware device has the id ${id}.`);
 
@@ -40,7 +41,7 @@ export class AdminHardwareService {
   }
 
   async update(em: EntityManager, id: string, input: DevInput, acting: Acting): Promise<Hardware> {
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const hardware = await this.get(tx, id);
       devResources.hardware.apply(hardware, input);
       await this.record(tx, acting, 'admin.hardware.update', id, { fields: Object.keys(input).sort() });
@@ -55,7 +56,7 @@ export class AdminHardwareService {
    * record, stamped with the time. A device that reported none answers 409 `sim_not_reported`.
    */
   async syncSim(em: EntityManager, id: string, acting: Acting): Promise<Hardware> {
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const hardware = await this.get(tx, id);
       if (!hardware.simReported) {
         throw new TrellisError('conflict', 'sim_not_reported', 'The device has not reported SIM information yet (a status message of type "sim", or a "sim" log entry).');
@@ -76,7 +77,7 @@ export class AdminHardwareService {
    */
   async reset(em: EntityManager, id: string, mode: string, acting: Acting): Promise<{ hardware: Hardware; control: Record<string, unknown> }> {
     const control = { command: 'reset', target: 'device', params: { mode } };
-    const hardware = await em.transactional(async (tx) => {
+    const hardware = await inTransaction(em, async (tx) => {
       const hardware = await this.get(tx, id);
       hardware.status = 'resetting';
       tx.create(HardwareLog, {

@@ -13,6 +13,7 @@ import { JwtService } from '../../identity/services/jwt.service.js';
 import { UserService, type UpdateUserInput } from '../../identity/services/user.service.js';
 import type { adminConfigSchema } from '../admin.config.js';
 import type { UserRole } from '../dto/user.dto.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 export type AdminSettings = InferConfig<typeof adminConfigSchema>;
 export const adminSettingsServiceIdentifier: ServiceIdentifier<AdminSettings> = Symbol.for('@trellis/core/AdminSettings');
@@ -109,7 +110,7 @@ export class AdminUserService {
       throw new TrellisError('forbidden', 'cannot_change_own_permissions', 'You cannot change your own permissions; ask another administrator.');
     }
     if (input.isSiteAdmin !== undefined && !actor.isSiteAdmin) throw siteAdminProtected();
-    const user = await em.transactional(async (tx) => {
+    const user = await inTransaction(em, async (tx) => {
       const target = await this.users.getById(tx, id);
       if (target.isSiteAdmin && !actor.isSiteAdmin) throw siteAdminProtected();
       const change: UpdateUserInput = {};

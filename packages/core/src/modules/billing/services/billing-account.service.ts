@@ -11,6 +11,7 @@ import { addMonths } from '../periods.js';
 import { isUuid } from '../rows.js';
 import { CreditLedger } from './credit-ledger.js';
 import { PlanCatalog } from './plan-catalog.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 const managers: readonly TeamRole[] = ['owner', 'admin'];
 
@@ -58,7 +59,7 @@ export class BillingAccountService {
     const plan = this.plans.fallback;
     const end = addMonths(now, 1);
     try {
-      await em.transactional(async (tx) => {
+      await inTransaction(em, async (tx) => {
         const team = tx.getReference(Team, teamId);
         tx.create(Subscription, {
           id: this.ids.next(),

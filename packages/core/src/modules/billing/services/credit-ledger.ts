@@ -32,7 +32,7 @@ export interface CreditPeriod {
 /**
  * The only code that changes a balance. Each change is a ledger entry written in the same
  * transaction, so a balance always equals the sum of its entries. Callers lock the balance first
- * (`lock`) and run inside `em.transactional`.
+ * (`lock`) and run inside `inTransaction`.
  */
 @injectable()
 export class CreditLedger {

@@ -14,6 +14,7 @@ import { isUuid } from '../rows.js';
 import { billingConfigServiceIdentifier } from '../tokens.js';
 import { BillingAccountService } from './billing-account.service.js';
 import { CreditLedger, teamIdOf } from './credit-ledger.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 export interface ReserveInput {
   teamId: string;
@@ -65,7 +66,7 @@ export class CreditService {
     const now = this.clock.now();
     const ttl = input.ttlSeconds ?? this.config.reservationTtlSeconds;
     const hold = () =>
-      em.transactional(async (tx) => {
+      inTransaction(em, async (tx) => {
         const balance = await this.ledger.tryLock(tx, input.teamId);
         if (!balance) return null;
         const total = balance.grantCredits + balance.purchaseCredits;
@@ -128,7 +129,7 @@ export class CreditService {
 
   private async close(em: EntityManager, reservationId: string, status: 'settled' | 'released', used: number, reason: string | undefined, answer: boolean): Promise<CreditReservation | null> {
     const now = this.clock.now();
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const reservation = isUuid(reservationId) ? await tx.findOne(CreditReservation, { id: reservationId }, { refresh: true }) : null;
       if (!reservation) throw billingErrors.reservationNotFound();
       if (reservation.status !== 'held') throw billingErrors.reservationClosed(reservation.status);

@@ -22,6 +22,7 @@ import { CreditLedger, teamIdOf } from './credit-ledger.js';
 import type { CreditPack, Plan } from './plan-catalog.js';
 import { PlanCatalog } from './plan-catalog.js';
 import { SubscriptionLifecycle, type PlanChange } from './subscription-lifecycle.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 /** How to pay an order: where to send the payer, or what to tell them. */
 export interface PaymentGuidance {
@@ -138,7 +139,7 @@ export class OrderService {
 
   private async place(em: EntityManager, draft: OrderDraft, couponCode: string | undefined, customerEmail: string | undefined): Promise<PlacedOrder> {
     const now = this.clock.now();
-    const order = await em.transactional(async (tx) => {
+    const order = await inTransaction(em, async (tx) => {
       // The team may have been deleted since the membership check: 400 NO_TEAM, not a foreign-key failure.
       await lockTeam(tx, draft.teamId);
       const quote = couponCode ? await this.coupons.redeem(tx, couponCode, draft.originalAmount) : null;
@@ -241,7 +242,7 @@ export class OrderService {
    */
   async markPaid(em: EntityManager, orderId: string, via: PaidVia): Promise<PaidOrder> {
     const allowed: OrderStatus[] = via.kind === 'provider' ? ['pending', 'expired', 'canceled'] : via.kind === 'free' ? ['pending'] : ['pending', 'expired'];
-    const effects = await em.transactional((tx) => this.payIn(tx, orderId, allowed, via));
+    const effects = await inTransaction(em, (tx) => this.payIn(tx, orderId, allowed, via));
     await this.announce(effects);
     return { order: await this.reload(em, orderId), alreadyPaid: effects.alreadyPaid };
   }
@@ -351,7 +352,7 @@ export class OrderService {
 
   private async close(em: EntityManager, orderId: string, status: 'canceled' | 'expired', condition: FilterQuery<PaymentOrder>): Promise<boolean> {
     const now = this.clock.now();
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const changed = await tx.nativeUpdate(
         PaymentOrder,
         { id: orderId, status: 'pending', ...(condition as object) },
@@ -407,7 +408,7 @@ export class OrderService {
     let effects: PaidEffects | null = null;
     let outcome: string;
     try {
-      outcome = await em.transactional(async (tx) => {
+      outcome = await inTransaction(em, async (tx) => {
         const record = tx.create(PaymentEventRecord, {
           id: this.ids.next(),
           provider: this.provider.id,

@@ -18,6 +18,7 @@ import { lockRow, lockTeam } from '../rows.js';
 import { billingConfigServiceIdentifier } from '../tokens.js';
 import { CreditLedger, teamIdOf } from './credit-ledger.js';
 import { PlanCatalog, type Plan } from './plan-catalog.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 const DAY_MS = 86_400_000;
 
@@ -120,7 +121,7 @@ export class SubscriptionLifecycle {
    */
   async renew(em: EntityManager, subscriptionId: string): Promise<RenewalResult | null> {
     const now = this.clock.now();
-    const result = await em.transactional(async (tx) => {
+    const result = await inTransaction(em, async (tx) => {
       const sub = await lockRow(tx, Subscription, { id: subscriptionId, currentPeriodEnd: { $lte: now } });
       if (!sub) return null;
       const teamId = teamIdOf(sub);
@@ -223,7 +224,7 @@ export class SubscriptionLifecycle {
   /** Starts the next credit month of a team whose billing period is not over (yearly plans). */
   async rollCreditMonth(em: EntityManager, teamId: string): Promise<boolean> {
     const now = this.clock.now();
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const sub = await lockRow(tx, Subscription, { team: teamId, currentPeriodEnd: { $gt: now } });
       if (!sub) return false;
       const balance = await lockRow(tx, CreditBalance, { team: teamId, periodEnd: { $lte: now } });
@@ -251,7 +252,7 @@ export class SubscriptionLifecycle {
   async endOverdue(em: EntityManager, subscriptionId: string): Promise<boolean> {
     const now = this.clock.now();
     const cutoff = new Date(now.getTime() - this.config.renewalGraceDays * DAY_MS);
-    const change = await em.transactional(async (tx) => {
+    const change = await inTransaction(em, async (tx) => {
       const sub = await lockRow(tx, Subscription, { id: subscriptionId, status: 'past_due', currentPeriodStart: { $lte: cutoff } });
       if (!sub) return null;
       const teamId = teamIdOf(sub);

@@ -10,6 +10,7 @@ import { OrderService, type PaymentGuidance } from './order.service.js';
 import type { PaymentOrder } from '../entities/payment-order.entity.js';
 import { PlanCatalog } from './plan-catalog.js';
 import { SubscriptionLifecycle } from './subscription-lifecycle.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 export interface ChangePlanInput {
   userId: string;
@@ -88,7 +89,7 @@ export class SubscriptionService {
       };
     }
     if (input.couponCode) throw billingErrors.invalidCoupon('A coupon applies to payment orders; this change needs no payment.');
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const sub = await this.lifecycle.lockExisting(tx, input.teamId);
       const cmp = this.plans.compare(target, sub);
       if (cmp > 0) {
@@ -111,7 +112,7 @@ export class SubscriptionService {
   /** Stops renewal at the end of the current period (idempotent). 400 NOTHING_TO_CANCEL on the fallback plan. */
   async cancelRenewal(em: EntityManager, teamId: string): Promise<Subscription> {
     await this.accounts.ensure(em, teamId);
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const sub = await this.lifecycle.lockExisting(tx, teamId);
       if (this.plans.isFallback(sub.planCode)) throw billingErrors.nothingToCancel(this.plans.fallback.name);
       if (!sub.cancelAtPeriodEnd) {
@@ -127,7 +128,7 @@ export class SubscriptionService {
   /** Undoes `cancelRenewal` while the period runs (idempotent). */
   async resumeRenewal(em: EntityManager, teamId: string): Promise<Subscription> {
     await this.accounts.ensure(em, teamId);
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const sub = await this.lifecycle.lockExisting(tx, teamId);
       if (sub.cancelAtPeriodEnd) {
         sub.cancelAtPeriodEnd = false;

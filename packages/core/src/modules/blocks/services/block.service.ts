@@ -12,6 +12,7 @@ import { Project } from '../../projects/entities/project.entity.js';
 import { ProjectService, type ProjectPermission } from '../../projects/services/project.service.js';
 import { Block, type BlockType, type DeploymentInput } from '../entities/block.entity.js';
 import { blockAccessDenied, blockNameTaken, blockNotFound, blockNotInTrash } from '../errors.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 /**
  * Loads a block (with its project) outside the caller's unit of work. Block services change rows
@@ -176,7 +177,7 @@ export class BlockService {
     await this.requireFreeName(em, project.id, name);
     let id: string;
     try {
-      id = await em.transactional(async (tx) => {
+      id = await inTransaction(em, async (tx) => {
         const { doc } = await this.documents.create(tx, principal, {
           projectId: project.id,
           title: name,
@@ -252,7 +253,7 @@ export class BlockService {
     const { block } = await this.requireBlock(em, principal, blockId, { wanted: 'write', projectId, trashed: confirm });
     const gate = this.documents.gate;
     if (confirm) {
-      await em.transactional(async (tx) => {
+      await inTransaction(em, async (tx) => {
         await this.projects.removeSubtree(tx, projectId, block.id);
         await tx.nativeDelete(Block, { id: block.id });
         await tx.nativeDelete(Document, { id: block.id });
@@ -262,7 +263,7 @@ export class BlockService {
     }
     const node = await this.projects.findNode(em, projectId, block.id);
     const now = this.clock.now();
-    const moved = await em.transactional(async (tx) => {
+    const moved = await inTransaction(em, async (tx) => {
       const count = await tx.nativeUpdate(Block, { id: block.id, trashedAt: null }, { trashedAt: now, trashedParentKey: node?.parentKey ?? null });
       if (count === 0) return false;
       await tx.nativeUpdate(Document, { id: block.id }, { deletedAt: now, collabLeaseUntil: null });
@@ -299,7 +300,7 @@ export class BlockService {
   private async restoreOne(em: EntityManager, block: Block): Promise<void> {
     const projectId = block.project.id;
     // A fresh unit of work: the flush of addNode must not write back the caller's loaded (trashed) block.
-    await em.fork().transactional(async (tx) => {
+    await inTransaction(em.fork(), async (tx) => {
       let parentKey = block.trashedParentKey;
       if (parentKey !== null) {
         const parent = await this.projects.findNode(tx, projectId, parentKey);

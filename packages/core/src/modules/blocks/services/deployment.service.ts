@@ -15,6 +15,7 @@ import { BlockVersion } from '../entities/block-version.entity.js';
 import { blockNotFound, blockVersionNotFound, blockVersionTaken, deploymentAccessDenied, deploymentAuthRequired, deploymentNotFound } from '../errors.js';
 import { BlockService, loadBlock, type BlockRunTarget } from './block.service.js';
 import { nextVersion, VERSION_PATTERN } from './versions.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 export interface DeploymentSettings {
   inputs?: DeploymentInput[];
@@ -118,7 +119,7 @@ export class DeploymentService {
     const now = this.clock.now();
     const id = this.ids.next();
     try {
-      await em.transactional(async (tx) => {
+      await inTransaction(em, async (tx) => {
         tx.create(BlockVersion, {
           id,
           block: tx.getReference(Block, block.id),

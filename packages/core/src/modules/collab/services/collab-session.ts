@@ -28,6 +28,7 @@ import {
 } from '../yjs/protocol.js';
 import { ensureElementIds, FRAGMENT_NAME, readDocument, writeDocument } from '../yjs/rich-text-yjs.js';
 import { decodeState, type YjsStateStore } from './yjs-state.store.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 /**
  * Close codes (4400-4499 tell y-websocket clients not to reconnect). `credentialInvalid` (4401):
@@ -384,7 +385,7 @@ export class CollabSession {
     for (let attempt = 0; attempt < 5; attempt++) {
       const em = this.deps.fork();
       const now = this.deps.clock.now();
-      const written = await em.transactional(async (tx) => {
+      const written = await inTransaction(em, async (tx) => {
         const count = await tx.nativeUpdate(Document, { id: this.documentId, contentHash: base, deletedAt: null }, { content, contentHash: hash, updatedAt: now });
         if (count === 0) return false;
         const row = await tx.findOne(Document, { id: this.documentId });

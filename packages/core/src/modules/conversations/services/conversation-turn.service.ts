@@ -18,6 +18,7 @@ import { Conversation } from '../entities/conversation.entity.js';
 import { Message, type MessageAttrs, type MessageToolCall } from '../entities/message.entity.js';
 import { toMessageView, type MessageView } from '../views.js';
 import { ConversationService, messageNotFound } from './conversation.service.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 export interface TurnOptions {
   stream: boolean;
@@ -272,7 +273,7 @@ export class ConversationTurnService {
     let created: Message[];
     let assistant: Message;
     try {
-      [created, assistant] = await em.transactional(async (tx) => {
+      [created, assistant] = await inTransaction(em, async (tx) => {
         const written = await prepare(tx);
         const first = this.assistantMessage(tx, conversation.id, attrs);
         return [written, first] as const;

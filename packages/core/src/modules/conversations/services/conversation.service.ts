@@ -8,6 +8,7 @@ import { User } from '../../identity/entities/user.entity.js';
 import { ConversationMember } from '../entities/conversation-member.entity.js';
 import { Conversation, type ConversationConf } from '../entities/conversation.entity.js';
 import { Message } from '../entities/message.entity.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const conversationNotFound = (id: string) => new TrellisError('not_found', 'conversation_not_found', `No conversation you are a member of has the id ${id}.`);
@@ -41,7 +42,7 @@ export class ConversationService {
       const found = await em.count(User, { id: { $in: others } });
       if (found !== others.length) throw new TrellisError('bad_request', 'unknown_members', 'members names users that do not exist.');
     }
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const conversation = tx.create(Conversation, {
         id: this.ids.next(),
         owner: tx.getReference(User, userId),
@@ -85,7 +86,7 @@ export class ConversationService {
   async remove(em: EntityManager, userId: string, id: string): Promise<void> {
     const conversation = await this.requireMember(em, userId, id);
     if (conversation.owner.id !== userId) throw new TrellisError('forbidden', 'conversation_owner_required', 'Only the owner of a conversation can delete it.');
-    await em.transactional(async (tx) => {
+    await inTransaction(em, async (tx) => {
       await tx.nativeDelete(Message, { conversation: id });
       await tx.nativeDelete(ConversationMember, { conversation: id });
       await tx.nativeDelete(Conversation, { id });

@@ -6,6 +6,7 @@ import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { HardwareLog } from '../entities/hardware-log.entity.js';
 import { Hardware } from '../entities/hardware.entity.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 export interface LogWindow {
   start?: Date;
@@ -54,7 +55,7 @@ export class HardwareLogService {
    */
   async append(em: EntityManager, hardwareId: string, type: string, content: string, options: { seen?: boolean } = {}): Promise<HardwareLog> {
     const now = this.clock.now();
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const changes: Partial<Hardware> = {};
       if (options.seen) {
         changes.lastSeenAt = now;

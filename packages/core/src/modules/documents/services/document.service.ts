@@ -21,6 +21,7 @@ import type { DocumentsConfig } from '../documents.config.js';
 import { DocumentVersion, type VersionSource } from '../entities/document-version.entity.js';
 import { Document } from '../entities/document.entity.js';
 import { commentPreservationRequired, contentTooLarge, documentLocked, documentNotFound, versionConflict, writePermissionRequired } from '../errors.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 export type ContentFormat = 'json' | 'markdown-ir';
 
@@ -193,7 +194,7 @@ export class DocumentService {
     if (hash === options.expectedHash && title === doc.title && !options.forceVersion) return hash;
     const where: Record<string, unknown> = { id: doc.id, contentHash: options.expectedHash, deletedAt: null };
     if (options.requireUnlocked) where.$or = [{ collabLeaseUntil: null }, { collabLeaseUntil: { $lte: now } }];
-    const updated = await em.transactional(async (tx) => {
+    const updated = await inTransaction(em, async (tx) => {
       const count = await tx.nativeUpdate(Document, where, { content, contentHash: hash, title, updatedAt: now });
       if (count === 0) return false;
       if (hash !== options.expectedHash || options.forceVersion) this.recordVersion(tx, doc.id, content, hash, title, options.author, options.source, now);
@@ -268,7 +269,7 @@ export class DocumentService {
     const id = this.ids.next();
     const now = this.clock.now();
     const author = authorOf(principal);
-    const node = await em.transactional(async (tx) => {
+    const node = await inTransaction(em, async (tx) => {
       tx.create(Document, {
         id,
         project: tx.getReference(Project, project.id),
@@ -340,7 +341,7 @@ export class DocumentService {
   async delete(em: EntityManager, principal: Principal, documentId: string): Promise<void> {
     const { doc } = await this.requireDocument(em, documentId, principal, 'write');
     const now = this.clock.now();
-    const below = await em.transactional(async (tx) => {
+    const below = await inTransaction(em, async (tx) => {
       const count = await tx.nativeUpdate(Document, { id: documentId, deletedAt: null }, { deletedAt: now, collabLeaseUntil: null });
       if (count === 0) throw documentNotFound();
       const removed = await this.projects.removeSubtree(tx, doc.project.id, documentId);
@@ -371,7 +372,7 @@ export class DocumentService {
     const gate = this.gate;
     if (gate) for (const node of subtree) if (node.type === 'file' && gate.isLive(node.key)) await gate.flush(node.key);
     const author = authorOf(principal);
-    const rootKey = await em.transactional(async (tx) => {
+    const rootKey = await inTransaction(em, async (tx) => {
       const keys = new Map<string, string>();
       const projectRef = tx.getReference(Project, projectId);
       for (const node of subtree) {

@@ -7,6 +7,7 @@ import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { Team, TeamMember, type TeamRole } from '../entities/team.entity.js';
 import { User } from '../entities/user.entity.js';
 import { normaliseEmail } from './user.service.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 const managers: readonly TeamRole[] = ['owner', 'admin'];
 
@@ -46,7 +47,7 @@ export class TeamService {
   }
 
   async create(em: EntityManager, ownerId: string, name: string): Promise<TeamMember> {
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const team = tx.create(Team, { id: this.ids.next(), name: name.trim(), personal: false } as Team);
       const owner = tx.getReference(User, ownerId);
       return tx.create(TeamMember, { id: this.ids.next(), team, user: owner, role: 'owner' } as TeamMember);
@@ -67,7 +68,7 @@ export class TeamService {
     // A soft delete: the members go, and with them every way in; modules remove what the team
     // owned (`team.deleting`, in this transaction: projects and their documents), while the row
     // stays for the records that must outlive it (billing: orders, ledger, subscription, balance).
-    await em.transactional(async (tx) => {
+    await inTransaction(em, async (tx) => {
       const count = await tx.nativeUpdate(Team, { id: teamId, deletedAt: null }, { deletedAt: new Date() });
       if (count === 0) throw new TrellisError('not_found', 'team_not_found', 'No such team, or you are not a member.');
       await tx.nativeDelete(TeamMember, { team: teamId });

@@ -9,6 +9,7 @@ import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { passwordHasherServiceIdentifier, type PasswordHasher } from '../../../ports/password-hasher.js';
 import { Team, TeamMember } from '../entities/team.entity.js';
 import { User, type UserStatus } from '../entities/user.entity.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 export interface CreateUserInput {
   email: string;
@@ -58,7 +59,7 @@ export class UserService {
       // The unique index decides a race; the transaction only writes, so on SQLite shared by several
       // processes it never has to upgrade a read snapshot to a write (SQLITE_BUSY_SNAPSHOT).
       if (await em.count(User, { email })) throw emailTaken(email);
-      created = await em.transactional(async (tx) => {
+      created = await inTransaction(em, async (tx) => {
         const user = tx.create(User, {
           id: this.ids.next(),
           email,

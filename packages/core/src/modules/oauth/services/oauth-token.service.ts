@@ -29,6 +29,7 @@ import { InvalidGrant, InvalidRequest, UnsupportedGrantType } from '../oauth-err
 import '../hooks.js';
 import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from '../token-prefixes.js';
 import { OAuthAuditService } from './oauth-audit.service.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 /** RFC 6749 §5.1. */
 export interface TokenResponse {
@@ -133,7 +134,7 @@ export class OAuthTokenService {
    */
   async revokeApp(em: EntityManager, app: OAuthApp, reason: 'app_changed' | 'app_disabled' | 'app_deleted'): Promise<void> {
     const now = this.clock.now();
-    await em.transactional(async (tx) => {
+    await inTransaction(em, async (tx) => {
       await tx.nativeUpdate(OAuthApp, { id: app.id }, { tokenEpoch: app.tokenEpoch + 1 });
       await tx.nativeUpdate(OAuthTokenFamily, { app: app.id, revokedAt: null }, { revokedAt: now, revokedReason: reason });
       await tx.nativeUpdate(OAuthToken, { app: app.id, revokedAt: null }, { revokedAt: now, revokedReason: reason });
@@ -152,7 +153,7 @@ export class OAuthTokenService {
     const app = request.app!;
     const now = this.clock.now();
     const lifetime = this.config.familyLifetimeSeconds;
-    const issued = await em.transactional(async (tx) => {
+    const issued = await inTransaction(em, async (tx) => {
       const claimed = await tx.nativeUpdate(OAuthAuthorizationCode, { id: code.id, consumedAt: null }, { consumedAt: now });
       if (claimed !== 1) return null;
       const family = tx.create(OAuthTokenFamily, {
@@ -182,7 +183,7 @@ export class OAuthTokenService {
     const app = request.app!;
     const family = old.tokenFamily;
     const now = this.clock.now();
-    const issued = await em.transactional(async (tx) => {
+    const issued = await inTransaction(em, async (tx) => {
       if (!request.graceReplay) {
         const claimed = await tx.nativeUpdate(
           OAuthToken,

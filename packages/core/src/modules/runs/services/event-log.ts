@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import { RunEvent, type StoredRunEvent } from '../entities/run-event.entity.js';
 import { Run } from '../entities/run.entity.js';
 import type { PubSub } from '../../../ports/pubsub.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 /** One event of a run's stream: the spec's event name as `type`, its fields as `data`. */
 export type RunEventRecord = StoredRunEvent;
@@ -164,7 +165,7 @@ export class StoredEventSink implements RunEventSink {
       try {
         const em = this.fork();
         if (write) {
-          result = await em.transactional(async (tx) => {
+          result = await inTransaction(em, async (tx) => {
             const answer = await write(tx);
             if (!keepStored(answer)) {
               // The write did not take: the events held for it are neither stored nor published.

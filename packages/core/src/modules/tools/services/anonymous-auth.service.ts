@@ -13,6 +13,7 @@ import { InvalidGrant } from '../../oauth/oauth-errors.js';
 import { toolsConfigServiceIdentifier, type ToolsConfig } from '../config.js';
 import { AnonymousAccount } from '../entities/anonymous-account.entity.js';
 import { AnonymousToken } from '../entities/anonymous-token.entity.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 /** Prefix of anonymous access and refresh tokens (ARCHITECTURE: `tan_`). */
 export const ANONYMOUS_TOKEN_PREFIX = 'tan_';
@@ -56,7 +57,7 @@ export class AnonymousAuthService {
       throw new TrellisError('forbidden', 'anonymous_account_upgraded', 'This anonymous account was upgraded to a registered one: sign in with its email and password (POST /auth/login).');
     }
     if (account.user.status !== 'active') throw new TrellisError('forbidden', 'account_disabled', 'This account is disabled.');
-    return em.transactional((tx) => this.issue(tx, account, this.ids.next()));
+    return inTransaction(em, (tx) => this.issue(tx, account, this.ids.next()));
   }
 
   /**
@@ -80,7 +81,7 @@ export class AnonymousAuthService {
         throw new TrellisError('forbidden', 'access_token_mismatch', 'The bearer access token does not belong to this refresh token.');
       }
     }
-    const issued = await em.transactional(async (tx) => {
+    const issued = await inTransaction(em, async (tx) => {
       // Single use: only one request can move used_at from null, on SQLite and PostgreSQL alike.
       const claimed = await tx.nativeUpdate(AnonymousToken, { id: row.id, usedAt: null }, { usedAt: now });
       if (claimed === 0) return null;
@@ -103,7 +104,7 @@ export class AnonymousAuthService {
   async upgrade(em: EntityManager, userId: string, email: string, password: string, name?: string): Promise<User> {
     const account = await em.findOne(AnonymousAccount, { user: userId });
     if (!account || account.upgradedAt) throw new TrellisError('forbidden', 'not_anonymous', 'Only an anonymous user can be upgraded.');
-    await em.transactional(async (tx) => {
+    await inTransaction(em, async (tx) => {
       await this.users.update(tx, userId, { email, ...(name ? { name } : {}) });
       await this.users.changePassword(tx, userId, null, password);
       await tx.nativeUpdate(AnonymousAccount, { id: account.id }, { upgradedAt: this.clock.now() });
@@ -117,7 +118,7 @@ export class AnonymousAuthService {
     const passwordHash = await this.hasher.hash(password);
     const user = await this.users.create(em, { email: `anonymous-${this.ids.next()}@anonymous.invalid`, password: null, name: 'Anonymous' });
     try {
-      return await em.transactional(async (tx) => {
+      return await inTransaction(em, async (tx) => {
         const account = tx.create(AnonymousAccount, { id: this.ids.next(), identifier, user: tx.getReference(User, user.id), passwordHash, upgradedAt: null } as AnonymousAccount);
         await tx.flush();
         return account;

@@ -13,6 +13,7 @@ import { dialectOf } from '../vdb/exact-scan-vector-store.js';
 import { compileVdbFilter } from '../vdb/filter-sql.js';
 import type { VdbFilter } from '../vdb/filter.js';
 import { bytesToVector, vectorToBytes } from '../vdb/vector-codec.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 
 export type VdbTag = string | number | boolean;
 
@@ -73,7 +74,7 @@ export class VdbService {
     const vector = await this.embedOne(input.content);
     const collection = await this.ensureCollection(em, teamId, className);
     this.checkEmbedder(collection);
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const record = tx.create(VdbRecord, {
         id: this.ids.next(),
         collection: tx.getReference(VdbCollection, collection.id),
@@ -102,7 +103,7 @@ export class VdbService {
     const collection = await this.findCollection(em, teamId, className);
     const vector = input.content === undefined ? undefined : await this.embedOne(input.content);
     if (vector) this.checkEmbedder(collection);
-    return em.transactional(async (tx) => {
+    return inTransaction(em, async (tx) => {
       const record = await tx.findOne(VdbRecord, { id, collection: collection.id }, { populate: ['embedding'] });
       if (!record) throw recordNotFound();
       if (input.content !== undefined) record.content = input.content;
@@ -122,7 +123,7 @@ export class VdbService {
 
   async delete(em: EntityManager, teamId: string, className: string, id: string): Promise<void> {
     const collection = await this.findCollection(em, teamId, className);
-    await em.transactional(async (tx) => {
+    await inTransaction(em, async (tx) => {
       const deleted = await tx.nativeDelete(VdbRecord, { id, collection: collection.id });
       if (deleted === 0) throw recordNotFound();
       await this.store.remove(tx, collection.id, [id]);
@@ -182,7 +183,7 @@ export class VdbService {
     const existing = await em.findOne(VdbCollection, { team: teamId, name: className });
     if (existing) return existing;
     try {
-      return await em.transactional(async (tx) => {
+      return await inTransaction(em, async (tx) => {
         const collection = tx.create(VdbCollection, {
           id: this.ids.next(),
           team: tx.getReference(Team, teamId),
