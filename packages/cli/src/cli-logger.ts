@@ -1,52 +1,33 @@
 import { redactedPaths } from '@trellis/core';
-import { destination, pino, type DestinationStream, type Logger } from 'pino';
+import { destination, pino, type Logger } from 'pino';
+import { PinoPretty } from 'pino-pretty';
 
 /**
  * The CLI's logger. Logs go to stderr so stdout carries only a command's result (the listening
- * URL, a user id, an OpenAPI document). JSON lines by default; short human lines when stderr is a
- * terminal or TRELLIS_LOG_FORMAT=pretty.
+ * URL, a user id, an OpenAPI document). JSON lines by default; human lines through `pino-pretty`
+ * when stderr is a terminal or TRELLIS_LOG_FORMAT=pretty (TRELLIS_LOG_FORMAT=json forces JSON).
+ *
+ * `output` is where lines go: stderr's file descriptor (2) unless a test passes a stream.
  */
-export function createCliLogger(level: string, env: NodeJS.ProcessEnv = process.env): Logger {
-  const format = env['TRELLIS_LOG_FORMAT'] ?? (process.stderr.isTTY ? 'pretty' : 'json');
+export function createCliLogger(level: string, env: NodeJS.ProcessEnv = process.env, output: number | NodeJS.WritableStream = 2): Logger {
+  const terminal = output === 2 && process.stderr.isTTY === true;
+  const format = env['TRELLIS_LOG_FORMAT'] ?? (terminal ? 'pretty' : 'json');
   const options = {
     level,
     base: { service: 'trellis' },
     redact: { paths: redactedPaths, censor: '[redacted]' },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
-  if (format === 'pretty') return pino(options, prettyStream(process.stderr.isTTY === true));
-  return pino(options, destination({ dest: 2, sync: true }));
-}
-
-const levelNames: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
-const levelColours: Record<number, string> = { 10: '90', 20: '36', 30: '32', 40: '33', 50: '31', 60: '35' };
-const hiddenKeys = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'service']);
-
-/** `12:00:01 INFO  trellis is listening url=http://... transport=uws` */
-function prettyStream(colour: boolean): DestinationStream {
-  const paint = (code: string, text: string) => (colour ? `\u001b[${code}m${text}\u001b[0m` : text);
-  return {
-    write(line: string) {
-      let entry: Record<string, unknown>;
-      try {
-        entry = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        process.stderr.write(line);
-        return;
-      }
-      const level = Number(entry['level']);
-      const time = typeof entry['time'] === 'string' ? entry['time'].slice(11, 19) : '';
-      const fields = Object.entries(entry)
-        .filter(([key]) => !hiddenKeys.has(key))
-        .map(([key, value]) => {
-          if (key === 'err' && value && typeof value === 'object') {
-            const err = value as { message?: string; stack?: string };
-            return `\n    ${err.stack ?? err.message ?? JSON.stringify(value)}`;
-          }
-          return `${key}=${typeof value === 'string' ? value : JSON.stringify(value)}`;
-        });
-      const name = (levelNames[level] ?? String(level)).padEnd(5);
-      process.stderr.write(`${paint('90', time)} ${paint(levelColours[level] ?? '0', name)} ${String(entry['msg'] ?? '')}${fields.length ? ` ${paint('90', fields.join(' '))}` : ''}\n`);
-    },
-  };
+  if (format === 'pretty') {
+    // `12:00:01 INFO: trellis is listening` then the fields; colours only on a terminal.
+    const pretty = PinoPretty({
+      destination: output,
+      sync: true,
+      colorize: terminal && !env['NO_COLOR'],
+      translateTime: 'SYS:HH:MM:ss',
+      ignore: 'pid,hostname,service',
+    });
+    return pino(options, pretty);
+  }
+  return pino(options, typeof output === 'number' ? destination({ dest: output, sync: true }) : output);
 }
