@@ -42,7 +42,7 @@ export { generateOpaqueToken, randomSecret, safeEqual, sha256Hex, uuidv7 } from 
 export { clockServiceIdentifier, ManualClock, SystemClock, type Clock } from './ports/clock.js';
 export { idsServiceIdentifier, UuidV7Ids, type Ids } from './ports/ids.js';
 export { InProcessPubSub, pubSubServiceIdentifier, type PubSub, type PubSubListener } from './ports/pubsub.js';
-export { InMemoryRateLimiter, rateLimiterServiceIdentifier, type RateLimitDecision, type RateLimiter } from './ports/rate-limiter.js';
+export { FlexibleRateLimiter, InMemoryRateLimiter, rateLimiterServiceIdentifier, windowSeconds, type RateLimitDecision, type RateLimiter } from './ports/rate-limiter.js';
 export { Argon2idPasswordHasher, passwordHasherServiceIdentifier, type Argon2Options, type PasswordHasher } from './ports/password-hasher.js';
 export { AbstractPaymentProvider, invalidWebhookSignature, paymentProviderServiceIdentifier, type Checkout, type CheckoutRequest, type PaymentEvent, type PaymentProvider, type WebhookDelivery } from './ports/payment-provider.js';
 export { aiErrors, aiGatewayServiceIdentifier, aiProvidersServiceIdentifier, type AiChatRequest, type AiEmbedRequest, type AiEmbedResult, type AiFinishReason, type AiGateway, type AiMessage, type AiProvider, type AiStreamPart, type AiToolCall, type AiToolDefinition, type AiUsage, type JsonSchemaObject } from './ports/ai-provider.js';

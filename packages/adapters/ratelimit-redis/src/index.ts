@@ -1,5 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import type { RateLimitDecision, RateLimiter } from '@trellis/core';
+import { FlexibleRateLimiter } from '@trellis/core';
+import { RateLimiterRedis, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
 export interface RedisRateLimiterOptions {
   /** `redis://[:password@]host:port[/db]`; ignored when `client` is given. Default `redis://127.0.0.1:6379`. */
@@ -13,33 +14,20 @@ export interface RedisRateLimiterOptions {
 }
 
 /**
- * One atomic step per hit: count, start the window on the first hit, and report the count and
- * the time left. A key whose expiry was lost (a failover) gets one again rather than living forever.
- */
-const HIT_SCRIPT = `
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return { count, ttl }
-`;
-
-/**
- * The RateLimiter port on Redis: fixed windows counted with one Lua script per hit, so every
+ * The RateLimiter port on Redis through `rate-limiter-flexible`'s `RateLimiterRedis`: each hit
+ * is one Lua script (count, start the window on the first hit, report the time left), so every
  * host process behind a load balancer shares the same counts and no two hits can take the last
- * free slot. Bind it in place of the in-process default:
+ * free slot. Keys are `${keyPrefix}${key}`. Bind it in place of the in-process default:
  *
  *   createHost({ adapters: [provide(rateLimiterServiceIdentifier, new RedisRateLimiter({ url }))] })
  */
-export class RedisRateLimiter implements RateLimiter {
+export class RedisRateLimiter extends FlexibleRateLimiter {
   private readonly redis: Redis;
   private readonly owned: boolean;
   private readonly prefix: string;
 
   constructor(options: RedisRateLimiterOptions = {}) {
+    super();
     RedisRateLimiter.checkOptions(options);
     this.owned = !options.client;
     this.redis = options.client ?? new Redis(options.url ?? 'redis://127.0.0.1:6379', { lazyConnect: false, maxRetriesPerRequest: 2, ...options.redis });
@@ -54,12 +42,15 @@ export class RedisRateLimiter implements RateLimiter {
     if (options.keyPrefix !== undefined && options.keyPrefix.length === 0) throw new Error('RedisRateLimiter: keyPrefix must not be empty');
   }
 
-  async hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision> {
-    const [count, ttl] = (await this.redis.eval(HIT_SCRIPT, 1, `${this.prefix}${key}`, String(windowMs))) as [number, number];
-    return { allowed: count <= limit, remaining: Math.max(0, limit - count), resetMs: Math.max(0, ttl) };
+  protected create(points: number, duration: number): RateLimiterAbstract {
+    // The library joins its prefix and the key with `:`; the prefix's own trailing `:` stands in
+    // for it, so keys stay `${keyPrefix}${key}`.
+    const keyPrefix = this.prefix.endsWith(':') ? this.prefix.slice(0, -1) : this.prefix;
+    return new RateLimiterRedis({ storeClient: this.redis, points, duration, keyPrefix });
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
+    await super.close();
     if (this.owned) await this.redis.quit().catch(() => this.redis.disconnect());
   }
 }

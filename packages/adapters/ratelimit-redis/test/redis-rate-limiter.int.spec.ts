@@ -29,12 +29,22 @@ describeWithRedis('RedisRateLimiter', (url) => {
     expect(await a.hit('two', 3, 60_000)).toMatchObject({ allowed: true, remaining: 2 });
   });
 
-  it('starts a new window once the old one ends', async () => {
+  it('starts a new window once the old one ends (windows are whole seconds)', async () => {
     expect((await a.hit('short', 1, 150)).allowed).toBe(true);
-    const refused = await a.hit('short', 1, 150);
+    const refused = await b.hit('short', 1, 150);
     expect(refused.allowed).toBe(false);
+    expect(refused.resetMs).toBeGreaterThan(150);
+    expect(refused.resetMs).toBeLessThanOrEqual(1000);
     await new Promise((resolve) => setTimeout(resolve, refused.resetMs + 50));
     expect((await a.hit('short', 1, 150)).allowed).toBe(true);
+  });
+
+  it('keeps one Redis key per limited key, named `${keyPrefix}${key}`, expiring with its window', async () => {
+    await a.hit('named', 5, 60_000);
+    expect(await admin.get(`${keyPrefix}named`)).toBe('1');
+    const ttl = await admin.pttl(`${keyPrefix}named`);
+    expect(ttl).toBeGreaterThan(55_000);
+    expect(ttl).toBeLessThanOrEqual(60_000);
   });
 
   it('leaves a connection it was given open', async () => {

@@ -1,4 +1,5 @@
 import type { ServiceIdentifier } from 'inversify';
+import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 
 export interface RateLimitDecision {
   /** Whether this hit is within the limit. */
@@ -12,11 +13,12 @@ export interface RateLimitDecision {
 /**
  * Counts hits per key in fixed windows: `hit(key, limit, windowMs)` records one hit and says
  * whether the key has made at most `limit` hits in the window that contains now. Windows start
- * at the first hit of a key. Implementations must count atomically (two processes hitting one
- * key never both see the last free slot).
+ * at the first hit of a key and last whole seconds (`windowMs` is rounded up). Implementations
+ * must count atomically (two processes hitting one key never both see the last free slot).
  *
- * The embedded default counts in process; `@trellis/ratelimit-redis` shares counts between
- * processes through Redis.
+ * Every implementation here is `rate-limiter-flexible` (see `FlexibleRateLimiter`): the embedded
+ * default counts in process; `@trellis/ratelimit-redis` and `@trellis/ratelimit-postgres` share
+ * counts between processes through Redis or PostgreSQL.
  */
 export interface RateLimiter {
   hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision>;
@@ -25,49 +27,51 @@ export interface RateLimiter {
 
 export const rateLimiterServiceIdentifier: ServiceIdentifier<RateLimiter> = Symbol.for('@trellis/core/RateLimiter');
 
-interface Window {
-  count: number;
-  resetAt: number;
+/** Window lengths in whole seconds, as rate-limiter-flexible counts them (at least one second). */
+export function windowSeconds(windowMs: number): number {
+  return Math.max(1, Math.ceil(windowMs / 1000));
 }
 
-/** Fixed-window counters in a Map; expired windows are swept as the map grows. */
-export class InMemoryRateLimiter implements RateLimiter {
-  private readonly windows = new Map<string, Window>();
-  private nextSweep = 0;
+/**
+ * The port on `rate-limiter-flexible`: one library limiter per (limit, window) pair, made on
+ * first use by `create` and kept, each counting hits with its store's atomic increment. A hit
+ * over the limit comes back from the library as a rejected `RateLimiterRes`, here as
+ * `allowed: false`; any other rejection (the store is down) is thrown as it is.
+ */
+export abstract class FlexibleRateLimiter implements RateLimiter {
+  private readonly limiters = new Map<string, RateLimiterAbstract>();
 
-  constructor(
-    private readonly now: () => number = Date.now,
-    private readonly maxKeys = 100_000,
-  ) {}
+  /** A library limiter allowing `points` hits per `durationSeconds`. */
+  protected abstract create(points: number, durationSeconds: number): RateLimiterAbstract;
 
   async hit(key: string, limit: number, windowMs: number): Promise<RateLimitDecision> {
-    const now = this.now();
-    this.sweep(now);
-    let window = this.windows.get(key);
-    if (!window || window.resetAt <= now) {
-      window = { count: 0, resetAt: now + windowMs };
-      this.windows.set(key, window);
+    const duration = windowSeconds(windowMs);
+    const id = `${limit}/${duration}`;
+    let limiter = this.limiters.get(id);
+    if (!limiter) {
+      limiter = this.create(limit, duration);
+      this.limiters.set(id, limiter);
     }
-    window.count++;
-    const allowed = window.count <= limit;
-    return { allowed, remaining: Math.max(0, limit - window.count), resetMs: window.resetAt - now };
+    try {
+      const result = await limiter.consume(key);
+      return { allowed: true, remaining: result.remainingPoints, resetMs: Math.max(0, result.msBeforeNext) };
+    } catch (rejection) {
+      if (rejection instanceof RateLimiterRes) return { allowed: false, remaining: 0, resetMs: Math.max(0, rejection.msBeforeNext) };
+      throw rejection;
+    }
   }
 
   async close(): Promise<void> {
-    this.windows.clear();
+    this.limiters.clear();
   }
+}
 
-  private sweep(now: number): void {
-    if (now < this.nextSweep && this.windows.size < this.maxKeys) return;
-    for (const [key, window] of this.windows) if (window.resetAt <= now) this.windows.delete(key);
-    // Under a flood of distinct keys, drop the oldest windows rather than grow without bound.
-    if (this.windows.size >= this.maxKeys) {
-      let excess = this.windows.size - Math.floor(this.maxKeys * 0.9);
-      for (const key of this.windows.keys()) {
-        if (excess-- <= 0) break;
-        this.windows.delete(key);
-      }
-    }
-    this.nextSweep = now + 60_000;
+/**
+ * In-process counts (`RateLimiterMemory`): the embedded default. Each key's window is dropped
+ * by a timer when it ends, so memory follows the number of keys active within one window.
+ */
+export class InMemoryRateLimiter extends FlexibleRateLimiter {
+  protected create(points: number, duration: number): RateLimiterAbstract {
+    return new RateLimiterMemory({ points, duration });
   }
 }
