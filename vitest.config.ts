@@ -13,6 +13,7 @@ export default defineConfig({
       { find: /^@trellis\/db-postgres$/, replacement: here('./packages/adapters/db-postgres/src/index.ts') },
       { find: /^@trellis\/pubsub-redis$/, replacement: here('./packages/adapters/pubsub-redis/src/index.ts') },
       { find: /^@trellis\/ratelimit-redis$/, replacement: here('./packages/adapters/ratelimit-redis/src/index.ts') },
+      { find: /^@trellis\/ratelimit-postgres$/, replacement: here('./packages/adapters/ratelimit-postgres/src/index.ts') },
       { find: /^@trellis\/payments-stripe$/, replacement: here('./packages/adapters/payments-stripe/src/index.ts') },
       { find: /^@trellis\/queue-bullmq$/, replacement: here('./packages/adapters/queue-bullmq/src/index.ts') },
       { find: /^@trellis\/ai-sdk$/, replacement: here('./packages/adapters/ai-sdk/src/index.ts') },

@@ -30,6 +30,7 @@ import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
 import { RedisPubSub } from '@trellis/pubsub-redis';
 import { BullMqRunQueue } from '@trellis/queue-bullmq';
 import { RedisRateLimiter } from '@trellis/ratelimit-redis';
+import { PostgresRateLimiter } from '@trellis/ratelimit-postgres';
 
 /** The `adapters` section: which adapter packages the reference host binds, from configuration. */
 export const adaptersConfigSchema = s.object({
@@ -37,7 +38,7 @@ export const adaptersConfigSchema = s.object({
     .string()
     .matches(/^rediss?:\/\//, 'a redis:// or rediss:// URL')
     .orUndefined()
-    .describe('Redis for several host processes: binds @trellis/pubsub-redis (pushes and collaborative updates) and @trellis/ratelimit-redis (OAuth rate limits). Unset: in-process defaults.'),
+    .describe('Redis for several host processes: binds @trellis/pubsub-redis (pushes and collaborative updates) and, unless rateLimit.store says otherwise, @trellis/ratelimit-redis (rate limits). Unset: in-process defaults.'),
   redisPrefix: s.string().default('trellis:').describe('Prefix of every Redis key and channel, so deployments can share one Redis.'),
   queue: s
     .string()
@@ -50,6 +51,14 @@ export const adaptersConfigSchema = s.object({
     stalledIntervalMs: s.int().range(500, 600_000).default(30_000).describe('How often workers look for runs whose worker died.'),
     maxStalledCount: s.int().range(0, 20).default(1).describe('How many times a run whose worker died is handed out again; after that it fails with `run_error` `worker_lost`.'),
     closeGraceMs: s.int().range(0, 600_000).default(30_000).describe('On stop, how long a worker waits for running runs before it puts them back in the queue.'),
+  }),
+  rateLimit: s.object({
+    store: s
+      .string()
+      .oneOf(['auto', 'memory', 'redis', 'postgres'] as const)
+      .default('auto')
+      .describe('Where rate-limit counts (sign-in, registration, OAuth, tool sign-in) live: `memory` (each process counts alone), `redis` (@trellis/ratelimit-redis on redisUrl), `postgres` (@trellis/ratelimit-postgres on postgresUrl), or `auto` (redis when redisUrl is set, else memory).'),
+    postgresUrl: s.string().matches(/^postgres(ql)?:\/\//, 'a postgres:// URL').orUndefined().describe('PostgreSQL for store = postgres (may be the application database); the table trellis_rate_limits is created there.'),
   }),
   vector: s.object({
     store: s
@@ -107,9 +116,19 @@ export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): C
   const bindings: AdapterBinding[] = [provide(aiProvidersServiceIdentifier, referenceAiProviders())];
   const owned: Array<{ close(): Promise<void> }> = [];
   if (config.redisUrl) {
-    // The kernel closes the bound PubSub at stop; the rate limiter is closed by this module.
+    // The kernel closes the bound PubSub at stop.
     bindings.push(provide(pubSubServiceIdentifier, new RedisPubSub({ url: config.redisUrl, channelPrefix: `${config.redisPrefix}pubsub:` })));
+  }
+  // The rate limiter is closed by this module.
+  const limitStore = config.rateLimit.store === 'auto' ? (config.redisUrl ? 'redis' : 'memory') : config.rateLimit.store;
+  if (limitStore === 'redis') {
+    if (!config.redisUrl) throw new ConfigError([{ path: 'adapters.redisUrl', message: 'is required when adapters.rateLimit.store is "redis"' }]);
     const limiter = new RedisRateLimiter({ url: config.redisUrl, keyPrefix: `${config.redisPrefix}ratelimit:` });
+    bindings.push(provide(rateLimiterServiceIdentifier, limiter));
+    owned.push(limiter);
+  } else if (limitStore === 'postgres') {
+    if (!config.rateLimit.postgresUrl) throw new ConfigError([{ path: 'adapters.rateLimit.postgresUrl', message: 'is required when adapters.rateLimit.store is "postgres"' }]);
+    const limiter = new PostgresRateLimiter({ url: config.rateLimit.postgresUrl });
     bindings.push(provide(rateLimiterServiceIdentifier, limiter));
     owned.push(limiter);
   }

@@ -3,7 +3,9 @@ import { sqliteDatabase } from '@trellis/db-sqlite';
 import { createHost } from '@trellis/host';
 import { StripePaymentProvider } from '@trellis/payments-stripe';
 import { RedisPubSub } from '@trellis/pubsub-redis';
+import { PostgresRateLimiter } from '@trellis/ratelimit-postgres';
 import { RedisRateLimiter } from '@trellis/ratelimit-redis';
+import pg from 'pg';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { testRedisUrl } from '@trellis/test-support';
@@ -53,6 +55,47 @@ describe('adapters from configuration', () => {
       await a.stop();
       await b.stop();
     }
+  });
+
+  it.skipIf(!testRedisUrl)('keeps in-process rate limits beside Redis pub/sub when rateLimit.store is memory', async () => {
+    const host = hostWith({ redisUrl, redisPrefix: `trellis-test-${process.pid}-${Date.now()}:`, rateLimit: { store: 'memory' } });
+    await host.start();
+    try {
+      expect(host.kernel.get(pubSubServiceIdentifier)).toBeInstanceOf(RedisPubSub);
+      expect(host.kernel.get(rateLimiterServiceIdentifier)).toBeInstanceOf(InMemoryRateLimiter);
+    } finally {
+      await host.stop();
+    }
+  });
+
+  it.skipIf(!process.env.TRELLIS_TEST_POSTGRES_URL)('binds PostgreSQL rate limits that span two hosts', async () => {
+    const postgresUrl = process.env.TRELLIS_TEST_POSTGRES_URL!;
+    const a = hostWith({ rateLimit: { store: 'postgres', postgresUrl } });
+    const b = hostWith({ rateLimit: { store: 'postgres', postgresUrl } });
+    await a.start();
+    await b.start();
+    const key = `adapters-config-${process.pid}-${Date.now()}`;
+    try {
+      const limiterA = a.kernel.get(rateLimiterServiceIdentifier);
+      const limiterB = b.kernel.get(rateLimiterServiceIdentifier);
+      expect(limiterA).toBeInstanceOf(PostgresRateLimiter);
+      expect((await limiterA.hit(key, 2, 60_000)).allowed).toBe(true);
+      expect((await limiterB.hit(key, 2, 60_000)).allowed).toBe(true);
+      expect((await limiterA.hit(key, 2, 60_000)).allowed).toBe(false);
+    } finally {
+      await a.stop();
+      await b.stop();
+      const admin = new pg.Client({ connectionString: postgresUrl });
+      await admin.connect();
+      await admin.query('DELETE FROM trellis_rate_limits WHERE key = $1', [key]);
+      await admin.end();
+    }
+  });
+
+  it('names the missing store setting of rateLimit', () => {
+    expect(() => hostWith({ rateLimit: { store: 'postgres' } })).toThrow(/adapters\.rateLimit\.postgresUrl: is required/);
+    expect(() => hostWith({ rateLimit: { store: 'redis' } })).toThrow(/adapters\.redisUrl: is required when adapters\.rateLimit\.store is "redis"/);
+    expect(() => hostWith({ rateLimit: { store: 'disk' } })).toThrow(/adapters\.rateLimit\.store/);
   });
 
   it('binds Stripe, and names each missing Stripe setting', async () => {

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { provide, rateLimiterServiceIdentifier } from '@trellis/core';
+import { PostgresRateLimiter } from '@trellis/ratelimit-postgres';
 import { RedisRateLimiter } from '@trellis/ratelimit-redis';
+import pg from 'pg';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -94,5 +96,40 @@ describe.each(testDatabases())('login throttling across hosts through Redis on $
     const statuses: number[] = [];
     for (let i = 0; i < 5; i++) statuses.push((await (i % 2 ? b : a).request('POST', '/auth/login', { body: { email: account, password } })).status);
     expect(statuses).toEqual([401, 401, 401, 401, 429]);
+  });
+});
+
+// The same with the counts in PostgreSQL (a table of its own in the test server's database).
+const postgresUrl = process.env.TRELLIS_TEST_POSTGRES_URL;
+describe.skipIf(!postgresUrl)('login throttling across hosts through PostgreSQL', () => {
+  let a: TestHost;
+  let b: TestHost;
+  const tableName = `rate_limits_t_${process.pid}_${randomUUID().slice(0, 8)}`;
+  beforeAll(async () => {
+    const start = (transport: 'uws' | 'node') =>
+      startTestHost(testDatabases()[0]!, transport, {
+        adapters: [provide(rateLimiterServiceIdentifier, new PostgresRateLimiter({ url: postgresUrl!, tableName }))],
+        config: { auth: { rateLimit: { perIp: 1000, perAccount: 4, windowSeconds: 120 } } },
+      });
+    a = await start('uws');
+    b = await start('node');
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    const admin = new pg.Client({ connectionString: postgresUrl });
+    await admin.connect();
+    await admin.query(`DROP TABLE IF EXISTS "${tableName}"`);
+    await admin.end();
+  });
+
+  it('refuses the fifth attempt on one account with 429 and Retry-After, wherever the attempts landed', async () => {
+    const account = email();
+    const responses = [];
+    for (let i = 0; i < 5; i++) responses.push(await (i % 2 ? b : a).request('POST', '/auth/login', { body: { email: account, password } }));
+    expect(responses.map((r) => r.status)).toEqual([401, 401, 401, 401, 429]);
+    const retryAfter = Number(responses[4]!.headers.get('retry-after'));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(120);
   });
 });
