@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -9,15 +9,37 @@ export interface RecordedRequest {
   form: Record<string, string>;
 }
 
+interface StoredResponse {
+  status: number;
+  body: unknown;
+  /** The parameters of the first request with this idempotency key. */
+  raw: string;
+}
+
 /**
  * A local stand-in for the part of Stripe's REST API the adapter uses (creating Checkout
- * Sessions), on 127.0.0.1 and an ephemeral port. It checks what Stripe checks (Bearer key,
- * form encoding), records every request, and can be told to fail.
+ * Sessions), on 127.0.0.1 and an ephemeral port, speaking Stripe's documented wire format so the
+ * official `stripe` SDK works against it unchanged (pointed here with its `host`, `port` and
+ * `protocol` options):
+ *
+ * - `Authorization: Bearer <secret key>`, else 401 with an `invalid_request_error`;
+ * - `application/x-www-form-urlencoded` bodies with bracketed nested keys
+ *   (`line_items[0][price_data][currency]`), else 400;
+ * - JSON answers, errors as `{ "error": { "type", "message", "code"?, "param"? } }`, a `Request-Id`
+ *   header on every answer;
+ * - `Idempotency-Key`: a repeated key with the same parameters replays the first answer (with
+ *   `Idempotent-Replayed: true`), with other parameters answers 400 `idempotency_error`;
+ * - `Stripe-Should-Retry` on transient failures, as Stripe sends it.
+ *
+ * It records every request and can be told to fail, persistently (`failWith`) or for the next
+ * few requests (`failNext`).
  */
 export class StripeStandIn {
   readonly requests: RecordedRequest[] = [];
-  /** Answer the next calls with this status and a Stripe error body. */
-  failWith: { status: number; message: string } | null = null;
+  /** Answer every call with this status and a Stripe error body (an `api_error` unless `type` says). */
+  failWith: { status: number; message: string; type?: string } | null = null;
+  private transientFailures: Array<{ status: number; message: string }> = [];
+  private readonly idempotent = new Map<string, StoredResponse>();
   private server?: Server;
   private count = 0;
 
@@ -28,6 +50,11 @@ export class StripeStandIn {
     return `http://127.0.0.1:${port}`;
   }
 
+  /** The next `times` requests fail with `status` (a transient `api_error`, retryable). */
+  failNext(times: number, status = 500, message = 'An unexpected error occurred.'): void {
+    for (let i = 0; i < times; i++) this.transientFailures.push({ status, message });
+  }
+
   async start(): Promise<this> {
     this.server = createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -36,36 +63,59 @@ export class StripeStandIn {
         const raw = Buffer.concat(chunks).toString('utf8');
         const form = Object.fromEntries(new URLSearchParams(raw));
         this.requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, form });
-        const send = (status: number, body: unknown) => {
-          res.writeHead(status, { 'content-type': 'application/json' });
+        const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+          res.writeHead(status, { 'content-type': 'application/json', 'request-id': `req_${randomBytes(7).toString('hex')}`, ...headers });
           res.end(JSON.stringify(body));
         };
+        const error = (status: number, type: string, message: string, extra: Record<string, string> = {}, headers: Record<string, string> = {}) =>
+          send(status, { error: { type, message, ...extra } }, headers);
         if (req.headers.authorization !== `Bearer ${this.secretKey}`) {
-          return send(401, { error: { type: 'invalid_request_error', message: 'Invalid API Key provided.' } });
+          const given = (req.headers.authorization ?? '').replace(/^Bearer /, '');
+          return error(401, 'invalid_request_error', `Invalid API Key provided: ${given.slice(0, 8)}****${given.slice(-4)}`);
         }
-        if (req.headers['content-type'] !== 'application/x-www-form-urlencoded') {
-          return send(400, { error: { type: 'invalid_request_error', message: 'Send a form-encoded body.' } });
+        if (req.method === 'POST' && req.headers['content-type'] !== 'application/x-www-form-urlencoded') {
+          return error(400, 'invalid_request_error', 'Invalid request: send parameters form-encoded (application/x-www-form-urlencoded).');
         }
-        if (this.failWith) return send(this.failWith.status, { error: { type: 'api_error', message: this.failWith.message } });
+        const transient = this.transientFailures.shift();
+        if (transient) return error(transient.status, 'api_error', transient.message, {}, { 'stripe-should-retry': 'true' });
+        if (this.failWith) return error(this.failWith.status, this.failWith.type ?? 'api_error', this.failWith.message);
+        const key = typeof req.headers['idempotency-key'] === 'string' ? req.headers['idempotency-key'] : undefined;
+        if (key && req.method === 'POST') {
+          const stored = this.idempotent.get(key);
+          if (stored && stored.raw !== raw) {
+            return error(400, 'idempotency_error', `Keys for idempotent requests can only be used with the same parameters they were first used with. Try using a key other than '${key}' if you meant to execute a different request.`);
+          }
+          if (stored) return send(stored.status, stored.body, { 'idempotent-replayed': 'true', 'idempotency-key': key });
+        }
+        const remember = (status: number, body: unknown) => {
+          if (key && req.method === 'POST' && status < 500) this.idempotent.set(key, { status, body, raw });
+          send(status, body, key ? { 'idempotency-key': key } : {});
+        };
         if (req.method === 'POST' && req.url === '/v1/checkout/sessions') {
           for (const field of ['mode', 'success_url', 'cancel_url', 'line_items[0][price_data][currency]', 'line_items[0][price_data][unit_amount]']) {
-            if (!form[field]) return send(400, { error: { type: 'invalid_request_error', message: `Missing required param: ${field}.` } });
+            if (!form[field]) return remember(400, { error: { type: 'invalid_request_error', message: `Missing required param: ${field}.`, param: field, code: 'parameter_missing' } });
           }
-          const id = `cs_test_${++this.count}${Math.random().toString(36).slice(2, 10)}`;
-          return send(200, {
+          const id = `cs_test_${++this.count}${randomBytes(4).toString('hex')}`;
+          return remember(200, {
             id,
             object: 'checkout.session',
+            livemode: false,
             mode: form['mode'],
+            status: 'open',
             url: `${this.url}/pay/${id}`,
+            success_url: form['success_url'],
+            cancel_url: form['cancel_url'],
+            created: Math.floor(Date.now() / 1000),
             expires_at: Number(form['expires_at']),
             amount_total: Number(form['line_items[0][price_data][unit_amount]']),
             currency: form['line_items[0][price_data][currency]'],
+            customer_email: form['customer_email'] ?? null,
             client_reference_id: form['client_reference_id'] ?? null,
             metadata: { trellis_order_id: form['metadata[trellis_order_id]'], trellis_team_id: form['metadata[trellis_team_id]'] },
             payment_status: 'unpaid',
           });
         }
-        send(404, { error: { type: 'invalid_request_error', message: `Unrecognized request URL (${req.method}: ${req.url}).` } });
+        error(404, 'invalid_request_error', `Unrecognized request URL (${req.method}: ${req.url}). Please see https://stripe.com/docs or we can help at https://support.stripe.com/.`);
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
@@ -73,6 +123,8 @@ export class StripeStandIn {
   }
 
   async close(): Promise<void> {
+    // The SDK keeps connections alive; close them too so the server stops at once.
+    this.server?.closeAllConnections();
     await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
   }
 }
