@@ -61,7 +61,7 @@ export const kernelConfigSchema = s.object({
       .default(['mobile:full'])
       .describe('Scopes that give a scoped credential (OAuth access token, scoped API key) the user\'s full authority on every route that accepts its credential kind. Other scopes pass only routes that list them (`RouteDefinition.scopes`).'),
     rateLimit: s.object({
-      enabled: s.boolean().default(true).describe('Throttle `POST /auth/login` and `POST /auth/register` (429 with Retry-After), through the RateLimiter port (in process, or Redis with `adapters.redisUrl`).'),
+      enabled: s.boolean().default(true).describe('Throttle `POST /auth/login` and `POST /auth/register` (429 with Retry-After), through the RateLimiter port (in process, or shared between processes per `adapters.rateLimit.store`).'),
       windowSeconds: s.int().range(1, 86_400).default(60).describe('Length of the counting window of the login and registration limits.'),
       perIp: s.int().range(1).default(60).describe('Login or registration attempts one client address may make per window (each route counted apart).'),
       perAccount: s.int().range(1).default(10).describe('Login or registration attempts for one email address per window, from any address (a flood against one account can lock it out for the window).'),
