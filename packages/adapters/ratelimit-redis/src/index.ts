@@ -9,7 +9,7 @@ export interface RedisRateLimiterOptions {
   client?: Redis;
   /** Extra ioredis options when this adapter opens its own connection. */
   redis?: RedisOptions;
-  /** Prefix of every key (default `trellis:ratelimit:`), so several deployments can share one Redis. */
+  /** Prefix of every key (default `trellis:ratelimit:`; a trailing `:` is added when missing), so several deployments can share one Redis. */
   keyPrefix?: string;
 }
 
