@@ -52,6 +52,15 @@ export interface RunPersistence {
 export class RunSuperseded extends Error {}
 export class RunCancelled extends Error {}
 
+/**
+ * Blocks that are cheap to run again and touch nothing outside the run (inputs, outputs, code in
+ * the sandbox, which has no I/O): no checkpoint is written after them alone. Should the process
+ * die, the next attempt runs them again from the previous checkpoint, which gives the same result.
+ */
+const replayable: ReadonlySet<BlockKind> = new Set(['input', 'output', 'code']);
+/** After replayable blocks that took this long together, a checkpoint is written anyway (a retry should not redo much). */
+export const CHECKPOINT_AFTER_MS = 1_000;
+
 /** Why an execution was stopped from outside. */
 export type StopReason = 'timeout' | 'cancel' | 'shutdown';
 
@@ -120,6 +129,7 @@ export class RunEngine {
     const heartbeat = setInterval(() => void persistence.heartbeat().catch(() => undefined), options.heartbeatMs ?? 10_000);
     heartbeat.unref?.();
     state.status = 'running';
+    let savedAt = Date.now();
     try {
       if (state.fresh) {
         sink.emit('run_start', { runId: state.id, documentId: state.documentId });
@@ -144,6 +154,9 @@ export class RunEngine {
           state.cursor = state.blocks.length;
           break;
         }
+        // A replayable block is saved with the next checkpoint (or the final record), unless it took long.
+        if (replayable.has(block.kind) && Date.now() - savedAt < CHECKPOINT_AFTER_MS) continue;
+        savedAt = Date.now();
         try {
           await persistence.checkpoint(state, sink);
         } catch (error) {
