@@ -20,6 +20,8 @@ export interface RunEventSink {
 
 /** Sequence numbers an attempt reserves at a time (persisted on the run before use). */
 export const SEQ_BLOCK = 10_000;
+/** How late an event other than a chunk is stored at most when no checkpoint comes first. */
+const EVENT_FLUSH_MS = 250;
 /** Events stored in one row of the log at most. */
 const ROW_EVENTS = 2_000;
 
@@ -47,6 +49,7 @@ export class StoredEventSink implements RunEventSink {
   private reserving: Promise<void> | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
+  private timerDue = 0;
   private failed: unknown = null;
 
   private constructor(
@@ -101,7 +104,14 @@ export class StoredEventSink implements RunEventSink {
       this.held.push(event);
       void this.reserve().catch(() => undefined);
     }
-    if (!this.timer) this.timer = setTimeout(() => void this.flush().catch(() => undefined), this.flushMs);
+    // Chunks are stored at most `flushMs` late; other events go with the block's checkpoint or the
+    // run's final record, or after `EVENT_FLUSH_MS` (a reader that missed one live finds it in the log).
+    const due = Date.now() + (type === 'block_chunk' ? this.flushMs : Math.max(this.flushMs, EVENT_FLUSH_MS));
+    if (!this.timer || due < this.timerDue) {
+      if (this.timer) clearTimeout(this.timer);
+      this.timerDue = due;
+      this.timer = setTimeout(() => void this.flush().catch(() => undefined), due - Date.now());
+    }
     return seq;
   }
 

@@ -54,8 +54,9 @@ export class RunCancelled extends Error {}
 
 /**
  * Blocks that are cheap to run again and touch nothing outside the run (inputs, outputs, code in
- * the sandbox, which has no I/O): no checkpoint is written after them alone. Should the process
- * die, the next attempt runs them again from the previous checkpoint, which gives the same result.
+ * the sandbox, which has no I/O): no checkpoint is written between two of them. Should the
+ * process die, the next attempt runs them again from the previous checkpoint, to the same result.
+ * Every other block (LLM, tool, ask) starts from a checkpoint and is followed by one.
  */
 const replayable: ReadonlySet<BlockKind> = new Set(['input', 'output', 'code']);
 /** After replayable blocks that took this long together, a checkpoint is written anyway (a retry should not redo much). */
@@ -149,13 +150,15 @@ export class RunEngine {
         }
         if (outcome === 'stop' || reason) break;
         state.cursor++;
+        const next = state.blocks.slice(state.cursor).find((later) => later.kind !== 'text');
         // After the last block the final record (written next) is the checkpoint.
-        if (!state.blocks.slice(state.cursor).some((next) => next.kind !== 'text')) {
+        if (!next) {
           state.cursor = state.blocks.length;
           break;
         }
-        // A replayable block is saved with the next checkpoint (or the final record), unless it took long.
-        if (replayable.has(block.kind) && Date.now() - savedAt < CHECKPOINT_AFTER_MS) continue;
+        // A replayable block followed by another is saved with a later checkpoint (or the final
+        // record), unless it took long; a block that is not replayable always starts from a checkpoint.
+        if (replayable.has(block.kind) && replayable.has(next.kind) && Date.now() - savedAt < CHECKPOINT_AFTER_MS) continue;
         savedAt = Date.now();
         try {
           await persistence.checkpoint(state, sink);
