@@ -36,6 +36,7 @@ function definitionsOf(target: BlockRunTarget): InputDefinition[] | undefined {
 /** The user a deployment run executes as: the caller, or (anonymous or token callers) the project's owner. */
 async function runAs(em: EntityManager, target: BlockRunTarget): Promise<string> {
   if (target.userId) return target.userId;
+  if (target.ownerId) return target.ownerId;
   const project = await em.findOneOrFail(Project, { id: target.projectId });
   return project.owner.id;
 }

@@ -65,6 +65,8 @@ export interface BlockRunTarget {
   inputs: DeploymentInput[] | null;
   /** The calling user, or null for an anonymous or deployment-token call (the run is billed to `teamId`). */
   userId: string | null;
+  /** The project's owner when known (a run without a calling user executes as the owner). */
+  ownerId?: string;
 }
 
 /**

@@ -49,8 +49,17 @@ export const deploymentCallerOf = (ctx: { principal: Principal | null; headers: 
  * deployment (`setDeployment`, `authorize`), installing a version into another project, and what
  * a deployment run executes (`resolveApiRun`).
  */
+/** Deployed versions `DeploymentService` keeps for runs. */
+const VERSION_CACHE = 1_000;
+
 @injectable()
 export class DeploymentService {
+  /**
+   * Deployed versions by block and version, as runs read them. A version never changes once
+   * deployed (and goes only with its block, which `authorize` finds first), so the copy stays
+   * true; the oldest entries go once `VERSION_CACHE` are kept.
+   */
+  private readonly versions = new Map<string, Pick<BlockVersion, 'version' | 'content' | 'contentHash' | 'inputs'>>();
   constructor(
     @inject(idsServiceIdentifier) private readonly ids: Ids,
     @inject(clockServiceIdentifier) private readonly clock: Clock,
@@ -223,7 +232,14 @@ export class DeploymentService {
    */
   async resolveApiRun(em: EntityManager, caller: DeploymentCaller, blockId: string, version?: string): Promise<BlockRunTarget> {
     const block = await this.authorize(em, caller, blockId);
-    const pinned = await this.version(em, block, version);
+    const key = `${block.id}\u0000${version ?? block.latestVersion}`;
+    let pinned = this.versions.get(key);
+    if (!pinned) {
+      const found = await this.version(em, block, version);
+      pinned = { version: found.version, content: found.content, contentHash: found.contentHash, inputs: found.inputs };
+      if (this.versions.size >= VERSION_CACHE) this.versions.delete(this.versions.keys().next().value!);
+      this.versions.set(key, pinned);
+    }
     return {
       blockId: block.id,
       documentId: block.id,
@@ -235,6 +251,7 @@ export class DeploymentService {
       contentHash: pinned.contentHash,
       inputs: block.inputs ?? pinned.inputs,
       userId: caller.principal?.userId ?? null,
+      ownerId: block.project.owner.id,
     };
   }
 

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import { RunEvent, type StoredRunEvent } from '../entities/run-event.entity.js';
 import { Run } from '../entities/run.entity.js';
 import type { PubSub } from '../../../ports/pubsub.js';
-import { inTransaction } from '../../../kernel/transaction.js';
+import type { GroupCommit } from './group-commit.js';
 
 /** One event of a run's stream: the spec's event name as `type`, its fields as `data`. */
 export type RunEventRecord = StoredRunEvent;
@@ -20,6 +20,8 @@ export interface RunEventSink {
 
 /** Sequence numbers an attempt reserves at a time (persisted on the run before use). */
 export const SEQ_BLOCK = 10_000;
+/** How late an event other than a chunk is stored at most when no checkpoint comes first. */
+const EVENT_FLUSH_MS = 250;
 /** Events stored in one row of the log at most. */
 const ROW_EVENTS = 2_000;
 
@@ -47,10 +49,11 @@ export class StoredEventSink implements RunEventSink {
   private reserving: Promise<void> | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
+  private timerDue = 0;
   private failed: unknown = null;
 
   private constructor(
-    private readonly fork: () => EntityManager,
+    private readonly group: GroupCommit,
     private readonly pubsub: PubSub,
     private readonly runId: string,
     start: number,
@@ -61,8 +64,8 @@ export class StoredEventSink implements RunEventSink {
   }
 
   /** A sink for the run's current attempt, continuing after the run's reserved numbers. */
-  static async open(fork: () => EntityManager, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): Promise<StoredEventSink> {
-    const sink = new StoredEventSink(fork, pubsub, run.id, run.seqCeiling + 1, flushMs);
+  static async open(group: GroupCommit, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): Promise<StoredEventSink> {
+    const sink = new StoredEventSink(group, pubsub, run.id, run.seqCeiling + 1, flushMs);
     await sink.reserve();
     return sink;
   }
@@ -71,8 +74,8 @@ export class StoredEventSink implements RunEventSink {
    * A sink whose numbers were already reserved on the run (the claim of the attempt stored
    * `seqCeiling = run.seqCeiling + SEQ_BLOCK`): saves the reservation's own write.
    */
-  static reserved(fork: () => EntityManager, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): StoredEventSink {
-    const sink = new StoredEventSink(fork, pubsub, run.id, run.seqCeiling + 1, flushMs);
+  static reserved(group: GroupCommit, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): StoredEventSink {
+    const sink = new StoredEventSink(group, pubsub, run.id, run.seqCeiling + 1, flushMs);
     sink.ceiling = run.seqCeiling + 1 + SEQ_BLOCK;
     return sink;
   }
@@ -101,7 +104,14 @@ export class StoredEventSink implements RunEventSink {
       this.held.push(event);
       void this.reserve().catch(() => undefined);
     }
-    if (!this.timer) this.timer = setTimeout(() => void this.flush().catch(() => undefined), this.flushMs);
+    // Chunks are stored at most `flushMs` late; other events go with the block's checkpoint or the
+    // run's final record, or after `EVENT_FLUSH_MS` (a reader that missed one live finds it in the log).
+    const due = Date.now() + (type === 'block_chunk' ? this.flushMs : Math.max(this.flushMs, EVENT_FLUSH_MS));
+    if (!this.timer || due < this.timerDue) {
+      if (this.timer) clearTimeout(this.timer);
+      this.timerDue = due;
+      this.timer = setTimeout(() => void this.flush().catch(() => undefined), due - Date.now());
+    }
     return seq;
   }
 
@@ -117,7 +127,7 @@ export class StoredEventSink implements RunEventSink {
     if (this.reserving) return this.reserving;
     this.reserving = (async () => {
       const ceiling = Math.max(this.ceiling, this.next) + SEQ_BLOCK;
-      await this.fork().nativeUpdate(Run, { id: this.runId }, { seqCeiling: ceiling - 1 });
+      await this.group.run((tx) => tx.nativeUpdate(Run, { id: this.runId }, { seqCeiling: ceiling - 1 }), { atomic: true });
       this.ceiling = ceiling;
       const held = this.held;
       this.held = [];
@@ -147,43 +157,39 @@ export class StoredEventSink implements RunEventSink {
       this.timer = null;
     }
     this.publish();
-    let batch = this.pending;
+    const batch = this.pending;
     this.pending = [];
-    const after = this.afterStore;
+    let after = this.afterStore;
     this.afterStore = [];
     const done = this.flushing.then(async () => {
       if (this.failed) throw this.failed;
       if (this.reserving) await this.reserving;
-      const store = (em: EntityManager) => {
-        const now = new Date();
-        for (let i = 0; i < batch.length; i += ROW_EVENTS) {
-          const events = batch.slice(i, i + ROW_EVENTS);
-          em.create(RunEvent, { runId: this.runId, seq: events[0]!.seq, lastSeq: events.at(-1)!.seq, events, createdAt: now });
-        }
-      };
-      let result = undefined as T;
+      if (!write && !batch.length) return undefined as T;
+      const runId = this.runId;
+      let result: T;
       try {
-        const em = this.fork();
-        if (write) {
-          result = await inTransaction(em, async (tx) => {
-            const answer = await write(tx);
-            if (!keepStored(answer)) {
-              // The write did not take: the events held for it are neither stored nor published.
-              const held = new Set(after);
-              batch = batch.filter((event) => !held.has(event));
-              after.length = 0;
+        // Runs again from the start when its group is rolled back: it changes nothing but the database.
+        result = await this.group.run(async (tx) => {
+          const answer = write ? await write(tx) : (undefined as T);
+          // The write did not take: the events held for it are neither stored nor published.
+          const held = write && !keepStored(answer) ? new Set(after) : null;
+          const events = held ? batch.filter((event) => !held.has(event)) : batch;
+          if (events.length) {
+            const now = new Date();
+            const rows: RunEvent[] = [];
+            for (let i = 0; i < events.length; i += ROW_EVENTS) {
+              const slice = events.slice(i, i + ROW_EVENTS);
+              rows.push({ runId, seq: slice[0]!.seq, lastSeq: slice.at(-1)!.seq, events: slice, createdAt: now });
             }
-            store(tx);
-            return answer;
-          });
-        } else if (batch.length) {
-          store(em);
-          await em.flush();
-        }
+            await this.group.insertLater(tx, RunEvent, rows);
+          }
+          return answer;
+        });
       } catch (error) {
         if (batch.length) this.failed = error;
         throw error;
       }
+      if (write && !keepStored(result)) after = [];
       if (after.length) {
         this.outbox.push(...after);
         this.publish();

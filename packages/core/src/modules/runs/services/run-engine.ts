@@ -52,6 +52,16 @@ export interface RunPersistence {
 export class RunSuperseded extends Error {}
 export class RunCancelled extends Error {}
 
+/**
+ * Blocks that are cheap to run again and touch nothing outside the run (inputs, outputs, code in
+ * the sandbox, which has no I/O): no checkpoint is written between two of them. Should the
+ * process die, the next attempt runs them again from the previous checkpoint, to the same result.
+ * Every other block (LLM, tool, ask) starts from a checkpoint and is followed by one.
+ */
+const replayable: ReadonlySet<BlockKind> = new Set(['input', 'output', 'code']);
+/** After replayable blocks that took this long together, a checkpoint is written anyway (a retry should not redo much). */
+export const CHECKPOINT_AFTER_MS = 1_000;
+
 /** Why an execution was stopped from outside. */
 export type StopReason = 'timeout' | 'cancel' | 'shutdown';
 
@@ -120,6 +130,7 @@ export class RunEngine {
     const heartbeat = setInterval(() => void persistence.heartbeat().catch(() => undefined), options.heartbeatMs ?? 10_000);
     heartbeat.unref?.();
     state.status = 'running';
+    let savedAt = Date.now();
     try {
       if (state.fresh) {
         sink.emit('run_start', { runId: state.id, documentId: state.documentId });
@@ -139,11 +150,16 @@ export class RunEngine {
         }
         if (outcome === 'stop' || reason) break;
         state.cursor++;
+        const next = state.blocks.slice(state.cursor).find((later) => later.kind !== 'text');
         // After the last block the final record (written next) is the checkpoint.
-        if (!state.blocks.slice(state.cursor).some((next) => next.kind !== 'text')) {
+        if (!next) {
           state.cursor = state.blocks.length;
           break;
         }
+        // A replayable block followed by another is saved with a later checkpoint (or the final
+        // record), unless it took long; a block that is not replayable always starts from a checkpoint.
+        if (replayable.has(block.kind) && replayable.has(next.kind) && Date.now() - savedAt < CHECKPOINT_AFTER_MS) continue;
+        savedAt = Date.now();
         try {
           await persistence.checkpoint(state, sink);
         } catch (error) {

@@ -26,6 +26,7 @@ import { runErrors, runFailure } from '../errors.js';
 import type { RunsConfig } from '../runs.config.js';
 import { runsConfigServiceIdentifier } from '../tokens.js';
 import { followRun, followRunBatches, LocalEventSink, runControlTopic, SEQ_BLOCK, StoredEventSink, type RunEventRecord } from './event-log.js';
+import { GroupCommit } from './group-commit.js';
 import { InProcessRunQueue } from './in-process-run-queue.js';
 import { completion, initialState, outputOf, publicSession, RunCancelled, RunEngine, RunSuperseded, type RunPersistence, type RunState, type StopReason } from './run-engine.js';
 
@@ -91,10 +92,26 @@ export interface DocumentRunBody {
 
 const activeStatuses: RunStatus[] = ['queued', 'running'];
 
+/** The credit hold of a run failed (told apart from a failure to store the run). */
+class HoldFailed extends Error {
+  constructor(override readonly cause: unknown) {
+    super('The credit hold failed.');
+  }
+}
+
 /** A run this process executes: its result, handed to a waiting `stream: false` caller from memory (null: read it from the store). */
 interface LocalRun {
   promise: Promise<RunResult | null>;
   resolve(result: RunResult | null): void;
+  /** The run as it was stored (queued, attempt 0): its first execution here needs not read it back. */
+  stored?: Run;
+}
+
+/** What closing a run's credit reservation does (worked out before the final write, applied in it). */
+interface CreditClose {
+  reservationId: string;
+  used: number;
+  release: boolean;
 }
 
 /**
@@ -109,6 +126,8 @@ export class RunService {
   /** Runs queued on, or executing in, this process (in-process queue), by id. */
   private readonly local = new Map<string, LocalRun>();
   private consuming = false;
+  /** The runs' writes (record, claim, events, checkpoints, credits): grouped into shared commits on SQLite. */
+  private readonly group: GroupCommit;
 
   constructor(
     @inject(runsConfigServiceIdentifier) private readonly config: RunsConfig,
@@ -132,6 +151,7 @@ export class RunService {
       new OutputBlockExecutor(),
     ];
     this.engine = new RunEngine(new Map<BlockKind, BlockExecutor>(executors.map((e) => [e.kind, e])));
+    this.group = new GroupCommit(this.fork, !rootEm.getPlatform().constructor.name.toLowerCase().includes('postgre'));
   }
 
   private optional<T>(id: symbol | import('inversify').ServiceIdentifier<T>): T | undefined {
@@ -172,25 +192,34 @@ export class RunService {
     if (!input.teamId) throw runErrors.noTeam();
     const runId = this.ids.next();
     const amount = await this.estimate(blocks);
-    let reservationId: string | null = null;
-    if (amount > 0) {
+    const teamId = input.teamId;
+    const hold = async (tx: EntityManager): Promise<string> => {
       try {
-        const hold = await this.credits.reserve(em.fork(), { teamId: input.teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds });
-        reservationId = hold.id;
+        return (await this.credits.reserve(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds })).id;
       } catch (error) {
-        if (error instanceof TrellisError && error.code === 'insufficient_credits') throw error;
-        this.log.error({ err: error, runId }, 'credit balance check failed');
-        throw runErrors.balanceCheckFailed(error);
+        throw new HoldFailed(error);
       }
-    }
+    };
+    const holdFailed = (failure: HoldFailed) => {
+      const error = failure.cause;
+      if (error instanceof TrellisError && error.code === 'insufficient_credits') return error;
+      this.log.error({ err: error, runId }, 'credit balance check failed');
+      return runErrors.balanceCheckFailed(error);
+    };
     const now = this.clock.now();
     const onError = input.onError ?? this.config.onError;
-    if (!input.store) return this.startDebug({ runId, input, blocks, values, onError, timeoutSeconds, reservationId, amount, teamId: input.teamId });
-    // The run is written from a unit of work of its own: flushing the caller's would also write
-    // whatever it loaded (a project, a document, a block version) back when SQLite sees its
-    // datetimes as changed (and bump their updatedAt).
-    const store = em.fork();
-    const run = store.create(Run, {
+    if (!input.store) {
+      let reservationId: string | null = null;
+      try {
+        if (amount > 0) reservationId = await this.group.run(hold, { atomic: true });
+      } catch (error) {
+        throw error instanceof HoldFailed ? holdFailed(error) : error;
+      }
+      return this.startDebug({ runId, input, blocks, values, onError, timeoutSeconds, reservationId, amount, teamId });
+    }
+    // The run is inserted as is (not through the caller's unit of work: flushing it would also
+    // write whatever it loaded back when SQLite sees its datetimes as changed).
+    const run = {
       id: runId,
       documentId: input.documentId,
       projectId: input.projectId,
@@ -210,8 +239,8 @@ export class RunService {
       onError,
       timeoutSeconds,
       timedOut: false,
-      reservationId,
-      reservedCredits: reservationId ? amount : 0,
+      reservationId: null,
+      reservedCredits: 0,
       usedCredits: null,
       seqCeiling: 0,
       attempt: 0,
@@ -225,18 +254,28 @@ export class RunService {
       durationMs: null,
       createdAt: now,
       updatedAt: now,
-    } as Run);
+    } as Run;
     const initial = initialState({ id: runId, documentId: input.documentId, userId: input.userId, blocks, inputs: values, onError, startedAt: now.getTime(), timeoutSeconds });
     run.sessions = initial.sessions;
     run.ctx = initial.ctx;
+    // The credit hold and the run's record are one transaction: a hold without its run is never stored.
     try {
-      await store.flush();
+      await this.group.run(
+        async (tx) => {
+          if (amount > 0) {
+            run.reservationId = await hold(tx);
+            run.reservedCredits = amount;
+          }
+          await tx.insert(Run, run);
+        },
+        // A failed hold wrote nothing (its own transaction); a failed insert comes after the hold.
+        { atomic: (error) => error instanceof HoldFailed },
+      );
     } catch (error) {
-      if (reservationId) await this.credits.release(this.fork(), reservationId, 'the run could not be stored').catch(() => undefined);
-      throw error;
+      throw error instanceof HoldFailed ? holdFailed(error) : error;
     }
     // The in-process queue executes the run here: its result can come from memory.
-    if (this.consuming && this.queue instanceof InProcessRunQueue) this.localRun(runId);
+    if (this.consuming && this.queue instanceof InProcessRunQueue) this.localRun(runId).stored = run;
     try {
       await this.queue.enqueue({ runId, teamId: input.teamId });
     } catch (error) {
@@ -349,6 +388,36 @@ export class RunService {
     return amount;
   }
 
+  /** What closing the reservation of a run that ends with `state` does: settle its real usage (at most what was reserved), or release it. */
+  private async creditClose(reservationId: string | null, reserved: number, state: RunState): Promise<CreditClose | null> {
+    if (!reservationId) return null;
+    if (state.status !== 'completed' && state.status !== 'waiting') return { reservationId, used: 0, release: true };
+    let used = this.config.creditsPerRun;
+    const gateway = this.optional(aiGatewayServiceIdentifier);
+    for (const [modelId, usage] of Object.entries(state.usage.models)) {
+      try {
+        used += gateway ? Math.ceil(await gateway.price(modelId, usage)) : 0;
+      } catch {
+        used = reserved;
+      }
+    }
+    return { reservationId, used: Math.min(Math.max(0, used), reserved), release: false };
+  }
+
+  /** Applies `creditClose`'s answer in `tx` (the run's final write); the credits used, or null when there was nothing to close or closing failed. */
+  private async applyCreditClose(tx: EntityManager, close: CreditClose | null, state: RunState): Promise<number | null> {
+    if (!close) return null;
+    try {
+      // The credit service's own transaction is a savepoint of `tx`: a failure leaves the final write alone.
+      if (close.release) await this.credits.release(tx, close.reservationId, `run ${state.status}`);
+      else await this.credits.settleOnly(tx, close.reservationId, close.used, `run ${state.id}`);
+      return close.used;
+    } catch (error) {
+      this.log.warn({ err: error, runId: state.id }, 'could not close the credit reservation of a run');
+      return null;
+    }
+  }
+
   /** Settles a completed run's real usage (at most what was reserved); releases the credits of a run that did not complete. */
   private async closeCredits(reservationId: string | null, reserved: number, state: RunState): Promise<number | null> {
     if (!reservationId) return null;
@@ -433,7 +502,8 @@ export class RunService {
   /** Executes one queued run; its result when it ended or paused here (null when it did not run, or stopped unfinished). */
   private async execute(job: RunJob, signal: AbortSignal): Promise<RunResult | null> {
     const em = this.fork();
-    const run = await em.findOne(Run, { id: job.runId });
+    const stored = this.local.get(job.runId)?.stored;
+    const run = stored && stored.attempt === 0 ? stored : await em.findOne(Run, { id: job.runId });
     if (!run || !activeStatuses.includes(run.status)) return null;
     if (signal.aborted) {
       // The queue gave up on the run (its workers kept dying): fail it rather than continue.
@@ -448,15 +518,19 @@ export class RunService {
     const startedAt = run.startedAt ?? now;
     const deadlineAt = run.deadlineAt ?? new Date(now.getTime() + run.timeoutSeconds * 1000);
     // The claim also reserves the attempt's sequence numbers (see StoredEventSink.reserved).
-    const claimed = await em.nativeUpdate(
-      Run,
-      { id: run.id, attempt: run.attempt, status: { $in: activeStatuses } },
-      { attempt, status: 'running', heartbeatAt: now, startedAt, deadlineAt, updatedAt: now, seqCeiling: run.seqCeiling + SEQ_BLOCK },
+    const claimed = await this.group.run(
+      (tx) =>
+        tx.nativeUpdate(
+          Run,
+          { id: run.id, attempt: run.attempt, status: { $in: activeStatuses } },
+          { attempt, status: 'running', heartbeatAt: now, startedAt, deadlineAt, updatedAt: now, seqCeiling: run.seqCeiling + SEQ_BLOCK },
+        ),
+      { atomic: true },
     );
     if (!claimed) return null;
     Object.assign(run, { attempt, startedAt, deadlineAt });
     const state = this.stateOf(run);
-    const sink = StoredEventSink.reserved(this.fork, this.pubsub, run, this.config.flushIntervalMs);
+    const sink = StoredEventSink.reserved(this.group, this.pubsub, run, this.config.flushIntervalMs);
     const cancel = new AbortController();
     let why: StopReason = 'shutdown';
     const unsubscribe = await this.pubsub.subscribe(runControlTopic(run.id), (message) => {
@@ -473,7 +547,7 @@ export class RunService {
       await sink.close();
       // A run that goes on later (waiting for an answer, or stopped by a shutdown) numbers its
       // events right after the last stored one; a finished run keeps its reservation.
-      if (!terminalRunStatuses.has(state.status)) await this.fork().nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { seqCeiling: sink.lastSeq });
+      if (!terminalRunStatuses.has(state.status)) await this.group.run((tx) => tx.nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { seqCeiling: sink.lastSeq }), { atomic: true });
       if (state.status === 'running' || state.status === 'queued') return null;
       const durationMs = persistence.durationMs ?? this.clock.nowMs() - state.startedAt;
       return {
@@ -556,14 +630,16 @@ export class RunService {
         await this.fork().nativeUpdate(Run, fence, { heartbeatAt: this.clock.now() });
       },
       finish: async (s: RunState) => {
+        const close = await this.creditClose(run.reservationId, run.reservedCredits, s);
         const now = this.clock.now();
-        const used = await this.closeCredits(run.reservationId, run.reservedCredits, s);
         const durationMs = now.getTime() - s.startedAt;
-        // run_complete is stored with the final record and published once both are.
+        // run_complete is stored with the final record and published once both are; the credits
+        // are settled (or released) in the same transaction.
         sink.emitStored('run_complete', completion(s));
         const changed = await sink.flushWith(
-          (tx) =>
-            tx.nativeUpdate(Run, fence, {
+          async (tx) => {
+            const used = await this.applyCreditClose(tx, close, s);
+            return tx.nativeUpdate(Run, fence, {
               cursor: s.cursor,
               sessions: s.sessions,
               ctx: s.ctx,
@@ -577,7 +653,8 @@ export class RunService {
               finishedAt: now,
               durationMs,
               updatedAt: now,
-            }),
+            });
+          },
           (count) => count > 0,
         );
         if (!changed) throw new RunSuperseded();
@@ -600,7 +677,7 @@ export class RunService {
     if (terminalRunStatuses.has(fresh.status)) return;
     const state = this.stateOf(fresh);
     const failure = status === 'cancelled' ? runFailure.cancelled : runFailure.workerLost;
-    const sink = await StoredEventSink.open(this.fork, this.pubsub, fresh, this.config.flushIntervalMs);
+    const sink = await StoredEventSink.open(this.group, this.pubsub, fresh, this.config.flushIntervalMs);
     if (state.fresh) sink.emit('run_start', { runId: run.id, documentId: run.documentId });
     for (const session of state.sessions) {
       if (session.status === 'running' || session.status === 'waiting') {

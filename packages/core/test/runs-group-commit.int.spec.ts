@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import type { EntityManager } from '@mikro-orm/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { entityManagerServiceIdentifier } from '@trellis/core';
+import { startTestKernel, testDatabases, type TestKernel } from '@trellis/test-support';
+import { RunEvent } from '../src/modules/runs/entities/run-event.entity.js';
+import { GroupCommit } from '../src/modules/runs/services/group-commit.js';
+
+/**
+ * The runs' group commit on a real database: units that arrive together share one transaction on
+ * SQLite (one commit, one multi-row INSERT of their deferred rows), each caller hears of its own
+ * unit only once it is committed, and a unit that fails takes nothing of the others with it. On
+ * PostgreSQL every unit is a transaction of its own, with the same answers.
+ */
+
+describe.each(testDatabases())('group commit on $name', (db) => {
+  let t: TestKernel;
+  let root: EntityManager;
+  let sql: string[] = [];
+
+  beforeAll(async () => {
+    t = await startTestKernel(db);
+    root = t.kernel.container.get(entityManagerServiceIdentifier);
+    const knex = (root.getConnection() as unknown as { getKnex(): { on(event: 'query', listener: (query: { sql: string }) => void): void } }).getKnex();
+    knex.on('query', (query) => sql.push(query.sql));
+  });
+  afterAll(() => t?.close());
+
+  const group = () => new GroupCommit(() => root.fork(), db.name === 'sqlite');
+  const row = (runId: string, seq = 1): RunEvent => ({ runId, seq, lastSeq: seq, events: [{ seq, type: 'test', data: { runId } }], createdAt: new Date() });
+  const stored = async (runIds: string[]) => (await root.fork().find(RunEvent, { runId: { $in: runIds } })).map((r) => r.runId).sort();
+
+  it('commits units that arrive together at once, with their rows in one INSERT (SQLite), and answers each', async () => {
+    const commits = group();
+    const ids = Array.from({ length: 12 }, () => randomUUID());
+    sql = [];
+    const answers = await Promise.all(
+      ids.map((id, i) =>
+        commits.run(async (tx) => {
+          await commits.insertLater(tx, RunEvent, [row(id)]);
+          return i;
+        }),
+      ),
+    );
+    expect(answers).toEqual(ids.map((_, i) => i));
+    expect(await stored(ids)).toEqual([...ids].sort());
+    const begins = sql.filter((s) => /^begin/i.test(s)).length;
+    const inserts = sql.filter((s) => /^insert into .run_events./i.test(s)).length;
+    if (db.name === 'sqlite') {
+      // The first unit starts a transaction alone; the eleven that queued meanwhile share the next.
+      expect(begins).toBeLessThanOrEqual(2);
+      expect(inserts).toBeLessThanOrEqual(2);
+    } else {
+      expect(begins).toBe(12);
+    }
+  });
+
+  it('rolls back a unit that fails halfway and keeps the units grouped with it', async () => {
+    const commits = group();
+    const [a, broken, c] = [randomUUID(), randomUUID(), randomUUID()];
+    const results = await Promise.allSettled([
+      commits.run((tx) => commits.insertLater(tx, RunEvent, [row(a)])),
+      commits.run(async (tx) => {
+        await tx.insert(RunEvent, row(broken));
+        throw new Error('halfway');
+      }),
+      commits.run((tx) => commits.insertLater(tx, RunEvent, [row(c)])),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'halfway' });
+    expect(await stored([a, broken, c])).toEqual([a, c].sort());
+  });
+
+  it('keeps the group going past an atomic unit that failed, and finds the unit whose rows break the INSERT', async () => {
+    const commits = group();
+    const [a, b, taken] = [randomUUID(), randomUUID(), randomUUID()];
+    await commits.run((tx) => tx.insert(RunEvent, row(taken)));
+    sql = [];
+    const results = await Promise.allSettled([
+      commits.run((tx) => commits.insertLater(tx, RunEvent, [row(a)])),
+      commits.run(
+        async () => {
+          throw new Error('refused before writing');
+        },
+        { atomic: true },
+      ),
+      // A row that is already stored: the shared INSERT fails, each unit goes again alone.
+      commits.run((tx) => commits.insertLater(tx, RunEvent, [row(taken)])),
+      commits.run((tx) => commits.insertLater(tx, RunEvent, [row(b, 2)])),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'refused before writing' });
+    expect(await stored([a, b])).toEqual([a, b].sort());
+  });
+});
