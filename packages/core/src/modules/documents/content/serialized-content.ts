@@ -1,8 +1,6 @@
 import { canonicalJson } from './canonical-json.js';
-import { fnv1a32 } from './fnv1a.js';
+import { fnv1a32Utf8 } from './fnv1a.js';
 import type { DocumentContent } from './rich-text.js';
-
-const encoder = new TextEncoder();
 
 /**
  * A document's content as it is stored and hashed, computed once per write: the canonical JSON
@@ -35,6 +33,6 @@ export function serializeContent(content: DocumentContent): SerializedContent {
     blocks = content.content.map((block) => (block === undefined || typeof block === 'function' ? 'null' : canonicalJson(block)));
     json = `{"content":[${blocks.join(',')}],"type":"doc"}`;
   }
-  const utf8 = encoder.encode(json);
-  return { json, hash: fnv1a32(utf8).toString(16).padStart(8, '0'), bytes: utf8.length, blocks };
+  const { hash, bytes } = fnv1a32Utf8(json);
+  return { json, hash: hash.toString(16).padStart(8, '0'), bytes, blocks };
 }

@@ -42,6 +42,22 @@ const isPostgres = (em: EntityManager) => em.getPlatform().constructor.name.toLo
 const jsonParam = (em: EntityManager) => (isPostgres(em) ? '?::jsonb' : '?');
 const dateValue = (em: EntityManager, date: Date): unknown => em.getPlatform().processDateProperty(date);
 
+/**
+ * The content of a document with the hash and head version that go with it, read in one
+ * statement (they must agree: the next version's delta is made against this content). The JSON
+ * is parsed once, with no ORM snapshot of it.
+ */
+export async function readContent(em: EntityManager, documentId: string): Promise<{ content: unknown; contentHash: string; headVersionId: string | null } | null> {
+  const rows = await run(em, 'select content, content_hash, head_version_id from documents where id = ? and deleted_at is null', [documentId]);
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    content: typeof row.content === 'string' ? JSON.parse(row.content) : row.content,
+    contentHash: String(row.content_hash),
+    headVersionId: (row.head_version_id as string | null) ?? null,
+  };
+}
+
 export interface ContentUpdate {
   documentId: string;
   /** Compare-and-swap: the hash the stored content must still have. */

@@ -19,7 +19,7 @@ import { fromMarkdownIr, toMarkdownIr } from '../content/markdown-ir.js';
 import { ContentError, emptyDocument, prepareDocument, prepareEditedDocument, type DocumentContent } from '../content/rich-text.js';
 import { serializeContent, type SerializedContent } from '../content/serialized-content.js';
 import { blockDelta } from '../content/version-delta.js';
-import { insertVersion, updateContent, versionHead } from './document-store.js';
+import { insertVersion, readContent, updateContent, versionHead } from './document-store.js';
 import type { DocumentsConfig } from '../documents.config.js';
 import { DocumentVersion, type VersionSource } from '../entities/document-version.entity.js';
 import { Document } from '../entities/document.entity.js';
@@ -96,9 +96,23 @@ export class DocumentService {
    * deleted or hidden; 403 `write_permission_required` when `wanted` is write and the caller may
    * only read.
    */
-  async requireDocument(em: EntityManager, documentId: string, principal: Principal, wanted: ProjectPermission = 'read'): Promise<{ doc: Document; permissions: ReadonlySet<ProjectPermission> }> {
-    const doc = await em.findOne(Document, { id: documentId, deletedAt: null }, { populate: ['project'] });
+  async requireDocument(
+    em: EntityManager,
+    documentId: string,
+    principal: Principal,
+    wanted: ProjectPermission = 'read',
+    options: { rawContent?: boolean } = {},
+  ): Promise<{ doc: Document; permissions: ReadonlySet<ProjectPermission> }> {
+    // With rawContent (edits), the content comes from its own bound statement, parsed once: the
+    // ORM would also keep a serialized snapshot of it for change detection.
+    const found = await em.findOne(Document, { id: documentId, deletedAt: null }, (options.rawContent ? { populate: ['project'], exclude: ['content'] } : { populate: ['project'] }) as never);
+    const doc = found as Document | null;
     if (!doc) throw documentNotFound();
+    if (options.rawContent) {
+      const stored = await readContent(em, documentId);
+      if (!stored) throw documentNotFound();
+      Object.assign(doc, stored);
+    }
     const permissions = await this.projects.permissions(em, doc.project, principal.userId);
     if (!permissions.has('read')) throw documentNotFound();
     if (!permissions.has(wanted)) {
@@ -403,7 +417,7 @@ export class DocumentService {
 
   /** `POST /documents/:id/edit`: the REST edit, with optimistic concurrency and the collaborative lock. */
   async edit(em: EntityManager, principal: Principal, documentId: string, request: EditRequest & { base_version: string }, source: VersionSource = 'edit'): Promise<{ version: string; results: CommandResult[] }> {
-    const { doc } = await this.requireDocument(em, documentId, principal, 'write');
+    const { doc } = await this.requireDocument(em, documentId, principal, 'write', { rawContent: true });
     const gate = this.gate;
     // Only collaborators who may write lock REST edits out (423); read-only viewers do not.
     const editors = gate?.localEditors(documentId) ?? 0;
