@@ -127,4 +127,31 @@ describe.each(testDatabases())('document versions on $name', (db) => {
     await expectExactHistory(d.id, new Map(items.map((item) => [item.id, byHash.get(item.version)!])));
     expect((await current(d.id)).content_hash).toBe(v);
   });
+  it('edits a large document from what is stored, even after another process wrote it since this one cached it', async () => {
+    // Over 64 KiB: this process keeps the content it writes for the next edit.
+    const blocks = Array.from({ length: 80 }, (_, i) => paragraph(`p${i}`, `paragraph ${i} `.repeat(80) + `end-${i}`));
+    const d = await createDocument(t, owner.token, projectId, { content: doc(...blocks) });
+    const createdVersion = (await versions(d.id))[0]!.id;
+    const v1 = await edit(d.id, d.content_hash, [{ op: 'str_replace', blockId: 'p1', old_str: 'end-1', new_str: 'first edit' }]);
+    const v2 = await edit(d.id, v1, [{ op: 'str_replace', blockId: 'p2', old_str: 'end-2', new_str: 'second edit' }]);
+    expect(JSON.stringify((await current(d.id)).content)).toContain('first edit');
+    // Another process puts the created content back (a write of its own: its own head version).
+    await sql('update documents set content = ?, content_hash = ?, head_version_id = ? where id = ?', [canonicalJson(doc(...blocks)), d.content_hash, createdVersion, d.id]);
+    const v3 = await edit(d.id, d.content_hash, [{ op: 'str_replace', blockId: 'p3', old_str: 'end-3', new_str: 'third edit' }]);
+    const expected = doc(...blocks.map((b, i) => (i === 3 ? paragraph('p3', `paragraph 3 `.repeat(80) + 'third edit') : b)));
+    expect(canonicalJson((await current(d.id)).content)).toBe(canonicalJson(expected));
+    expect(v3).toBe(contentHash(expected));
+    const latest = (await versions(d.id))[0]!;
+    expect(latest.version).toBe(v3);
+    expect(canonicalJson((await readVersion(d.id, latest.id)).content)).toBe(canonicalJson(expected));
+    // Stale base versions still answer 409, and the cached content never leaks into a later edit.
+    const stale = await t.request('POST', `/documents/${d.id}/edit`, { token: owner.token, body: { base_version: v2, mode: 'commands', commands: [{ op: 'list' }] } });
+    expect(stale.status).toBe(409);
+    const v4 = await edit(d.id, v3, [{ op: 'str_replace', blockId: 'p4', old_str: 'end-4', new_str: 'fourth edit' }]);
+    const text = JSON.stringify((await current(d.id)).content);
+    expect(text).toContain('third edit');
+    expect(text).toContain('fourth edit');
+    expect(text).not.toContain('first edit');
+    expect((await current(d.id)).content_hash).toBe(v4);
+  });
 });

@@ -1,6 +1,6 @@
 import { canonicalJson } from './canonical-json.js';
 import { fnv1a32Utf8 } from './fnv1a.js';
-import type { DocumentContent } from './rich-text.js';
+import type { DocumentContent, RichNode } from './rich-text.js';
 
 /**
  * A document's content as it is stored and hashed, computed once per write: the canonical JSON
@@ -19,7 +19,7 @@ export interface SerializedContent {
  * Serializes content once: `json` is exactly `canonicalJson(content)` (a doc node has only `type`
  * and `content`, and `"content"` sorts before `"type"`), built from the blocks' own canonical JSON.
  */
-export function serializeContent(content: DocumentContent): SerializedContent {
+export function serializeContent(content: DocumentContent, known?: ReadonlyMap<RichNode, string>): SerializedContent {
   const record = content as unknown as Record<string, unknown>;
   const keys = Object.keys(record).filter((key) => record[key] !== undefined);
   const plain = keys.every((key) => key === 'type' || key === 'content') && record.type === 'doc' && (record.content === undefined || Array.isArray(record.content));
@@ -30,7 +30,8 @@ export function serializeContent(content: DocumentContent): SerializedContent {
   } else if (content.content === undefined) {
     json = '{"type":"doc"}';
   } else {
-    blocks = content.content.map((block) => (block === undefined || typeof block === 'function' ? 'null' : canonicalJson(block)));
+    // `known`: canonical JSON of blocks serialized before (kept blocks of a cached document).
+    blocks = content.content.map((block) => known?.get(block) ?? (block === undefined || typeof block === 'function' ? 'null' : canonicalJson(block)));
     json = `{"content":[${blocks.join(',')}],"type":"doc"}`;
   }
   const { hash, bytes } = fnv1a32Utf8(json);

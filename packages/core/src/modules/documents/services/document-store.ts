@@ -47,12 +47,19 @@ const dateValue = (em: EntityManager, date: Date): unknown => em.getPlatform().p
  * statement (they must agree: the next version's delta is made against this content). The JSON
  * is parsed once, with no ORM snapshot of it.
  */
-export async function readContent(em: EntityManager, documentId: string): Promise<{ content: unknown; contentHash: string; headVersionId: string | null } | null> {
-  const rows = await run(em, 'select content, content_hash, head_version_id from documents where id = ? and deleted_at is null', [documentId]);
+export async function readContent(em: EntityManager, documentId: string, unlessHead: string | null = null): Promise<{ content: unknown; contentHash: string; headVersionId: string | null } | null> {
+  // With `unlessHead`, the content is left out when the head version is that one (the caller has it).
+  const rows = await run(
+    em,
+    unlessHead === null
+      ? 'select content, content_hash, head_version_id from documents where id = ? and deleted_at is null'
+      : 'select case when head_version_id = ? then null else content end as content, content_hash, head_version_id from documents where id = ? and deleted_at is null',
+    unlessHead === null ? [documentId] : [unlessHead, documentId],
+  );
   const row = rows[0];
   if (!row) return null;
   return {
-    content: typeof row.content === 'string' ? JSON.parse(row.content) : row.content,
+    content: typeof row.content === 'string' ? JSON.parse(row.content) : (row.content ?? null),
     contentHash: String(row.content_hash),
     headVersionId: (row.head_version_id as string | null) ?? null,
   };

@@ -20,6 +20,7 @@ import { ContentError, emptyDocument, prepareDocument, prepareEditedDocument, ty
 import { serializeContent, type SerializedContent } from '../content/serialized-content.js';
 import { blockDelta } from '../content/version-delta.js';
 import { insertVersion, readContent, updateContent, versionHead } from './document-store.js';
+import { RecentContent } from './recent-content.js';
 import type { DocumentsConfig } from '../documents.config.js';
 import { DocumentVersion, type VersionSource } from '../entities/document-version.entity.js';
 import { Document } from '../entities/document.entity.js';
@@ -68,6 +69,8 @@ export const authorOf = (principal: Principal | null): Author => ({ userId: prin
 @injectable()
 export class DocumentService {
   private readonly config: DocumentsConfig;
+  /** Content this process wrote last, for large documents (see RecentContent). */
+  private readonly recent = new RecentContent();
 
   constructor(
     @inject(configServiceIdentifier) config: TrellisConfig,
@@ -109,9 +112,14 @@ export class DocumentService {
     const doc = found as Document | null;
     if (!doc) throw documentNotFound();
     if (options.rawContent) {
-      const stored = await readContent(em, documentId);
+      const stored = await readContent(em, documentId, this.recent.head(documentId));
       if (!stored) throw documentNotFound();
-      Object.assign(doc, stored);
+      const cached = stored.content === null ? this.recent.get(documentId, stored.headVersionId, stored.contentHash) : undefined;
+      if (stored.content !== null) this.recent.forget(documentId);
+      // Content, hash and head always come from one read (or the cache entry of that very head).
+      const current = cached ? { ...stored, content: cached.content } : stored.content !== null ? stored : await readContent(em, documentId);
+      if (!current) throw documentNotFound();
+      Object.assign(doc, current);
     }
     const permissions = await this.projects.permissions(em, doc.project, principal.userId);
     if (!permissions.has('read')) throw documentNotFound();
@@ -166,8 +174,9 @@ export class DocumentService {
   }
 
   /** The content's canonical JSON, hash and size, once; 413 `content_too_large` above `documents.maxContentBytes`. */
-  serialize(doc: DocumentContent): SerializedContent {
-    const serialized = serializeContent(doc);
+  serialize(doc: DocumentContent, basedOn?: DocumentContent): SerializedContent {
+    // Blocks kept from cached content (an edit of a large document) are not serialized again.
+    const serialized = serializeContent(doc, basedOn && this.recent.blocksOf(basedOn));
     if (serialized.bytes > this.config.maxContentBytes) throw contentTooLarge(serialized.bytes, this.config.maxContentBytes);
     return serialized;
   }
@@ -212,7 +221,7 @@ export class DocumentService {
     } catch (error) {
       throw contentError(error);
     }
-    const serialized = this.serialize(content);
+    const serialized = this.serialize(content, current);
     return { content, serialized, results: outcome.results, changed: outcome.changed && serialized.hash !== hashOfCurrent() };
   }
 
@@ -253,6 +262,7 @@ export class DocumentService {
       throw versionConflict(current);
     }
     Object.assign(doc, { content, contentHash: hash, title, updatedAt: now, headVersionId: versionId });
+    if (versionId) this.recent.set(doc.id, versionId, content, serialized);
     await this.hooks.emit('document.content_changed', { documentId: doc.id, version: hash, source: options.source, authorId: options.author.userId });
     return hash;
   }
