@@ -154,4 +154,48 @@ describe.each(testDatabases())('document versions on $name', (db) => {
     expect(text).not.toContain('first edit');
     expect((await current(d.id)).content_hash).toBe(v4);
   });
+  // Last: it takes the schema back to before deltas and up again.
+  it('keeps documents and versions written before deltas readable after the migration, and goes on with deltas', async () => {
+    const d = await createDocument(t, owner.token, projectId, { content: doc(paragraph('a', 'one'), ...Array.from({ length: 8 }, (_, i) => paragraph(`k${i}`, `kept ${i} `.repeat(10)))) });
+    const before = await t.kernel.migrate.status();
+    const mine = before.executed.findIndex((name) => name.endsWith('_documents_version_deltas'));
+    expect(mine).toBeGreaterThanOrEqual(0);
+    await t.kernel.migrate.down({ steps: before.executed.length - mine });
+    const columns = await sql('select * from document_versions where document_id = ?', [d.id]);
+    expect(Object.keys(columns[0]!)).not.toContain('delta');
+    // A write as the release before deltas made it: content, hash and a snapshot version.
+    const old = doc(paragraph('a', 'two'), ...Array.from({ length: 8 }, (_, i) => paragraph(`k${i}`, `kept ${i} `.repeat(10))));
+    const platform = orm().em.getPlatform();
+    await sql('update documents set content = ?, content_hash = ? where id = ?', [canonicalJson(old), contentHash(old), d.id]);
+    await sql('insert into document_versions (id, document_id, content_hash, content, title, source, author_id, author_kind, created_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+      '0190c1d2-0000-7000-8000-00000000aaaa',
+      d.id,
+      contentHash(old),
+      canonicalJson(old),
+      'Untitled',
+      'edit',
+      owner.userId,
+      'jwt',
+      platform.processDateProperty(new Date()),
+    ]);
+    expect(await t.kernel.migrate.up()).toEqual(before.executed.slice(mine));
+
+    const written = new Map<string, string>([
+      [(await versions(d.id)).find((v) => v.source === 'create')!.id, canonicalJson(d.content)],
+      ['0190c1d2-0000-7000-8000-00000000aaaa', canonicalJson(old)],
+    ]);
+    await expectExactHistory(d.id, written);
+    // The first write after the migration is a snapshot (no head version yet), the next a delta.
+    let v = contentHash(old);
+    for (const [from, to] of [['two', 'three'], ['three', 'four']] as const) {
+      v = await edit(d.id, v, [{ op: 'str_replace', blockId: 'a', old_str: from, new_str: to }]);
+      const latest = (await versions(d.id))[0]!;
+      written.set(latest.id, canonicalJson((await current(d.id)).content));
+    }
+    const items = await versions(d.id);
+    expect(isSnapshot(await storage(items[1]!.id))).toBe(true);
+    expect(isSnapshot(await storage(items[0]!.id))).toBe(false);
+    await expectExactHistory(d.id, written);
+    expect((await current(d.id)).content_hash).toBe(v);
+  });
 });
