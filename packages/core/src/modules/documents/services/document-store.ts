@@ -73,7 +73,8 @@ export interface ContentUpdate {
   content?: { json: string; hash: string };
   /** A new title, when it changes. */
   title?: string | null;
-  headVersionId: string | null;
+  /** The version recorded with this write (left out when none is: the head stays). */
+  headVersionId?: string;
   now: Date;
   /** Refuse while a collaborative lease runs (REST writes). */
   requireUnlocked: boolean;
@@ -91,8 +92,12 @@ export async function updateContent(em: EntityManager, update: ContentUpdate): P
     sets.push('title = ?');
     values.push(update.title);
   }
-  sets.push('updated_at = ?', 'head_version_id = ?');
-  values.push(dateValue(em, update.now), update.headVersionId);
+  sets.push('updated_at = ?');
+  values.push(dateValue(em, update.now));
+  if (update.headVersionId !== undefined) {
+    sets.push('head_version_id = ?');
+    values.push(update.headVersionId);
+  }
   let where = 'id = ? and content_hash = ? and deleted_at is null';
   values.push(update.documentId, update.expectedHash);
   if (update.requireUnlocked) {

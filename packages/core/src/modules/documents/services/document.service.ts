@@ -247,7 +247,7 @@ export class DocumentService {
         expectedHash: options.expectedHash,
         content: hash !== options.expectedHash ? serialized : undefined,
         title: title !== doc.title ? title : undefined,
-        headVersionId: versionId,
+        headVersionId: versioned ? versionId! : undefined,
         now,
         requireUnlocked: options.requireUnlocked,
       });
@@ -262,7 +262,7 @@ export class DocumentService {
       throw versionConflict(current);
     }
     Object.assign(doc, { content, contentHash: hash, title, updatedAt: now, headVersionId: versionId });
-    if (versionId) this.recent.set(doc.id, versionId, content, serialized);
+    if (versioned) this.recent.set(doc.id, versionId!, content, serialized);
     await this.hooks.emit('document.content_changed', { documentId: doc.id, version: hash, source: options.source, authorId: options.author.userId });
     return hash;
   }
