@@ -20,8 +20,9 @@ export function fnv1a32Hex(text: string): string {
  * FNV-1a 32 of a string's UTF-8 bytes and their count, walking the string itself (no encoded
  * copy of a 1 MB document). Unpaired surrogates count as U+FFFD, as `TextEncoder` writes them.
  */
-export function fnv1a32Utf8(text: string): { hash: number; bytes: number } {
-  let hash = OFFSET_BASIS;
+export function fnv1a32Utf8(text: string, from: number = OFFSET_BASIS): { hash: number; bytes: number } {
+  // `from`: the hash of the bytes before `text` (FNV-1a goes on from it).
+  let hash = from;
   let bytes = 0;
   const n = text.length;
   for (let i = 0; i < n; i++) {

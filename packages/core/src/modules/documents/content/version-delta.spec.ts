@@ -24,6 +24,31 @@ describe('serialized content', () => {
     );
   });
 
+  it('goes on from an earlier serialization of shared blocks to the same text, hash and size', () => {
+    const change = fc.constantFrom('replace', 'delete', 'insert', 'append', 'same', 'clear');
+    fc.assert(
+      fc.property(richDocument, richDocument, fc.nat(), change, (before, other, at, how) => {
+        const earlier = serializeContent(before);
+        const known = { blocks: new Map((before.content ?? []).map((block, i) => [block, earlier.blocks[i]!])), order: before.content ?? [], states: earlier.states, offsets: earlier.offsets };
+        const blocks = [...(before.content ?? [])];
+        const fresh = other.content?.[0] ?? { type: 'paragraph', attrs: { id: 'fresh' } };
+        const i = blocks.length ? at % blocks.length : 0;
+        if (how === 'replace' && blocks.length) blocks[i] = fresh;
+        if (how === 'delete') blocks.splice(i, 1);
+        if (how === 'insert') blocks.splice(i, 0, fresh);
+        if (how === 'append') blocks.push(fresh);
+        const after: DocumentContent = how === 'clear' || blocks.length === 0 ? { type: 'doc' } : { type: 'doc', content: blocks };
+        const serialized = serializeContent(after, known);
+        expect(serialized.json).toBe(canonicalJson(after));
+        expect(serialized.hash).toBe(contentHash(after));
+        expect(serialized.bytes).toBe(Buffer.byteLength(serialized.json, 'utf8'));
+        // And its states serve the next serialization as well as a fresh one's would.
+        expect(serialized.states).toEqual(serializeContent(after).states);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
   it('falls back to canonical JSON for a value that is not a plain doc node', () => {
     const odd = { type: 'doc', content: [], extra: { b: 1, a: 2 } } as unknown as DocumentContent;
     expect(serializeContent(odd).json).toBe(canonicalJson(odd));

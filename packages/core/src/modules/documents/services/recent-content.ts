@@ -1,5 +1,5 @@
 import type { DocumentContent, RichNode } from '../content/rich-text.js';
-import type { SerializedContent } from '../content/serialized-content.js';
+import type { KnownSerialization, SerializedContent } from '../content/serialized-content.js';
 
 interface Entry {
   headVersionId: string;
@@ -21,7 +21,7 @@ interface Entry {
 export class RecentContent {
   private readonly entries = new Map<string, Entry>();
   /** Block serializations by cached content object (for the edit that starts from it). */
-  private readonly byContent = new WeakMap<DocumentContent, Map<RichNode, string>>();
+  private readonly byContent = new WeakMap<DocumentContent, KnownSerialization>();
   private total = 0;
 
   constructor(
@@ -36,8 +36,8 @@ export class RecentContent {
     return this.entries.get(documentId)?.headVersionId ?? null;
   }
 
-  /** Canonical JSON of the blocks of `content` when it is cached content. */
-  blocksOf(content: DocumentContent): ReadonlyMap<RichNode, string> | undefined {
+  /** What the serialization of `content` left for the next one, when it is cached content. */
+  blocksOf(content: DocumentContent): KnownSerialization | undefined {
     return this.byContent.get(content);
   }
 
@@ -61,7 +61,7 @@ export class RecentContent {
     const blocks = new Map<RichNode, string>();
     (content.content ?? []).forEach((block, i) => blocks.set(block, serialized.blocks[i]!));
     this.entries.set(documentId, { headVersionId, contentHash: serialized.hash, content, blocks, bytes: serialized.bytes });
-    this.byContent.set(content, blocks);
+    this.byContent.set(content, { blocks, order: content.content ?? [], states: serialized.states, offsets: serialized.offsets });
     this.total += serialized.bytes;
     for (const [id, entry] of this.entries) {
       if (this.total <= this.maxBytes) break;
