@@ -8,7 +8,7 @@ import type { SocketLike } from '../../../kernel/ws/channel.js';
 import type { Clock } from '../../../ports/clock.js';
 import type { PubSub } from '../../../ports/pubsub.js';
 import type { Author } from '../../documents/collaboration-gate.js';
-import { contentHash } from '../../documents/content/content-hash.js';
+import type { SerializedContent } from '../../documents/content/serialized-content.js';
 import { Document } from '../../documents/entities/document.entity.js';
 import type { VersionSource } from '../../documents/entities/document-version.entity.js';
 import { documentNotFound } from '../../documents/errors.js';
@@ -28,7 +28,6 @@ import {
 } from '../yjs/protocol.js';
 import { ensureElementIds, FRAGMENT_NAME, readDocument, writeDocument } from '../yjs/rich-text-yjs.js';
 import { decodeState, type YjsStateStore } from './yjs-state.store.js';
-import { inTransaction } from '../../../kernel/transaction.js';
 
 /**
  * Close codes (4400-4499 tell y-websocket clients not to reconnect). `credentialInvalid` (4401):
@@ -366,32 +365,29 @@ export class CollabSession {
       this.deps.log.warn({ documentId: this.documentId }, 'the collaborative document holds content that is not valid rich-text JSON; not mirrored');
       return;
     }
+    let serialized: SerializedContent;
     try {
-      this.deps.documents.checkSize(content);
+      serialized = this.deps.documents.serialize(content);
     } catch {
       this.deps.log.warn({ documentId: this.documentId }, 'the collaborative document exceeds documents.maxContentBytes; not mirrored');
       return;
     }
-    const hash = contentHash(content);
+    const hash = serialized.hash;
     const state = Y.encodeStateAsUpdate(this.doc);
-    if (hash !== this.lastHash) await this.writeContent(content, hash, author, source);
+    if (hash !== this.lastHash) await this.writeContent(content, serialized, author, source);
     await this.deps.states.merge(this.deps.fork(), this.documentId, state, hash);
     this.lastHash = hash;
   }
 
   /** Writes the mirrored content: compare-and-swap on the last known hash, re-read and retried when another process mirrored meanwhile. */
-  private async writeContent(content: NonNullable<ReturnType<typeof readDocument>>, hash: string, author: Author, source: VersionSource): Promise<void> {
+  private async writeContent(content: NonNullable<ReturnType<typeof readDocument>>, serialized: SerializedContent, author: Author, source: VersionSource): Promise<void> {
+    const hash = serialized.hash;
     let base = this.lastHash;
     for (let attempt = 0; attempt < 5; attempt++) {
       const em = this.deps.fork();
       const now = this.deps.clock.now();
-      const written = await inTransaction(em, async (tx) => {
-        const count = await tx.nativeUpdate(Document, { id: this.documentId, contentHash: base, deletedAt: null }, { content, contentHash: hash, updatedAt: now });
-        if (count === 0) return false;
-        const row = await tx.findOne(Document, { id: this.documentId });
-        this.deps.documents.recordVersion(tx, this.documentId, content, hash, row?.title ?? null, author, source, now);
-        return true;
-      });
+      // Content, hash and head version in one bound statement, with a snapshot version.
+      const written = await this.deps.documents.writeMirrored(em, this.documentId, content, serialized, base, author, source, now);
       if (written) {
         await this.deps.hooks.emit('document.content_changed', { documentId: this.documentId, version: hash, source, authorId: author.userId });
         return;

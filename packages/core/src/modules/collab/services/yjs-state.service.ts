@@ -3,7 +3,6 @@ import { inject, injectable } from 'inversify';
 import * as Y from 'yjs';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import { TrellisError } from '../../../kernel/errors.js';
-import { contentHash } from '../../documents/content/content-hash.js';
 import { authorOf, DocumentService } from '../../documents/services/document.service.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { ensureElementIds, FRAGMENT_NAME, readDocument } from '../yjs/rich-text-yjs.js';
@@ -57,10 +56,10 @@ export class YjsStateService {
       scratch.transact(() => ensureElementIds(fragment, () => this.ids.next()));
       const content = readDocument(fragment);
       if (!content) throw invalidState(`its "${FRAGMENT_NAME}" fragment does not hold rich-text content`);
-      this.documents.checkSize(content);
-      const hash = contentHash(content);
+      const serialized = this.documents.serialize(content);
+      const hash = serialized.hash;
       try {
-        if (hash !== doc.contentHash) await this.documents.commit(em, doc, content, { author, source: 'yjs_state', expectedHash: doc.contentHash, requireUnlocked: true });
+        if (hash !== doc.contentHash) await this.documents.commit(em, doc, content, { author, source: 'yjs_state', expectedHash: doc.contentHash, requireUnlocked: true, serialized });
       } catch (error) {
         if (error instanceof TrellisError && error.code === 'document_locked') {
           await this.collab.applyState(documentId, state, author);

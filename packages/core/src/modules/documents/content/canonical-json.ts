@@ -8,17 +8,34 @@ export function canonicalJson(value: unknown): string {
     const text = JSON.stringify(value);
     return text === undefined ? 'null' : text;
   }
+  // One string built by appending (no intermediate arrays): this runs over whole documents.
   if (Array.isArray(value)) {
-    return `[${value.map((item) => (item === undefined || typeof item === 'function' ? 'null' : canonicalJson(item))).join(',')}]`;
+    let out = '[';
+    for (let i = 0; i < value.length; i++) {
+      const item: unknown = value[i];
+      if (i > 0) out += ',';
+      out += item === undefined || typeof item === 'function' ? 'null' : canonicalJson(item);
+    }
+    return out + ']';
   }
   const record = value as Record<string, unknown>;
-  const parts: string[] = [];
-  for (const key of Object.keys(record).sort(compareCodePoints)) {
+  const keys = Object.keys(record);
+  if (!sortedByCodePoint(keys)) keys.sort(compareCodePoints);
+  let out = '{';
+  let first = true;
+  for (const key of keys) {
     const item = record[key];
     if (item === undefined || typeof item === 'function') continue;
-    parts.push(`${JSON.stringify(key)}:${canonicalJson(item)}`);
+    if (!first) out += ',';
+    first = false;
+    out += JSON.stringify(key) + ':' + canonicalJson(item);
   }
-  return `{${parts.join(',')}}`;
+  return out + '}';
+}
+
+function sortedByCodePoint(keys: readonly string[]): boolean {
+  for (let i = 1; i < keys.length; i++) if (compareCodePoints(keys[i - 1]!, keys[i]!) > 0) return false;
+  return true;
 }
 
 /**

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, compareCodePoints } from './canonical-json.js';
 import { contentHash } from './content-hash.js';
-import { fnv1a32Hex } from './fnv1a.js';
+import { fnv1a32, fnv1a32Hex, fnv1a32Utf8 } from './fnv1a.js';
 
 describe('FNV-1a 32', () => {
   // Test vectors from the FNV reference test suite (Fowler, Noll, Vo: test_fnv.c, FNV-1a 32).
@@ -22,6 +22,18 @@ describe('FNV-1a 32', () => {
   ];
   it.each(vectors)('hashes %j to %s', (input, expected) => {
     expect(fnv1a32Hex(input)).toBe(expected);
+  });
+
+  it('hashes and counts UTF-8 bytes walking the string as over its encoded bytes (unpaired surrogates as U+FFFD)', () => {
+    const units = fc.string({ unit: fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c)), maxLength: 40 });
+    fc.assert(
+      fc.property(fc.oneof(units, fc.string({ unit: 'binary' })), (s) => {
+        const bytes = new TextEncoder().encode(s);
+        expect(fnv1a32Utf8(s)).toEqual({ hash: fnv1a32(bytes), bytes: bytes.length });
+      }),
+      { numRuns: 500 },
+    );
+    expect(fnv1a32Utf8('\ud800')).toEqual({ hash: fnv1a32(new TextEncoder().encode('\ufffd')), bytes: 3 });
   });
 
   it('always answers 8 lowercase hexadecimal digits', () => {

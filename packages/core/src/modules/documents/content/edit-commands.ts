@@ -34,10 +34,12 @@ const isObject = (value: unknown): value is Record<string, unknown> => typeof va
 /**
  * Applies commands in order to a working copy of `doc`. All or nothing: the first failing command
  * throws a `CommandError` naming its position and the reason, and `doc` is never modified.
- * `newId` gives ids to inserted blocks that have none.
+ * `newId` gives ids to inserted blocks that have none. The copy is made on write: blocks no
+ * command changes are the very objects of `doc` (so a 1 MB document is not cloned for a one-block
+ * edit, and `prepareEditedDocument` knows what it need not check again).
  */
 export function applyCommands(doc: DocumentContent, commands: readonly unknown[], newId: () => string): CommandOutcome {
-  const blocks: RichNode[] = structuredClone(doc.content ?? []);
+  const blocks: RichNode[] = [...(doc.content ?? [])];
   const results: CommandResult[] = [];
   let changed = false;
   commands.forEach((raw, index) => {
@@ -126,9 +128,10 @@ export function applyCommands(doc: DocumentContent, commands: readonly unknown[]
         } catch (error) {
           return fail('invalid_content', error instanceof ContentError ? error.message : String(error));
         }
-        const target = blocks[at]!;
+        const target: RichNode = { ...blocks[at]! };
         if (content.length) target.content = content;
         else delete target.content;
+        blocks[at] = target;
         changed = true;
         results.push({ op, success: true });
         return;
@@ -172,11 +175,12 @@ export function applyCommands(doc: DocumentContent, commands: readonly unknown[]
         const at = find('blockId');
         const oldStr = str('old_str');
         if (typeof command.new_str !== 'string') fail('invalid_command', '"new_str" must be a string');
-        const replaced = replaceText(blocks[at]!, oldStr, command.new_str as string);
-        if (replaced === 0) fail('no_match', `"old_str" does not occur in block "${blockId(blocks[at]!)}"`);
-        if (replaced > 1) fail('multiple_matches', `"old_str" occurs ${replaced} times in block "${blockId(blocks[at]!)}"; include more context so it occurs once`);
+        const copy = structuredClone(blocks[at]!);
+        const replaced = replaceText(copy, oldStr, command.new_str as string);
+        if (replaced === 0) fail('no_match', `"old_str" does not occur in block "${blockId(copy)}"`);
+        if (replaced > 1) fail('multiple_matches', `"old_str" occurs ${replaced} times in block "${blockId(copy)}"; include more context so it occurs once`);
         try {
-          blocks[at] = normalizeNode(blocks[at], 'block')!;
+          blocks[at] = normalizeNode(copy, 'block')!;
         } catch (error) {
           return fail('invalid_content', error instanceof ContentError ? error.message : String(error));
         }

@@ -237,5 +237,27 @@ export function prepareDocument(input: unknown, newId: () => string): DocumentCo
   return ensureBlockIds(normalizeDocument(input), newId);
 }
 
+/**
+ * `prepareDocument` for the result of edit commands on a stored document: blocks that are the
+ * very objects of `previous` (which, as stored content, is in normal form already) are kept as
+ * they are; only new or changed blocks are validated and normalized. The result is what
+ * `prepareDocument(edited)` gives, without a pass over the whole document.
+ */
+export function prepareEditedDocument(previous: DocumentContent, edited: DocumentContent, newId: () => string): DocumentContent {
+  const kept = new Set<RichNode>(previous.content ?? []);
+  const blocks: RichNode[] = [];
+  (edited.content ?? []).forEach((block, i) => {
+    if (kept.has(block)) {
+      blocks.push(block);
+      return;
+    }
+    const node = normalizeNode(block, `content.${i}`, 1);
+    if (node === null) return;
+    if (node.type === 'text') throw new ContentError(`content.${i}`, 'top-level blocks cannot be text nodes; wrap text in a paragraph');
+    blocks.push(node);
+  });
+  return ensureBlockIds(blocks.length ? { type: 'doc', content: blocks } : { type: 'doc' }, newId);
+}
+
 /** An empty document. */
 export const emptyDocument = (): DocumentContent => ({ type: 'doc' });

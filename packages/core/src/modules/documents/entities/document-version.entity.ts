@@ -7,12 +7,23 @@ import { Document } from './document.entity.js';
 export const versionSources = ['create', 'edit', 'smart_edit', 'update', 'collab', 'collab_edit', 'rollback', 'ui_save', 'duplicate', 'yjs_state'] as const;
 export type VersionSource = (typeof versionSources)[number];
 
-/** A snapshot of a document taken at every successful write, with who wrote it and how. */
+/**
+ * The content of a document after every successful write, with who wrote it and how. A version
+ * is a snapshot (`content`) or a change of top-level blocks against the version before it
+ * (`delta` on `baseId`, `content` JSON null): `VersionService` reads either back exactly.
+ */
 export class DocumentVersion {
   id!: string;
   document!: Document;
   contentHash!: string;
-  content!: DocumentContent;
+  /** The whole content of a snapshot; `null` for a delta (read it through `VersionService`). */
+  content!: DocumentContent | null;
+  /** The version a delta applies to. */
+  baseId!: string | null;
+  /** A block delta (content/version-delta.ts) against `baseId`. */
+  delta!: string | null;
+  /** Deltas between this version and its snapshot (0 for a snapshot). */
+  chainLength!: number;
   title!: string | null;
   source!: VersionSource;
   author!: User | null;
@@ -30,6 +41,9 @@ export const DocumentVersionSchema = new EntitySchema<DocumentVersion>({
     document: { kind: 'm:1', entity: () => Document, deleteRule: 'cascade' },
     contentHash: { type: 'string', length: 8 },
     content: { type: 'json' },
+    baseId: { type: 'uuid', nullable: true },
+    delta: { type: 'text', nullable: true },
+    chainLength: { type: 'integer', default: 0 },
     title: { type: 'string', length: 500, nullable: true },
     source: { type: 'string', length: 32 },
     author: { kind: 'm:1', entity: () => User, nullable: true, deleteRule: 'set null' },

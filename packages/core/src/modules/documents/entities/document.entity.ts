@@ -15,6 +15,11 @@ export class Document {
   docType!: string;
   content!: DocumentContent;
   contentHash!: string;
+  /**
+   * The version whose content is the current content: the base of the next version's delta.
+   * `null` (rows from before versions had deltas) makes the next version a snapshot.
+   */
+  headVersionId!: string | null;
   createdBy!: User | null;
   collabLeaseUntil!: Date | null;
   createdAt!: Date;
@@ -32,6 +37,7 @@ export const DocumentSchema = new EntitySchema<Document>({
     docType: { type: 'string', length: 64, default: 'document' },
     content: { type: 'json' },
     contentHash: { type: 'string', length: 8 },
+    headVersionId: { type: 'uuid', nullable: true },
     createdBy: { kind: 'm:1', entity: () => User, nullable: true, deleteRule: 'set null' },
     collabLeaseUntil: { type: 'datetime', nullable: true },
     createdAt: { type: 'datetime', onCreate: () => new Date() },

@@ -13,10 +13,14 @@ import { Project } from '../../projects/entities/project.entity.js';
 import { ProjectService, projectNotFound, toTreeNode, type FileTreeNode, type ProjectPermission } from '../../projects/services/project.service.js';
 import { collaborationGateServiceIdentifier, type Author, type CollaborationGate } from '../collaboration-gate.js';
 import { hasComments, stripComments } from '../content/comments.js';
-import { contentBytes, contentHash } from '../content/content-hash.js';
+import { contentHash } from '../content/content-hash.js';
 import { applyCommands, CommandError, type CommandResult } from '../content/edit-commands.js';
 import { fromMarkdownIr, toMarkdownIr } from '../content/markdown-ir.js';
-import { ContentError, emptyDocument, prepareDocument, type DocumentContent } from '../content/rich-text.js';
+import { ContentError, emptyDocument, prepareDocument, prepareEditedDocument, type DocumentContent } from '../content/rich-text.js';
+import { serializeContent, type SerializedContent } from '../content/serialized-content.js';
+import { blockDelta } from '../content/version-delta.js';
+import { insertVersion, readContent, updateContent, versionHead } from './document-store.js';
+import { RecentContent } from './recent-content.js';
 import type { DocumentsConfig } from '../documents.config.js';
 import { DocumentVersion, type VersionSource } from '../entities/document-version.entity.js';
 import { Document } from '../entities/document.entity.js';
@@ -35,6 +39,8 @@ export interface EditRequest {
 
 export interface EditOutcome {
   content: DocumentContent;
+  /** `content` serialized (canonical JSON, hash, size): computed once, reused by the write. */
+  serialized: SerializedContent;
   results: CommandResult[];
   /** Whether the content differs from the current one. */
   changed: boolean;
@@ -50,7 +56,12 @@ export interface CommitOptions {
   title?: string | null;
   /** Record a version even when the content does not change (rollback). */
   forceVersion?: boolean;
+  /** `content` serialized already (by `computeEdit`); computed here otherwise. */
+  serialized?: SerializedContent;
 }
+
+/** A version is stored as a delta only while its chain back to a snapshot stays this short. */
+export const MAX_DELTA_CHAIN = 64;
 
 export const authorOf = (principal: Principal | null): Author => ({ userId: principal?.userId ?? null, kind: principal?.kind ?? null });
 
@@ -58,6 +69,8 @@ export const authorOf = (principal: Principal | null): Author => ({ userId: prin
 @injectable()
 export class DocumentService {
   private readonly config: DocumentsConfig;
+  /** Content this process wrote last, for large documents (see RecentContent). */
+  private readonly recent = new RecentContent();
 
   constructor(
     @inject(configServiceIdentifier) config: TrellisConfig,
@@ -86,9 +99,28 @@ export class DocumentService {
    * deleted or hidden; 403 `write_permission_required` when `wanted` is write and the caller may
    * only read.
    */
-  async requireDocument(em: EntityManager, documentId: string, principal: Principal, wanted: ProjectPermission = 'read'): Promise<{ doc: Document; permissions: ReadonlySet<ProjectPermission> }> {
-    const doc = await em.findOne(Document, { id: documentId, deletedAt: null }, { populate: ['project'] });
+  async requireDocument(
+    em: EntityManager,
+    documentId: string,
+    principal: Principal,
+    wanted: ProjectPermission = 'read',
+    options: { rawContent?: boolean } = {},
+  ): Promise<{ doc: Document; permissions: ReadonlySet<ProjectPermission> }> {
+    // With rawContent (edits), the content comes from its own bound statement, parsed once: the
+    // ORM would also keep a serialized snapshot of it for change detection.
+    const found = await em.findOne(Document, { id: documentId, deletedAt: null }, (options.rawContent ? { populate: ['project'], exclude: ['content'] } : { populate: ['project'] }) as never);
+    const doc = found as Document | null;
     if (!doc) throw documentNotFound();
+    if (options.rawContent) {
+      const stored = await readContent(em, documentId, this.recent.head(documentId));
+      if (!stored) throw documentNotFound();
+      const cached = stored.content === null ? this.recent.get(documentId, stored.headVersionId, stored.contentHash) : undefined;
+      if (stored.content !== null) this.recent.forget(documentId);
+      // Content, hash and head always come from one read (or the cache entry of that very head).
+      const current = cached ? { ...stored, content: cached.content } : stored.content !== null ? stored : await readContent(em, documentId);
+      if (!current) throw documentNotFound();
+      Object.assign(doc, current);
+    }
     const permissions = await this.projects.permissions(em, doc.project, principal.userId);
     if (!permissions.has('read')) throw documentNotFound();
     if (!permissions.has(wanted)) {
@@ -113,6 +145,10 @@ export class DocumentService {
 
   /** Parses submitted content (JSON or markdown-ir) into a stored-form document, or 400/413. */
   parseContent(input: unknown, format: ContentFormat = 'json'): DocumentContent {
+    return this.parseSerialized(input, format).content;
+  }
+
+  private parseSerialized(input: unknown, format: ContentFormat = 'json'): { content: DocumentContent; serialized: SerializedContent } {
     let raw: unknown = input;
     if (format === 'markdown-ir') {
       if (typeof input !== 'string') throw new TrellisError('bad_request', 'invalid_content', 'With content_format markdown-ir, content must be a string.');
@@ -130,13 +166,19 @@ export class DocumentService {
     } catch (error) {
       throw contentError(error);
     }
-    this.checkSize(doc);
-    return doc;
+    return { content: doc, serialized: this.serialize(doc) };
   }
 
   checkSize(doc: DocumentContent): void {
-    const bytes = contentBytes(doc);
-    if (bytes > this.config.maxContentBytes) throw contentTooLarge(bytes, this.config.maxContentBytes);
+    this.serialize(doc);
+  }
+
+  /** The content's canonical JSON, hash and size, once; 413 `content_too_large` above `documents.maxContentBytes`. */
+  serialize(doc: DocumentContent, basedOn?: DocumentContent): SerializedContent {
+    // Blocks kept from cached content (an edit of a large document) are not serialized again.
+    const serialized = serializeContent(doc, basedOn && this.recent.blocksOf(basedOn));
+    if (serialized.bytes > this.config.maxContentBytes) throw contentTooLarge(serialized.bytes, this.config.maxContentBytes);
+    return serialized;
   }
 
   /** The content as the caller may see it: JSON, or markdown-ir (comments dropped unless kept; always for agent tokens). */
@@ -150,12 +192,13 @@ export class DocumentService {
    * Works out an edit against `current` without saving anything: a whole replacement or the
    * commands applied in order (all or nothing: a failing command answers 400 `command_failed`).
    */
-  computeEdit(current: DocumentContent, request: EditRequest, principal: Principal): EditOutcome {
+  computeEdit(current: DocumentContent, request: EditRequest, principal: Principal, currentHash?: string): EditOutcome {
+    const hashOfCurrent = () => currentHash ?? contentHash(current);
     if (request.mode === 'content') {
       if (principal.kind === 'agent_token' && hasComments(current)) throw commentPreservationRequired();
       if (request.content === undefined || request.content === null) throw new TrellisError('bad_request', 'validation_failed', 'mode "content" needs content.', { details: [{ field: 'content', constraint: 'required', message: 'is required in mode content' }] });
-      const content = this.parseContent(request.content, request.content_format ?? 'json');
-      return { content, results: [], changed: contentHash(content) !== contentHash(current) };
+      const { content, serialized } = this.parseSerialized(request.content, request.content_format ?? 'json');
+      return { content, serialized, results: [], changed: serialized.hash !== hashOfCurrent() };
     }
     const commands = request.commands ?? [];
     if (!Array.isArray(commands) || commands.length === 0) throw new TrellisError('bad_request', 'validation_failed', 'mode "commands" needs a non-empty commands array.', { details: [{ field: 'commands', constraint: 'arrayNotEmpty', message: 'must be a non-empty array' }] });
@@ -173,12 +216,13 @@ export class DocumentService {
     }
     let content: DocumentContent;
     try {
-      content = prepareDocument(outcome.doc, this.newBlockId);
+      // Only the blocks the commands touched are checked again: the rest is stored content.
+      content = outcome.changed ? prepareEditedDocument(current, outcome.doc, this.newBlockId) : current;
     } catch (error) {
       throw contentError(error);
     }
-    this.checkSize(content);
-    return { content, results: outcome.results, changed: outcome.changed && contentHash(content) !== contentHash(current) };
+    const serialized = this.serialize(content, current);
+    return { content, serialized, results: outcome.results, changed: outcome.changed && serialized.hash !== hashOfCurrent() };
   }
 
   /**
@@ -188,16 +232,27 @@ export class DocumentService {
    * document meanwhile, or 404 when it was deleted).
    */
   async commit(em: EntityManager, doc: Document, content: DocumentContent, options: CommitOptions): Promise<string> {
-    const hash = contentHash(content);
+    const serialized = options.serialized ?? serializeContent(content);
+    const hash = serialized.hash;
     const now = this.clock.now();
     const title = options.title === undefined ? doc.title : options.title;
     if (hash === options.expectedHash && title === doc.title && !options.forceVersion) return hash;
-    const where: Record<string, unknown> = { id: doc.id, contentHash: options.expectedHash, deletedAt: null };
-    if (options.requireUnlocked) where.$or = [{ collabLeaseUntil: null }, { collabLeaseUntil: { $lte: now } }];
-    const updated = await inTransaction(em, async (tx) => {
-      const count = await tx.nativeUpdate(Document, where, { content, contentHash: hash, title, updatedAt: now });
-      if (count === 0) return false;
-      if (hash !== options.expectedHash || options.forceVersion) this.recordVersion(tx, doc.id, content, hash, title, options.author, options.source, now);
+    const versioned = hash !== options.expectedHash || !!options.forceVersion;
+    const versionId = versioned ? this.ids.next() : doc.headVersionId;
+    // A fresh fork: the transaction's flush then has no 1 MB entity to compare.
+    const runner = em.isInTransaction() ? em : em.fork();
+    const updated = await inTransaction(runner, async (tx) => {
+      const row = await updateContent(tx, {
+        documentId: doc.id,
+        expectedHash: options.expectedHash,
+        content: hash !== options.expectedHash ? serialized : undefined,
+        title: title !== doc.title ? title : undefined,
+        headVersionId: versioned ? versionId! : undefined,
+        now,
+        requireUnlocked: options.requireUnlocked,
+      });
+      if (!row) return false;
+      if (versioned) await this.storeVersion(tx, { id: versionId!, documentId: doc.id, content, serialized, title, author: options.author, source: options.source, at: now, base: doc });
       return true;
     });
     if (!updated) {
@@ -206,23 +261,77 @@ export class DocumentService {
       if (options.requireUnlocked && this.leaseActive(current)) throw documentLocked(this.gate?.localConnections(doc.id) ?? 0);
       throw versionConflict(current);
     }
-    Object.assign(doc, { content, contentHash: hash, title, updatedAt: now });
+    Object.assign(doc, { content, contentHash: hash, title, updatedAt: now, headVersionId: versionId });
+    if (versioned) this.recent.set(doc.id, versionId!, content, serialized);
     await this.hooks.emit('document.content_changed', { documentId: doc.id, version: hash, source: options.source, authorId: options.author.userId });
     return hash;
   }
 
-  recordVersion(em: EntityManager, documentId: string, content: DocumentContent, hash: string, title: string | null, author: Author, source: VersionSource, at: Date): void {
+  /**
+   * Stores a version of `content` with bound statements: a delta of top-level blocks against the
+   * version of `base` (the content `base` held when it was read, which is exactly its head
+   * version's) when that is small and its chain short, else a snapshot.
+   */
+  async storeVersion(
+    tx: EntityManager,
+    version: { id: string; documentId: string; content: DocumentContent; serialized: SerializedContent; title: string | null; author: Author; source: VersionSource; at: Date; base?: Pick<Document, 'content' | 'contentHash' | 'headVersionId'> },
+  ): Promise<void> {
+    const { base, content, serialized } = version;
+    let delta: { text: string; baseId: string; chainLength: number } | null = null;
+    if (base?.headVersionId && base.content.content?.length && content.content?.length) {
+      const head = await versionHead(tx, base.headVersionId);
+      // The head must be the content `base` holds (a head left behind by some other writer is not).
+      if (head && head.contentHash === base.contentHash && head.chainLength < MAX_DELTA_CHAIN) {
+        const text = blockDelta(base.content.content, content.content, serialized.blocks);
+        if (text.length * 2 <= serialized.json.length) delta = { text, baseId: base.headVersionId, chainLength: head.chainLength + 1 };
+      }
+    }
+    await insertVersion(tx, {
+      id: version.id,
+      documentId: version.documentId,
+      contentHash: serialized.hash,
+      json: delta ? null : serialized.json,
+      delta,
+      title: version.title,
+      source: version.source,
+      authorId: version.author.userId,
+      authorKind: version.author.kind,
+      createdAt: version.at,
+    });
+  }
+
+  /**
+   * The collaborative mirror's write: compare-and-swap on `expectedHash` (no lease check: the
+   * session holds the lease) and a snapshot version, in one transaction. Answers whether it matched.
+   */
+  async writeMirrored(em: EntityManager, documentId: string, content: DocumentContent, serialized: SerializedContent, expectedHash: string, author: Author, source: VersionSource, now: Date): Promise<boolean> {
+    const versionId = this.ids.next();
+    return inTransaction(em, async (tx) => {
+      const row = await updateContent(tx, { documentId, expectedHash, content: serialized, headVersionId: versionId, now, requireUnlocked: false });
+      if (!row) return false;
+      await this.storeVersion(tx, { id: versionId, documentId, content, serialized, title: row.title, author, source, at: now });
+      return true;
+    });
+  }
+
+  /** Records a snapshot version through the unit of work (creating documents); answers its id. */
+  recordVersion(em: EntityManager, documentId: string, content: DocumentContent, hash: string, title: string | null, author: Author, source: VersionSource, at: Date): string {
+    const id = this.ids.next();
     em.create(DocumentVersion, {
-      id: this.ids.next(),
+      id,
       document: em.getReference(Document, documentId),
       contentHash: hash,
       content,
+      baseId: null,
+      delta: null,
+      chainLength: 0,
       title,
       source,
       author: author.userId ? em.getReference(User, author.userId) : null,
       authorKind: author.kind,
       createdAt: at,
     } as DocumentVersion);
+    return id;
   }
 
   /**
@@ -230,7 +339,12 @@ export class DocumentService {
    * session holds it, else by compare-and-swap. Without `expectedHash` the write applies to
    * whatever is current (retried on a concurrent change).
    */
-  async write(em: EntityManager, doc: Document, content: DocumentContent, options: { author: Author; source: VersionSource; expectedHash?: string; title?: string | null; forceVersion?: boolean }): Promise<string> {
+  async write(
+    em: EntityManager,
+    doc: Document,
+    content: DocumentContent,
+    options: { author: Author; source: VersionSource; expectedHash?: string; title?: string | null; forceVersion?: boolean; serialized?: SerializedContent },
+  ): Promise<string> {
     for (let attempt = 0; ; attempt++) {
       const gate = this.gate;
       if (gate && (gate.isLive(doc.id) || this.leaseActive(doc))) {
@@ -244,7 +358,7 @@ export class DocumentService {
         if (!retry || attempt >= 3) throw error;
         const fresh = await em.fork().findOne(Document, { id: doc.id, deletedAt: null });
         if (!fresh) throw documentNotFound();
-        Object.assign(doc, { content: fresh.content, contentHash: fresh.contentHash, title: fresh.title, collabLeaseUntil: fresh.collabLeaseUntil });
+        Object.assign(doc, { content: fresh.content, contentHash: fresh.contentHash, headVersionId: fresh.headVersionId, title: fresh.title, collabLeaseUntil: fresh.collabLeaseUntil });
       }
     }
   }
@@ -270,20 +384,21 @@ export class DocumentService {
     const now = this.clock.now();
     const author = authorOf(principal);
     const node = await inTransaction(em, async (tx) => {
-      tx.create(Document, {
+      const created = tx.create(Document, {
         id,
         project: tx.getReference(Project, project.id),
         title: input.title,
         docType: input.docType ?? 'document',
         content,
         contentHash: hash,
+        headVersionId: null,
         createdBy: tx.getReference(User, principal.userId),
         collabLeaseUntil: null,
         createdAt: now,
         updatedAt: now,
         deletedAt: null,
       } as Document);
-      this.recordVersion(tx, id, content, hash, input.title, author, 'create', now);
+      created.headVersionId = this.recordVersion(tx, id, content, hash, input.title, author, 'create', now);
       await tx.flush();
       return this.projects.addNode(tx, { project: tx.getReference(Project, project.id), key: id, label: input.title, type: 'file', docType: input.docType ?? 'document', parentKey: input.parentKey ?? null });
     });
@@ -299,9 +414,9 @@ export class DocumentService {
   ): Promise<Document> {
     const { doc } = await this.requireDocument(em, input.documentId, principal, 'write');
     if (input.content !== undefined && input.content !== null) {
-      const { content } = this.computeEdit(doc.content, { mode: 'content', content: input.content, content_format: input.contentFormat }, principal);
+      const { content, serialized } = this.computeEdit(doc.content, { mode: 'content', content: input.content, content_format: input.contentFormat }, principal, doc.contentHash);
       if (input.baseVersion !== undefined && input.baseVersion !== doc.contentHash && !(this.gate?.isLive(doc.id) || this.leaseActive(doc))) throw versionConflict(doc);
-      await this.write(em, doc, content, { author: authorOf(principal), source: 'update', expectedHash: input.baseVersion, title: input.title });
+      await this.write(em, doc, content, { author: authorOf(principal), source: 'update', expectedHash: input.baseVersion, title: input.title, serialized });
     } else if (input.title !== undefined && input.title !== doc.title) {
       await this.setTitle(em, doc, input.title);
     }
@@ -312,7 +427,7 @@ export class DocumentService {
 
   /** `POST /documents/:id/edit`: the REST edit, with optimistic concurrency and the collaborative lock. */
   async edit(em: EntityManager, principal: Principal, documentId: string, request: EditRequest & { base_version: string }, source: VersionSource = 'edit'): Promise<{ version: string; results: CommandResult[] }> {
-    const { doc } = await this.requireDocument(em, documentId, principal, 'write');
+    const { doc } = await this.requireDocument(em, documentId, principal, 'write', { rawContent: true });
     const gate = this.gate;
     // Only collaborators who may write lock REST edits out (423); read-only viewers do not.
     const editors = gate?.localEditors(documentId) ?? 0;
@@ -325,15 +440,15 @@ export class DocumentService {
       const current = await em.fork().findOne(Document, { id: documentId, deletedAt: null });
       if (!current) throw documentNotFound();
       if (request.base_version !== current.contentHash) throw versionConflict(current);
-      const outcome = this.computeEdit(current.content, request, principal);
+      const outcome = this.computeEdit(current.content, request, principal, current.contentHash);
       if (!outcome.changed) return { version: current.contentHash, results: outcome.results };
       if ((gate.localEditors(documentId) ?? 0) > 0) throw documentLocked(gate.localEditors(documentId));
       return { version: await gate.applyContent(documentId, outcome.content, authorOf(principal), source), results: outcome.results };
     }
     if (request.base_version !== doc.contentHash) throw versionConflict(doc);
-    const outcome = this.computeEdit(doc.content, request, principal);
+    const outcome = this.computeEdit(doc.content, request, principal, doc.contentHash);
     if (!outcome.changed) return { version: doc.contentHash, results: outcome.results };
-    const version = await this.commit(em, doc, outcome.content, { author: authorOf(principal), source, expectedHash: request.base_version, requireUnlocked: true });
+    const version = await this.commit(em, doc, outcome.content, { author: authorOf(principal), source, expectedHash: request.base_version, requireUnlocked: true, serialized: outcome.serialized });
     return { version, results: outcome.results };
   }
 
@@ -385,20 +500,22 @@ export class DocumentService {
           if (source) {
             const now = this.clock.now();
             const title = isRoot ? copyLabel(source.title ?? node.label) : source.title;
-            tx.create(Document, {
+            const hash = contentHash(source.content);
+            const copy = tx.create(Document, {
               id: newKey,
               project: projectRef,
               title,
               docType: source.docType,
               content: source.content,
-              contentHash: contentHash(source.content),
+              contentHash: hash,
+              headVersionId: null,
               createdBy: tx.getReference(User, principal.userId),
               collabLeaseUntil: null,
               createdAt: now,
               updatedAt: now,
               deletedAt: null,
             } as Document);
-            this.recordVersion(tx, newKey, source.content, contentHash(source.content), title, author, 'duplicate', now);
+            copy.headVersionId = this.recordVersion(tx, newKey, source.content, hash, title, author, 'duplicate', now);
             await tx.flush();
           }
         }
