@@ -1,7 +1,3 @@
-import { AnthropicProvider } from '@trellis/ai-anthropic';
-import { DifyProvider } from '@trellis/ai-dify';
-import { GeminiProvider } from '@trellis/ai-gemini';
-import { OpenAiProvider } from '@trellis/ai-openai';
 import {
   aiProvidersServiceIdentifier,
   ConfigError,
@@ -18,18 +14,13 @@ import {
   speechSynthesizerServiceIdentifier,
   type AdapterBinding,
   type AiProvider,
+  type AddressParser,
+  type SpeechSynthesizer,
   type Dialect,
   type InferConfig,
   type TrellisModule,
 } from '@trellis/core';
-import { ChineseAddressParser } from '@trellis/address-cn';
-import { StripePaymentProvider } from '@trellis/payments-stripe';
-import { EspeakSpeechSynthesizer } from '@trellis/speech-espeak';
-import { PgVectorStore } from '@trellis/vector-pgvector';
-import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
-import { RedisPubSub } from '@trellis/pubsub-redis';
-import { BullMqRunQueue } from '@trellis/queue-bullmq';
-import { RedisRateLimiter } from '@trellis/ratelimit-redis';
+import { importAdapter, importAdapterIfInstalled } from './adapter-packages.js';
 
 /** The `adapters` section: which adapter packages the reference host binds, from configuration. */
 export const adaptersConfigSchema = s.object({
@@ -86,15 +77,21 @@ export type AdaptersConfig = InferConfig<typeof adaptersConfigSchema>;
 export const adaptersModule = defineModule({ name: 'adapters', config: adaptersConfigSchema });
 
 export interface ConfiguredAdapters {
-  bindings: AdapterBinding[];
+  /**
+   * Imports the adapter packages the section asks for (each on demand: only those packages need to
+   * be installed) and returns their bindings. A package the configuration needs and cannot find
+   * fails with AdapterNotInstalledError naming it; optional ones (AI providers, the address parser,
+   * sqlite-vec and eSpeak under `auto`) are skipped when absent.
+   */
+  load(): Promise<AdapterBinding[]>;
   /** The host's module for the section; its onStop closes what the host opened. */
   module: TrellisModule;
 }
 
 /**
  * The adapters the `adapters` section asks for, and the module that validates the section. The
- * section is parsed here first (with the same schema the kernel uses), because the adapters must
- * exist before the kernel is built.
+ * section is parsed here at once (with the same schema the kernel uses), so a bad setting fails
+ * before anything is imported; `load()` then imports the packages.
  */
 export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): ConfiguredAdapters {
   let config: AdaptersConfig;
@@ -104,67 +101,117 @@ export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): C
     if (error instanceof ConfigError) throw new ConfigError(error.issues.map((issue) => ({ ...issue, path: `adapters.${issue.path}` })));
     throw error;
   }
-  const bindings: AdapterBinding[] = [provide(aiProvidersServiceIdentifier, referenceAiProviders())];
-  const owned: Array<{ close(): Promise<void> }> = [];
-  if (config.redisUrl) {
-    // The kernel closes the bound PubSub at stop; the rate limiter is closed by this module.
-    bindings.push(provide(pubSubServiceIdentifier, new RedisPubSub({ url: config.redisUrl, channelPrefix: `${config.redisPrefix}pubsub:` })));
-    const limiter = new RedisRateLimiter({ url: config.redisUrl, keyPrefix: `${config.redisPrefix}ratelimit:` });
-    bindings.push(provide(rateLimiterServiceIdentifier, limiter));
-    owned.push(limiter);
-  }
-  if (config.queue === 'bullmq') {
-    if (!config.redisUrl) throw new ConfigError([{ path: 'adapters.redisUrl', message: 'is required when adapters.queue is "bullmq"' }]);
-    // BullMQ's prefix takes letters, digits, `_ . -` only: the Redis prefix with its separators replaced.
-    const prefix = `${config.redisPrefix}queue`.replace(/[^A-Za-z0-9_.-]/g, '-').slice(-100);
-    const queue = new BullMqRunQueue({ url: config.redisUrl, prefix, ...config.bullmq });
-    // The runs module closes the bound RunQueue at stop.
-    bindings.push(provide(runQueueServiceIdentifier, queue));
-  }
+  if (config.queue === 'bullmq' && !config.redisUrl) throw new ConfigError([{ path: 'adapters.redisUrl', message: 'is required when adapters.queue is "bullmq"' }]);
   const vector = config.vector.store === 'auto' ? (dialect === 'sqlite' ? 'sqlite-vec' : 'exact') : config.vector.store;
-  if (vector === 'sqlite-vec') {
-    if (dialect !== 'sqlite') throw new ConfigError([{ path: 'adapters.vector.store', message: 'sqlite-vec needs the SQLite database' }]);
-    bindings.push(provide(vectorStoreServiceIdentifier, new SqliteVecVectorStore()));
-  } else if (vector === 'pgvector') {
-    if (!config.vector.pgvectorUrl) throw new ConfigError([{ path: 'adapters.vector.pgvectorUrl', message: 'is required when adapters.vector.store is "pgvector"' }]);
-    // The kernel starts and closes the bound VectorStore (tools module).
-    bindings.push(provide(vectorStoreServiceIdentifier, new PgVectorStore({ url: config.vector.pgvectorUrl })));
+  if (vector === 'sqlite-vec' && config.vector.store !== 'auto' && dialect !== 'sqlite') {
+    throw new ConfigError([{ path: 'adapters.vector.store', message: 'sqlite-vec needs the SQLite database' }]);
   }
-  const speech = config.speech;
-  if (speech.provider === 'espeak' || (speech.provider === 'auto' && EspeakSpeechSynthesizer.isAvailable(speech.espeakPath))) {
-    bindings.push(provide(speechSynthesizerServiceIdentifier, new EspeakSpeechSynthesizer({ program: speech.espeakPath, voice: speech.voice })));
-  }
-  bindings.push(provide(addressParserServiceIdentifier, new ChineseAddressParser()));
+  if (vector === 'pgvector' && !config.vector.pgvectorUrl) throw new ConfigError([{ path: 'adapters.vector.pgvectorUrl', message: 'is required when adapters.vector.store is "pgvector"' }]);
+  const stripe = config.payments.stripe;
   if (config.payments.provider === 'stripe') {
-    const stripe = config.payments.stripe;
     const missing = (['secretKey', 'webhookSecret', 'successUrl', 'cancelUrl'] as const).filter((key) => !stripe[key]);
     if (missing.length) {
       throw new ConfigError(missing.map((key) => ({ path: `adapters.payments.stripe.${key}`, message: 'is required when adapters.payments.provider is "stripe"' })));
     }
-    bindings.push(
-      provide(
-        paymentProviderServiceIdentifier,
-        new StripePaymentProvider({ secretKey: stripe.secretKey!, webhookSecret: stripe.webhookSecret!, successUrl: stripe.successUrl!, cancelUrl: stripe.cancelUrl!, apiBaseUrl: stripe.apiBaseUrl }),
-      ),
-    );
   }
+
+  const owned: Array<{ close(): Promise<void> }> = [];
+  const load = async (): Promise<AdapterBinding[]> => {
+    const bindings: AdapterBinding[] = [provide(aiProvidersServiceIdentifier, await installedAiProviders())];
+    if (config.redisUrl) {
+      const [{ RedisPubSub }, { RedisRateLimiter }] = await Promise.all([
+        importAdapter('@trellis/pubsub-redis', 'adapters.redisUrl'),
+        importAdapter('@trellis/ratelimit-redis', 'adapters.redisUrl'),
+      ]);
+      // The kernel closes the bound PubSub at stop; the rate limiter is closed by this module.
+      bindings.push(provide(pubSubServiceIdentifier, new RedisPubSub({ url: config.redisUrl, channelPrefix: `${config.redisPrefix}pubsub:` })));
+      const limiter = new RedisRateLimiter({ url: config.redisUrl, keyPrefix: `${config.redisPrefix}ratelimit:` });
+      bindings.push(provide(rateLimiterServiceIdentifier, limiter));
+      owned.push(limiter);
+    }
+    if (config.queue === 'bullmq') {
+      const { BullMqRunQueue } = await importAdapter('@trellis/queue-bullmq', 'adapters.queue "bullmq"');
+      // BullMQ's prefix takes letters, digits, `_ . -` only: the Redis prefix with its separators replaced.
+      const prefix = `${config.redisPrefix}queue`.replace(/[^A-Za-z0-9_.-]/g, '-').slice(-100);
+      // The runs module closes the bound RunQueue at stop.
+      bindings.push(provide(runQueueServiceIdentifier, new BullMqRunQueue({ url: config.redisUrl!, prefix, ...config.bullmq })));
+    }
+    if (vector === 'sqlite-vec') {
+      if (config.vector.store === 'auto') {
+        // `auto` on SQLite: sqlite-vec when its package is installed, else the in-process exact scan.
+        const found = await importAdapterIfInstalled('@trellis/vector-sqlite');
+        if (found) bindings.push(provide(vectorStoreServiceIdentifier, new found.SqliteVecVectorStore()));
+      } else {
+        const { SqliteVecVectorStore } = await importAdapter('@trellis/vector-sqlite', 'adapters.vector.store "sqlite-vec"');
+        bindings.push(provide(vectorStoreServiceIdentifier, new SqliteVecVectorStore()));
+      }
+    } else if (vector === 'pgvector') {
+      const { PgVectorStore } = await importAdapter('@trellis/vector-pgvector', 'adapters.vector.store "pgvector"');
+      // The kernel starts and closes the bound VectorStore (tools module).
+      bindings.push(provide(vectorStoreServiceIdentifier, new PgVectorStore({ url: config.vector.pgvectorUrl! })));
+    }
+    const speech = await speechFromConfig(config.speech);
+    if (speech) bindings.push(provide(speechSynthesizerServiceIdentifier, speech));
+    // The address parser is optional: without @trellis/address-cn, /tool/address answers 503 address_parser_not_configured.
+    const address = await importAdapterIfInstalled('@trellis/address-cn');
+    if (address) bindings.push(provide(addressParserServiceIdentifier, new address.ChineseAddressParser() as AddressParser));
+    if (config.payments.provider === 'stripe') {
+      const { StripePaymentProvider } = await importAdapter('@trellis/payments-stripe', 'adapters.payments.provider "stripe"');
+      bindings.push(
+        provide(
+          paymentProviderServiceIdentifier,
+          new StripePaymentProvider({ secretKey: stripe.secretKey!, webhookSecret: stripe.webhookSecret!, successUrl: stripe.successUrl!, cancelUrl: stripe.cancelUrl!, apiBaseUrl: stripe.apiBaseUrl }),
+        ),
+      );
+    }
+    return bindings;
+  };
   return {
-    bindings,
+    load,
     module: {
       ...adaptersModule,
       async onStop() {
-        await Promise.allSettled(owned.map((adapter) => adapter.close()));
+        await Promise.allSettled(owned.splice(0).map((adapter) => adapter.close()));
       },
     },
   };
 }
 
+async function speechFromConfig(speech: AdaptersConfig['speech']): Promise<SpeechSynthesizer | undefined> {
+  if (speech.provider === 'none') return undefined;
+  if (speech.provider === 'espeak') {
+    const { EspeakSpeechSynthesizer } = await importAdapter('@trellis/speech-espeak', 'adapters.speech.provider "espeak"');
+    return new EspeakSpeechSynthesizer({ program: speech.espeakPath, voice: speech.voice });
+  }
+  // `auto`: eSpeak when both its package and the program are there.
+  const found = await importAdapterIfInstalled('@trellis/speech-espeak');
+  if (!found?.EspeakSpeechSynthesizer.isAvailable(speech.espeakPath)) return undefined;
+  return new found.EspeakSpeechSynthesizer({ program: speech.espeakPath, voice: speech.voice });
+}
+
 /**
  * The AI provider adapters the reference host installs: `openai` (and every OpenAI-compatible
- * server), `anthropic`, `gemini` and `dify`. They need no host configuration: each AI model's
- * `service` picks one and its `conf` holds the settings (see docs/ai-providers.md). An embedder
- * replaces the list with `provide(aiProvidersServiceIdentifier, [...])` in `createHost({adapters})`.
+ * server), `anthropic`, `gemini` and `dify`, each one whose package is installed. They need no
+ * host configuration: each AI model's `service` picks one and its `conf` holds the settings (see
+ * docs/ai-providers.md); a model whose provider package is missing answers `ai_not_configured`.
+ * An embedder replaces the list with `provide(aiProvidersServiceIdentifier, [...])` in
+ * `createHost({adapters})`.
  */
-export function referenceAiProviders(): AiProvider<any>[] {
-  return [new OpenAiProvider(), new AnthropicProvider(), new GeminiProvider(), new DifyProvider()];
+export async function referenceAiProviders(): Promise<AiProvider<any>[]> {
+  return installedAiProviders();
+}
+
+async function installedAiProviders(): Promise<AiProvider<any>[]> {
+  const [openai, anthropic, gemini, dify] = await Promise.all([
+    importAdapterIfInstalled('@trellis/ai-openai'),
+    importAdapterIfInstalled('@trellis/ai-anthropic'),
+    importAdapterIfInstalled('@trellis/ai-gemini'),
+    importAdapterIfInstalled('@trellis/ai-dify'),
+  ]);
+  const providers: AiProvider<any>[] = [];
+  if (openai) providers.push(new openai.OpenAiProvider());
+  if (anthropic) providers.push(new anthropic.AnthropicProvider());
+  if (gemini) providers.push(new gemini.GeminiProvider());
+  if (dify) providers.push(new dify.DifyProvider());
+  return providers;
 }
