@@ -33,6 +33,9 @@ async function healthz(url: string): Promise<{ status: number; body: any }> {
 }
 
 beforeAll(async () => {
+  for (const { dir } of manifests) {
+    if (!existsSync(join(workspace, dir, 'dist', 'index.js'))) throw new Error(`${dir} is not built: run \`pnpm build\` first (the test command does).`);
+  }
   const packed = await run('npx', ['-y', 'pnpm@10', '-r', '--filter', './packages/**', 'pack', '--pack-destination', tarballs], { cwd: workspace, env: npmEnv() });
   if (packed.code !== 0) throw new Error(`pnpm pack failed:\n${packed.stdout}\n${packed.stderr}`);
   await seedPrebuilds();

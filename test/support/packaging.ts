@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rename } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -151,8 +151,11 @@ export async function seedPrebuilds(): Promise<string[]> {
     const url = await downloadUrl(join(store, prebuildUtil, 'node_modules', 'prebuild-install', 'util.js'), manifest, napi ? 'napi' : 'node', abi);
     const file = join(cacheDir, `${createHash('sha512').update(url).digest('hex').slice(0, 6)}-${basename(url).replace(/[^a-zA-Z0-9.]+/g, '-')}`);
     if (!existsSync(file)) {
-      const packed = await run('tar', ['-czf', file, ...binaries.map((binary) => `build/Release/${binary}`)], { cwd: dir });
+      // Written aside and renamed, so a concurrent run never sees half a file.
+      const partial = `${file}.${process.pid}.tmp`;
+      const packed = await run('tar', ['-czf', partial, ...binaries.map((binary) => `build/Release/${binary}`)], { cwd: dir });
       if (packed.code !== 0) throw new Error(`could not pack the prebuilt ${name}: ${packed.stderr}`);
+      await rename(partial, file);
     }
     seeded.push(`${manifest.name}@${manifest.version}`);
   }
