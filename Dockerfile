@@ -35,6 +35,8 @@ ENV NODE_ENV=production \
     TRELLIS_PORT=8080
 WORKDIR /app
 COPY --from=install --chown=node:node /app /app
+# A place for a SQLite database (mount a volume here: TRELLIS_DATABASE=sqlite:/app/data/trellis.db).
+RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
