@@ -2,12 +2,16 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { npmEnv, run, seedPrebuilds, startServer, tarballFiles, workspace, type Server } from './support/packaging.js';
 
 // The packages as a user gets them: every package packed with `pnpm pack` (the build of the test
 // command comes first), the tarballs installed with plain npm into folders outside the workspace
 // (third-party dependencies from the npm registry), and used there the way the docs say.
+// Child processes boot Node and the framework (and npm installs): generous limits for a busy CI
+// machine. Nothing here asserts timings.
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 600_000 });
+
 const root = await mkdtemp(join(tmpdir(), 'trellis-packaging-'));
 const tarballs = join(root, 'tarballs');
 const app = join(root, 'app');
