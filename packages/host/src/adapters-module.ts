@@ -193,7 +193,7 @@ async function speechFromConfig(speech: AdaptersConfig['speech']): Promise<Speec
  * The AI provider adapters the reference host installs: `openai` (and every OpenAI-compatible
  * server), `anthropic`, `gemini` and `dify`, each one whose package is installed. They need no
  * host configuration: each AI model's `service` picks one and its `conf` holds the settings (see
- * docs/ai-providers.md); a model whose provider package is missing answers `ai_not_configured`.
+ * docs/ai-providers.md); a model whose provider package is missing answers `ai_provider_not_configured`.
  * An embedder replaces the list with `provide(aiProvidersServiceIdentifier, [...])` in
  * `createHost({adapters})`.
  */
