@@ -117,50 +117,53 @@ export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): C
 
   const owned: Array<{ close(): Promise<void> }> = [];
   const load = async (): Promise<AdapterBinding[]> => {
-    const bindings: AdapterBinding[] = [provide(aiProvidersServiceIdentifier, await installedAiProviders())];
-    if (config.redisUrl) {
-      const [{ RedisPubSub }, { RedisRateLimiter }] = await Promise.all([
-        importAdapter('@trellis/pubsub-redis', 'adapters.redisUrl'),
-        importAdapter('@trellis/ratelimit-redis', 'adapters.redisUrl'),
-      ]);
+    // Every package is imported before any adapter is constructed, so a missing one fails before
+    // a connection (Redis, ...) is opened.
+    const [aiProviders, pubsub, ratelimit, bullmq, sqliteVec, pgvector, speechPackage, address, stripePackage] = await Promise.all([
+      installedAiProviders(),
+      config.redisUrl ? importAdapter('@trellis/pubsub-redis', 'adapters.redisUrl') : undefined,
+      config.redisUrl ? importAdapter('@trellis/ratelimit-redis', 'adapters.redisUrl') : undefined,
+      config.queue === 'bullmq' ? importAdapter('@trellis/queue-bullmq', 'adapters.queue "bullmq"') : undefined,
+      // `auto` on SQLite: sqlite-vec when its package is installed, else the in-process exact scan.
+      vector !== 'sqlite-vec' ? undefined : config.vector.store === 'auto' ? importAdapterIfInstalled('@trellis/vector-sqlite') : importAdapter('@trellis/vector-sqlite', 'adapters.vector.store "sqlite-vec"'),
+      vector === 'pgvector' ? importAdapter('@trellis/vector-pgvector', 'adapters.vector.store "pgvector"') : undefined,
+      config.speech.provider === 'none'
+        ? undefined
+        : config.speech.provider === 'espeak'
+          ? importAdapter('@trellis/speech-espeak', 'adapters.speech.provider "espeak"')
+          : importAdapterIfInstalled('@trellis/speech-espeak'),
+      // Optional: without @trellis/address-cn, /tool/address answers 503 address_parser_not_configured.
+      importAdapterIfInstalled('@trellis/address-cn'),
+      config.payments.provider === 'stripe' ? importAdapter('@trellis/payments-stripe', 'adapters.payments.provider "stripe"') : undefined,
+    ]);
+    const bindings: AdapterBinding[] = [provide(aiProvidersServiceIdentifier, aiProviders)];
+    if (config.redisUrl && pubsub && ratelimit) {
       // The kernel closes the bound PubSub at stop; the rate limiter is closed by this module.
-      bindings.push(provide(pubSubServiceIdentifier, new RedisPubSub({ url: config.redisUrl, channelPrefix: `${config.redisPrefix}pubsub:` })));
-      const limiter = new RedisRateLimiter({ url: config.redisUrl, keyPrefix: `${config.redisPrefix}ratelimit:` });
+      bindings.push(provide(pubSubServiceIdentifier, new pubsub.RedisPubSub({ url: config.redisUrl, channelPrefix: `${config.redisPrefix}pubsub:` })));
+      const limiter = new ratelimit.RedisRateLimiter({ url: config.redisUrl, keyPrefix: `${config.redisPrefix}ratelimit:` });
       bindings.push(provide(rateLimiterServiceIdentifier, limiter));
       owned.push(limiter);
     }
-    if (config.queue === 'bullmq') {
-      const { BullMqRunQueue } = await importAdapter('@trellis/queue-bullmq', 'adapters.queue "bullmq"');
+    if (bullmq) {
       // BullMQ's prefix takes letters, digits, `_ . -` only: the Redis prefix with its separators replaced.
       const prefix = `${config.redisPrefix}queue`.replace(/[^A-Za-z0-9_.-]/g, '-').slice(-100);
       // The runs module closes the bound RunQueue at stop.
-      bindings.push(provide(runQueueServiceIdentifier, new BullMqRunQueue({ url: config.redisUrl!, prefix, ...config.bullmq })));
+      bindings.push(provide(runQueueServiceIdentifier, new bullmq.BullMqRunQueue({ url: config.redisUrl!, prefix, ...config.bullmq })));
     }
-    if (vector === 'sqlite-vec') {
-      if (config.vector.store === 'auto') {
-        // `auto` on SQLite: sqlite-vec when its package is installed, else the in-process exact scan.
-        const found = await importAdapterIfInstalled('@trellis/vector-sqlite');
-        if (found) bindings.push(provide(vectorStoreServiceIdentifier, new found.SqliteVecVectorStore()));
-      } else {
-        const { SqliteVecVectorStore } = await importAdapter('@trellis/vector-sqlite', 'adapters.vector.store "sqlite-vec"');
-        bindings.push(provide(vectorStoreServiceIdentifier, new SqliteVecVectorStore()));
-      }
-    } else if (vector === 'pgvector') {
-      const { PgVectorStore } = await importAdapter('@trellis/vector-pgvector', 'adapters.vector.store "pgvector"');
-      // The kernel starts and closes the bound VectorStore (tools module).
-      bindings.push(provide(vectorStoreServiceIdentifier, new PgVectorStore({ url: config.vector.pgvectorUrl! })));
+    if (sqliteVec) bindings.push(provide(vectorStoreServiceIdentifier, new sqliteVec.SqliteVecVectorStore()));
+    // The kernel starts and closes the bound VectorStore (tools module).
+    if (pgvector) bindings.push(provide(vectorStoreServiceIdentifier, new pgvector.PgVectorStore({ url: config.vector.pgvectorUrl! })));
+    const speech = config.speech;
+    // `auto`: eSpeak when both its package and the program are there.
+    if (speechPackage && (speech.provider === 'espeak' || speechPackage.EspeakSpeechSynthesizer.isAvailable(speech.espeakPath))) {
+      bindings.push(provide(speechSynthesizerServiceIdentifier, new speechPackage.EspeakSpeechSynthesizer({ program: speech.espeakPath, voice: speech.voice }) as SpeechSynthesizer));
     }
-    const speech = await speechFromConfig(config.speech);
-    if (speech) bindings.push(provide(speechSynthesizerServiceIdentifier, speech));
-    // The address parser is optional: without @trellis/address-cn, /tool/address answers 503 address_parser_not_configured.
-    const address = await importAdapterIfInstalled('@trellis/address-cn');
     if (address) bindings.push(provide(addressParserServiceIdentifier, new address.ChineseAddressParser() as AddressParser));
-    if (config.payments.provider === 'stripe') {
-      const { StripePaymentProvider } = await importAdapter('@trellis/payments-stripe', 'adapters.payments.provider "stripe"');
+    if (stripePackage) {
       bindings.push(
         provide(
           paymentProviderServiceIdentifier,
-          new StripePaymentProvider({ secretKey: stripe.secretKey!, webhookSecret: stripe.webhookSecret!, successUrl: stripe.successUrl!, cancelUrl: stripe.cancelUrl!, apiBaseUrl: stripe.apiBaseUrl }),
+          new stripePackage.StripePaymentProvider({ secretKey: stripe.secretKey!, webhookSecret: stripe.webhookSecret!, successUrl: stripe.successUrl!, cancelUrl: stripe.cancelUrl!, apiBaseUrl: stripe.apiBaseUrl }),
         ),
       );
     }
@@ -175,18 +178,6 @@ export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): C
       },
     },
   };
-}
-
-async function speechFromConfig(speech: AdaptersConfig['speech']): Promise<SpeechSynthesizer | undefined> {
-  if (speech.provider === 'none') return undefined;
-  if (speech.provider === 'espeak') {
-    const { EspeakSpeechSynthesizer } = await importAdapter('@trellis/speech-espeak', 'adapters.speech.provider "espeak"');
-    return new EspeakSpeechSynthesizer({ program: speech.espeakPath, voice: speech.voice });
-  }
-  // `auto`: eSpeak when both its package and the program are there.
-  const found = await importAdapterIfInstalled('@trellis/speech-espeak');
-  if (!found?.EspeakSpeechSynthesizer.isAvailable(speech.espeakPath)) return undefined;
-  return new found.EspeakSpeechSynthesizer({ program: speech.espeakPath, voice: speech.voice });
 }
 
 /**

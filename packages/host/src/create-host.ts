@@ -90,7 +90,10 @@ export function createHost(options: HostOptions = {}): Host {
           if (kernel.container.isBound(binding.id)) kernel.container.unbind(binding.id);
           kernel.container.bind(binding.id).toConstantValue(binding.value);
         }
-      })();
+      })().catch((error: unknown) => {
+        loading = undefined; // a later call tries again (after the package is installed)
+        throw error;
+      });
       return loading;
     },
     async start() {
