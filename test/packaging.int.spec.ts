@@ -132,6 +132,19 @@ process.on('SIGTERM', () => kernel.stop().then(() => process.exit(0)));
     await server.stop();
   });
 
+  it('scaffolds with `trellis init --from <checkout>`, packing the built checkout into the scaffold', async () => {
+    const scaffold = join(root, 'from-checkout');
+    const init = await run('node', [trellisBin(), 'init', scaffold, '--from', workspace], { cwd: root, env: npmEnv() });
+    expect(init.code, init.stderr).toBe(0);
+    const vendored = readdirSync(join(scaffold, 'vendor', 'trellis')).sort();
+    expect(vendored).toEqual(manifests.map((m) => `${m.name.replace('@', '').replace('/', '-')}-${m.version}.tgz`).sort());
+    const pkg = JSON.parse(readFileSync(join(scaffold, 'package.json'), 'utf8'));
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@trellis/cli', '@trellis/core', '@trellis/db-sqlite', '@trellis/host']);
+    for (const [name, spec] of Object.entries(pkg.dependencies)) expect(spec, name).toMatch(/^file:vendor\/trellis\/trellis-[a-z-]+-\d+\.\d+\.\d+\.tgz$/);
+    // The packed tarball is the package: the same files as the one the test packed.
+    expect(await tarballFiles(join(scaffold, 'vendor', 'trellis', `trellis-host-${manifests.find((m) => m.name === '@trellis/host')!.version}.tgz`))).toEqual(await tarballFiles(tarballOf('@trellis/host')));
+  });
+
   it('scaffolds with `trellis init --from <tarballs>`, and the scaffold installs and starts by its own README', async () => {
     const scaffold = join(root, 'my-app');
     const init = await run('node', [trellisBin(), 'init', scaffold, '--from', tarballs], { cwd: root, env: npmEnv() });
