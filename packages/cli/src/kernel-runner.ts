@@ -1,5 +1,5 @@
 import { ConfigError, coreModules, randomSecret, validateConfig, type Kernel, type ObjectNode, type Shape, type TrellisConfig, type TrellisConfigInput, type TrellisModule } from '@trellis/core';
-import { adaptersModule, createHost, databaseFromUrl, type Host } from '@trellis/host';
+import { AdapterNotInstalledError, adaptersModule, createHost, loadDatabaseFromUrl, type Host } from '@trellis/host';
 import type { Logger } from 'pino';
 import { createCliLogger } from './cli-logger.js';
 import { CliError, loadConfigWithSources, sourceOfPath, type KernelFlags, type LoadedConfig } from './config-loader.js';
@@ -64,11 +64,20 @@ export async function createCliHost(flags: KernelFlags, options: CliHostOptions 
 
   let database;
   try {
-    database = databaseFromUrl(config.database.url);
+    // Imports the adapter package the URL names (@trellis/db-sqlite or @trellis/db-postgres).
+    database = await loadDatabaseFromUrl(config.database.url);
   } catch (error) {
+    if (error instanceof AdapterNotInstalledError) throw new CliError(error.message, 2);
     throw new CliError(`database.url: ${(error as Error).message}`, 2);
   }
   const host = createHost({ config: input, database, modules, logger: log, version: cliVersion() });
+  try {
+    // The adapter packages the `adapters` section names, imported and bound before any command runs.
+    await host.load();
+  } catch (error) {
+    if (error instanceof AdapterNotInstalledError) throw new CliError(error.message, 2);
+    throw error;
+  }
   return { host, config, loaded, log, modules, modulesFile: found.file };
 }
 

@@ -12,7 +12,7 @@ vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 const cliVersion = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 /**
- * Stands in for `npm install` (no registry here): links node_modules/@trellis/{cli,core,host} to
+ * Stands in for `npm install` (no registry here): links node_modules/@trellis/{cli,core,host,db-sqlite} to
  * the workspace packages, whose built dist/ and own node_modules resolve the rest.
  */
 async function linkWorkspacePackages(project: string): Promise<void> {
@@ -21,6 +21,7 @@ async function linkWorkspacePackages(project: string): Promise<void> {
     ['cli', 'packages/cli'],
     ['core', 'packages/core'],
     ['host', 'packages/host'],
+    ['db-sqlite', 'packages/adapters/db-sqlite'],
   ]) {
     await symlink(join(workspaceRoot, folder), join(project, 'node_modules', '@trellis', name), 'dir');
   }
@@ -49,7 +50,7 @@ describe('trellis init', () => {
       private: true,
       type: 'module',
       scripts: { start: 'node server.mjs' },
-      dependencies: { '@trellis/cli': `^${cliVersion}`, '@trellis/core': `^${cliVersion}`, '@trellis/host': `^${cliVersion}` },
+      dependencies: { '@trellis/cli': `^${cliVersion}`, '@trellis/core': `^${cliVersion}`, '@trellis/host': `^${cliVersion}`, '@trellis/db-sqlite': `^${cliVersion}` },
     });
     const server = await readFile(join(project, 'server.mjs'), 'utf8');
     expect(server).toContain('createHost(');
@@ -58,6 +59,21 @@ describe('trellis init', () => {
     expect(JSON.parse(await readFile(join(project, 'trellis.config.json'), 'utf8'))).toMatchObject({ database: { url: 'sqlite:./trellis.db' }, hello: { greeting: 'Hello' } });
     expect(await readFile(join(project, 'README.md'), 'utf8')).toMatch(/^# my-host\n/);
     expect(await readFile(join(project, '.gitignore'), 'utf8')).toContain('*.db');
+  });
+
+  // The happy path of --from (tarballs installed with npm, the app started) is test/packaging.int.spec.ts.
+  it('refuses --from without the tarballs a scaffold needs (exit 2, nothing written)', async () => {
+    const empty = join(dir.path, 'no-tarballs');
+    await mkdir(empty);
+    await writeFile(join(empty, `trellis-cli-${cliVersion}.tgz`), '');
+    const target = join(dir.path, 'from-app');
+    const result = await runCli(['init', target, '--from', empty], { cwd: dir.path });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(`--from ${empty}: no tarball for @trellis/core, @trellis/host, @trellis/db-sqlite`);
+    expect(existsSync(target)).toBe(false);
+    const missing = await runCli(['init', target, '--from', join(dir.path, 'nowhere')], { cwd: dir.path });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('not a folder');
   });
 
   it('refuses a non-empty folder (exit 1, nothing written) unless --force', async () => {

@@ -1,7 +1,3 @@
-import { AnthropicProvider } from '@trellis/ai-anthropic';
-import { DifyProvider } from '@trellis/ai-dify';
-import { GeminiProvider } from '@trellis/ai-gemini';
-import { OpenAiProvider } from '@trellis/ai-openai';
 import {
   aiProvidersServiceIdentifier,
   ConfigError,
@@ -18,19 +14,13 @@ import {
   speechSynthesizerServiceIdentifier,
   type AdapterBinding,
   type AiProvider,
+  type AddressParser,
+  type SpeechSynthesizer,
   type Dialect,
   type InferConfig,
   type TrellisModule,
 } from '@trellis/core';
-import { ChineseAddressParser } from '@trellis/address-cn';
-import { StripePaymentProvider } from '@trellis/payments-stripe';
-import { EspeakSpeechSynthesizer } from '@trellis/speech-espeak';
-import { PgVectorStore } from '@trellis/vector-pgvector';
-import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
-import { RedisPubSub } from '@trellis/pubsub-redis';
-import { BullMqRunQueue } from '@trellis/queue-bullmq';
-import { RedisRateLimiter } from '@trellis/ratelimit-redis';
-import { PostgresRateLimiter } from '@trellis/ratelimit-postgres';
+import { importAdapter, importAdapterIfInstalled } from './adapter-packages.js';
 
 /** The `adapters` section: which adapter packages the reference host binds, from configuration. */
 export const adaptersConfigSchema = s.object({
@@ -95,15 +85,21 @@ export type AdaptersConfig = InferConfig<typeof adaptersConfigSchema>;
 export const adaptersModule = defineModule({ name: 'adapters', config: adaptersConfigSchema });
 
 export interface ConfiguredAdapters {
-  bindings: AdapterBinding[];
+  /**
+   * Imports the adapter packages the section asks for (each on demand: only those packages need to
+   * be installed) and returns their bindings. A package the configuration needs and cannot find
+   * fails with AdapterNotInstalledError naming it; optional ones (AI providers, the address parser,
+   * sqlite-vec and eSpeak under `auto`) are skipped when absent.
+   */
+  load(): Promise<AdapterBinding[]>;
   /** The host's module for the section; its onStop closes what the host opened. */
   module: TrellisModule;
 }
 
 /**
  * The adapters the `adapters` section asks for, and the module that validates the section. The
- * section is parsed here first (with the same schema the kernel uses), because the adapters must
- * exist before the kernel is built.
+ * section is parsed here at once (with the same schema the kernel uses), so a bad setting fails
+ * before anything is imported; `load()` then imports the packages.
  */
 export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): ConfiguredAdapters {
   let config: AdaptersConfig;
@@ -113,66 +109,93 @@ export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): C
     if (error instanceof ConfigError) throw new ConfigError(error.issues.map((issue) => ({ ...issue, path: `adapters.${issue.path}` })));
     throw error;
   }
-  const bindings: AdapterBinding[] = [provide(aiProvidersServiceIdentifier, referenceAiProviders())];
-  const owned: Array<{ close(): Promise<void> }> = [];
-  if (config.redisUrl) {
-    // The kernel closes the bound PubSub at stop.
-    bindings.push(provide(pubSubServiceIdentifier, new RedisPubSub({ url: config.redisUrl, channelPrefix: `${config.redisPrefix}pubsub:` })));
-  }
-  // The rate limiter is closed by this module.
+  if (config.queue === 'bullmq' && !config.redisUrl) throw new ConfigError([{ path: 'adapters.redisUrl', message: 'is required when adapters.queue is "bullmq"' }]);
   const limitStore = config.rateLimit.store === 'auto' ? (config.redisUrl ? 'redis' : 'memory') : config.rateLimit.store;
-  if (limitStore === 'redis') {
-    if (!config.redisUrl) throw new ConfigError([{ path: 'adapters.redisUrl', message: 'is required when adapters.rateLimit.store is "redis"' }]);
-    const limiter = new RedisRateLimiter({ url: config.redisUrl, keyPrefix: `${config.redisPrefix}ratelimit:` });
-    bindings.push(provide(rateLimiterServiceIdentifier, limiter));
-    owned.push(limiter);
-  } else if (limitStore === 'postgres') {
-    if (!config.rateLimit.postgresUrl) throw new ConfigError([{ path: 'adapters.rateLimit.postgresUrl', message: 'is required when adapters.rateLimit.store is "postgres"' }]);
-    const limiter = new PostgresRateLimiter({ url: config.rateLimit.postgresUrl });
-    bindings.push(provide(rateLimiterServiceIdentifier, limiter));
-    owned.push(limiter);
-  }
-  if (config.queue === 'bullmq') {
-    if (!config.redisUrl) throw new ConfigError([{ path: 'adapters.redisUrl', message: 'is required when adapters.queue is "bullmq"' }]);
-    // BullMQ's prefix takes letters, digits, `_ . -` only: the Redis prefix with its separators replaced.
-    const prefix = `${config.redisPrefix}queue`.replace(/[^A-Za-z0-9_.-]/g, '-').slice(-100);
-    const queue = new BullMqRunQueue({ url: config.redisUrl, prefix, ...config.bullmq });
-    // The runs module closes the bound RunQueue at stop.
-    bindings.push(provide(runQueueServiceIdentifier, queue));
+  if (limitStore === 'redis' && !config.redisUrl) throw new ConfigError([{ path: 'adapters.redisUrl', message: 'is required when adapters.rateLimit.store is "redis"' }]);
+  if (limitStore === 'postgres' && !config.rateLimit.postgresUrl) {
+    throw new ConfigError([{ path: 'adapters.rateLimit.postgresUrl', message: 'is required when adapters.rateLimit.store is "postgres"' }]);
   }
   const vector = config.vector.store === 'auto' ? (dialect === 'sqlite' ? 'sqlite-vec' : 'exact') : config.vector.store;
-  if (vector === 'sqlite-vec') {
-    if (dialect !== 'sqlite') throw new ConfigError([{ path: 'adapters.vector.store', message: 'sqlite-vec needs the SQLite database' }]);
-    bindings.push(provide(vectorStoreServiceIdentifier, new SqliteVecVectorStore()));
-  } else if (vector === 'pgvector') {
-    if (!config.vector.pgvectorUrl) throw new ConfigError([{ path: 'adapters.vector.pgvectorUrl', message: 'is required when adapters.vector.store is "pgvector"' }]);
-    // The kernel starts and closes the bound VectorStore (tools module).
-    bindings.push(provide(vectorStoreServiceIdentifier, new PgVectorStore({ url: config.vector.pgvectorUrl })));
+  if (vector === 'sqlite-vec' && config.vector.store !== 'auto' && dialect !== 'sqlite') {
+    throw new ConfigError([{ path: 'adapters.vector.store', message: 'sqlite-vec needs the SQLite database' }]);
   }
-  const speech = config.speech;
-  if (speech.provider === 'espeak' || (speech.provider === 'auto' && EspeakSpeechSynthesizer.isAvailable(speech.espeakPath))) {
-    bindings.push(provide(speechSynthesizerServiceIdentifier, new EspeakSpeechSynthesizer({ program: speech.espeakPath, voice: speech.voice })));
-  }
-  bindings.push(provide(addressParserServiceIdentifier, new ChineseAddressParser()));
+  if (vector === 'pgvector' && !config.vector.pgvectorUrl) throw new ConfigError([{ path: 'adapters.vector.pgvectorUrl', message: 'is required when adapters.vector.store is "pgvector"' }]);
+  const stripe = config.payments.stripe;
   if (config.payments.provider === 'stripe') {
-    const stripe = config.payments.stripe;
     const missing = (['secretKey', 'webhookSecret', 'successUrl', 'cancelUrl'] as const).filter((key) => !stripe[key]);
     if (missing.length) {
       throw new ConfigError(missing.map((key) => ({ path: `adapters.payments.stripe.${key}`, message: 'is required when adapters.payments.provider is "stripe"' })));
     }
-    bindings.push(
-      provide(
-        paymentProviderServiceIdentifier,
-        new StripePaymentProvider({ secretKey: stripe.secretKey!, webhookSecret: stripe.webhookSecret!, successUrl: stripe.successUrl!, cancelUrl: stripe.cancelUrl!, apiBaseUrl: stripe.apiBaseUrl }),
-      ),
-    );
   }
+
+  const owned: Array<{ close(): Promise<void> }> = [];
+  const load = async (): Promise<AdapterBinding[]> => {
+    // Every package is imported before any adapter is constructed, so a missing one fails before
+    // a connection (Redis, ...) is opened.
+    const [aiProviders, pubsub, ratelimit, ratelimitPostgres, bullmq, sqliteVec, pgvector, speechPackage, address, stripePackage] = await Promise.all([
+      installedAiProviders(),
+      config.redisUrl ? importAdapter('@trellis/pubsub-redis', 'adapters.redisUrl') : undefined,
+      limitStore === 'redis' ? importAdapter('@trellis/ratelimit-redis', 'adapters.rateLimit.store "redis" (or adapters.redisUrl)') : undefined,
+      limitStore === 'postgres' ? importAdapter('@trellis/ratelimit-postgres', 'adapters.rateLimit.store "postgres"') : undefined,
+      config.queue === 'bullmq' ? importAdapter('@trellis/queue-bullmq', 'adapters.queue "bullmq"') : undefined,
+      // `auto` on SQLite: sqlite-vec when its package is installed, else the in-process exact scan.
+      vector !== 'sqlite-vec' ? undefined : config.vector.store === 'auto' ? importAdapterIfInstalled('@trellis/vector-sqlite') : importAdapter('@trellis/vector-sqlite', 'adapters.vector.store "sqlite-vec"'),
+      vector === 'pgvector' ? importAdapter('@trellis/vector-pgvector', 'adapters.vector.store "pgvector"') : undefined,
+      config.speech.provider === 'none'
+        ? undefined
+        : config.speech.provider === 'espeak'
+          ? importAdapter('@trellis/speech-espeak', 'adapters.speech.provider "espeak"')
+          : importAdapterIfInstalled('@trellis/speech-espeak'),
+      // Optional: without @trellis/address-cn, /tool/address answers 503 address_parser_not_configured.
+      importAdapterIfInstalled('@trellis/address-cn'),
+      config.payments.provider === 'stripe' ? importAdapter('@trellis/payments-stripe', 'adapters.payments.provider "stripe"') : undefined,
+    ]);
+    const bindings: AdapterBinding[] = [provide(aiProvidersServiceIdentifier, aiProviders)];
+    if (config.redisUrl && pubsub) {
+      // The kernel closes the bound PubSub at stop.
+      bindings.push(provide(pubSubServiceIdentifier, new pubsub.RedisPubSub({ url: config.redisUrl, channelPrefix: `${config.redisPrefix}pubsub:` })));
+    }
+    // The rate limiter is closed by this module.
+    if (ratelimit) {
+      const limiter = new ratelimit.RedisRateLimiter({ url: config.redisUrl!, keyPrefix: `${config.redisPrefix}ratelimit:` });
+      bindings.push(provide(rateLimiterServiceIdentifier, limiter));
+      owned.push(limiter);
+    } else if (ratelimitPostgres) {
+      const limiter = new ratelimitPostgres.PostgresRateLimiter({ url: config.rateLimit.postgresUrl! });
+      bindings.push(provide(rateLimiterServiceIdentifier, limiter));
+      owned.push(limiter);
+    }
+    if (bullmq) {
+      // BullMQ's prefix takes letters, digits, `_ . -` only: the Redis prefix with its separators replaced.
+      const prefix = `${config.redisPrefix}queue`.replace(/[^A-Za-z0-9_.-]/g, '-').slice(-100);
+      // The runs module closes the bound RunQueue at stop.
+      bindings.push(provide(runQueueServiceIdentifier, new bullmq.BullMqRunQueue({ url: config.redisUrl!, prefix, ...config.bullmq })));
+    }
+    if (sqliteVec) bindings.push(provide(vectorStoreServiceIdentifier, new sqliteVec.SqliteVecVectorStore()));
+    // The kernel starts and closes the bound VectorStore (tools module).
+    if (pgvector) bindings.push(provide(vectorStoreServiceIdentifier, new pgvector.PgVectorStore({ url: config.vector.pgvectorUrl! })));
+    const speech = config.speech;
+    // `auto`: eSpeak when both its package and the program are there.
+    if (speechPackage && (speech.provider === 'espeak' || speechPackage.EspeakSpeechSynthesizer.isAvailable(speech.espeakPath))) {
+      bindings.push(provide(speechSynthesizerServiceIdentifier, new speechPackage.EspeakSpeechSynthesizer({ program: speech.espeakPath, voice: speech.voice }) as SpeechSynthesizer));
+    }
+    if (address) bindings.push(provide(addressParserServiceIdentifier, new address.ChineseAddressParser() as AddressParser));
+    if (stripePackage) {
+      bindings.push(
+        provide(
+          paymentProviderServiceIdentifier,
+          new stripePackage.StripePaymentProvider({ secretKey: stripe.secretKey!, webhookSecret: stripe.webhookSecret!, successUrl: stripe.successUrl!, cancelUrl: stripe.cancelUrl!, apiBaseUrl: stripe.apiBaseUrl }),
+        ),
+      );
+    }
+    return bindings;
+  };
   return {
-    bindings,
+    load,
     module: {
       ...adaptersModule,
       async onStop() {
-        await Promise.allSettled(owned.map((adapter) => adapter.close()));
+        await Promise.allSettled(owned.splice(0).map((adapter) => adapter.close()));
       },
     },
   };
@@ -180,10 +203,27 @@ export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): C
 
 /**
  * The AI provider adapters the reference host installs: `openai` (and every OpenAI-compatible
- * server), `anthropic`, `gemini` and `dify`. They need no host configuration: each AI model's
- * `service` picks one and its `conf` holds the settings (see docs/ai-providers.md). An embedder
- * replaces the list with `provide(aiProvidersServiceIdentifier, [...])` in `createHost({adapters})`.
+ * server), `anthropic`, `gemini` and `dify`, each one whose package is installed. They need no
+ * host configuration: each AI model's `service` picks one and its `conf` holds the settings (see
+ * docs/ai-providers.md); a model whose provider package is missing answers `ai_provider_not_configured`.
+ * An embedder replaces the list with `provide(aiProvidersServiceIdentifier, [...])` in
+ * `createHost({adapters})`.
  */
-export function referenceAiProviders(): AiProvider<any>[] {
-  return [new OpenAiProvider(), new AnthropicProvider(), new GeminiProvider(), new DifyProvider()];
+export async function referenceAiProviders(): Promise<AiProvider<any>[]> {
+  return installedAiProviders();
+}
+
+async function installedAiProviders(): Promise<AiProvider<any>[]> {
+  const [openai, anthropic, gemini, dify] = await Promise.all([
+    importAdapterIfInstalled('@trellis/ai-openai'),
+    importAdapterIfInstalled('@trellis/ai-anthropic'),
+    importAdapterIfInstalled('@trellis/ai-gemini'),
+    importAdapterIfInstalled('@trellis/ai-dify'),
+  ]);
+  const providers: AiProvider<any>[] = [];
+  if (openai) providers.push(new openai.OpenAiProvider());
+  if (anthropic) providers.push(new anthropic.AnthropicProvider());
+  if (gemini) providers.push(new gemini.GeminiProvider());
+  if (dify) providers.push(new dify.DifyProvider());
+  return providers;
 }

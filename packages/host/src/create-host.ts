@@ -32,7 +32,14 @@ export interface Host {
   readonly port: number;
   /** The separate metrics port when `metrics.port` is set, once started. */
   readonly metricsPort: number | undefined;
-  /** Starts the kernel (migrations, jobs) and listens. */
+  /**
+   * Imports the adapter packages the configuration names (the database driver, Redis, Stripe, ...)
+   * and binds them; `start()` calls it first. Call it yourself before using `kernel` directly
+   * (`kernel.start()`, `kernel.migrate`, `kernel.get(...)`). A missing package fails with
+   * AdapterNotInstalledError naming it.
+   */
+  load(): Promise<void>;
+  /** Loads the adapters, starts the kernel (migrations, jobs) and listens. */
   start(): Promise<void>;
   /** Graceful stop: refuse new connections, drain in-flight requests, close sockets, stop the kernel. */
   stop(): Promise<void>;
@@ -41,12 +48,12 @@ export interface Host {
 /** Composes a kernel, its database and a transport from configuration: the reference host. */
 export function createHost(options: HostOptions = {}): Host {
   const database = options.database ?? databaseFromUrl(options.config?.database?.url ?? 'sqlite:./trellis.db');
-  // Adapters named in the `adapters` section first; adapters passed in code win over them.
+  // Adapters named in the `adapters` section are imported by load(); adapters passed in code win over them.
   const configured = adaptersFromConfig(options.config?.['adapters'], database.dialect);
   const kernel = createKernel({
     config: options.config,
     database,
-    adapters: [...configured.bindings, ...(options.adapters ?? [])],
+    adapters: options.adapters ?? [],
     modules: [...(options.modules ?? coreModules), configured.module],
     logger: options.logger,
     version: options.version ?? hostVersion,
@@ -56,6 +63,8 @@ export function createHost(options: HostOptions = {}): Host {
   let stopping: Promise<void> | undefined;
   let metricsServer: MetricsServer | undefined;
   let tracing: InstalledTracing | undefined;
+  let loading: Promise<void> | undefined;
+  const inCode = new Set((options.adapters ?? []).map((binding) => binding.id));
 
   const host: Host = {
     kernel,
@@ -73,7 +82,22 @@ export function createHost(options: HostOptions = {}): Host {
       const shown = bind === '0.0.0.0' || bind === '::' ? '127.0.0.1' : bind.includes(':') ? `[${bind}]` : bind;
       return `http://${shown}:${port}${basePath}`;
     },
+    load() {
+      loading ??= (async () => {
+        await database.prepare?.();
+        for (const binding of await configured.load()) {
+          if (inCode.has(binding.id)) continue;
+          if (kernel.container.isBound(binding.id)) kernel.container.unbind(binding.id);
+          kernel.container.bind(binding.id).toConstantValue(binding.value);
+        }
+      })().catch((error: unknown) => {
+        loading = undefined; // a later call tries again (after the package is installed)
+        throw error;
+      });
+      return loading;
+    },
     async start() {
+      await host.load();
       tracing ??= tracingFromConfig(kernel.config);
       await kernel.start();
       try {

@@ -1,5 +1,6 @@
 export { createHost, type Host, type HostOptions } from './create-host.js';
-export { databaseFromUrl } from './database-from-url.js';
+export { databaseFromUrl, loadDatabaseFromUrl } from './database-from-url.js';
+export { AdapterNotInstalledError, adapterPackageNames, type AdapterPackageName } from './adapter-packages.js';
 export { toNodeHandler, type NodeHandler, type NodeHandlerOptions } from './node-handler.js';
 export { attachWebSockets, type AttachWebSocketsOptions, type AttachedWebSockets } from './node-websockets.js';
 export { createNodeTransport } from './node-transport.js';

@@ -100,6 +100,7 @@ describe('adapters from configuration', () => {
 
   it('binds Stripe, and names each missing Stripe setting', async () => {
     const host = hostWith({ payments: { provider: 'stripe', stripe: { secretKey: 'sk_test_x', webhookSecret: 'whsec_x', successUrl: 'https://app.example/ok', cancelUrl: 'https://app.example/no' } } });
+    await host.load(); // imports @trellis/payments-stripe, which the configuration names
     expect(host.kernel.get(paymentProviderServiceIdentifier)).toBeInstanceOf(StripePaymentProvider);
     await host.kernel.stop();
 

@@ -40,6 +40,7 @@ describe('AI providers in the reference host', () => {
     it(`runs a tool loop (call, result, answer) through the bound ${service} provider against its wire server`, async () => {
       const host = createHost({ config: base, database: sqliteDatabase({ path: ':memory:' }), logger: pino({ level: 'silent' }) });
       const { wire, conf } = await startAiWire(service);
+      await host.load(); // imports the installed adapter packages and binds them
       try {
         const provider = host.kernel.get(aiProvidersServiceIdentifier).find((candidate) => candidate.service === service)!;
         const parsed = provider.parseConf(conf);

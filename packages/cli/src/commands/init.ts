@@ -1,4 +1,7 @@
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { CliError } from '../config-loader.js';
@@ -7,7 +10,14 @@ import { cliPackageRoot, cliVersion } from '../package-info.js';
 interface InitFlags {
   force?: boolean;
   name?: string;
+  from?: string;
 }
+
+/** The packages a scaffold depends on: the CLI, the host, the kernel and the SQLite default. */
+const scaffoldPackages = ['@trellis/cli', '@trellis/core', '@trellis/host', '@trellis/db-sqlite'] as const;
+
+/** Where `--from` puts the package tarballs inside the scaffold (package.json refers to them with `file:`). */
+const vendorDir = 'vendor/trellis';
 
 /** Template files (under templates/init) and where each goes. `gitignore` is renamed: npm drops `.gitignore` from packages. */
 const templateFiles: ReadonlyArray<{ from: string; to: string }> = [
@@ -27,7 +37,11 @@ export const initCommand = {
       .argument('<dir>', 'folder to create (or an empty existing one)')
       .option('-f, --force', 'write into a non-empty folder, overwriting the files the scaffold writes (others are left alone)')
       .option('--name <name>', 'package name (default: the folder name)')
-      .addHelpText('after', '\nExample:\n  trellis init my-host && cd my-host && npm install && npm start')
+      .option(
+        '--from <path>',
+        'depend on local package tarballs instead of registry versions: a folder of `pnpm pack` tarballs (trellis-*.tgz), or a Trellis checkout (its packages are packed; build it first). The tarballs are copied into vendor/trellis/.',
+      )
+      .addHelpText('after', '\nExamples:\n  trellis init my-host && cd my-host && npm install && npm start\n  trellis init my-host --from ../trellis   # from a built checkout, before the packages are published')
       .action((dir: string, flags: InitFlags) => init(dir, flags));
   },
 };
@@ -54,7 +68,19 @@ async function init(dir: string, flags: InitFlags): Promise<void> {
     written.push(to);
   };
 
-  await write('package.json', `${JSON.stringify(packageJson(name), null, 2)}\n`);
+  // With --from, the tarballs are gathered before anything is written, so a bad path leaves no half scaffold.
+  const gathered = flags.from ? await gatherTarballs(resolve(flags.from)) : undefined;
+  const tarballs = gathered?.tarballs;
+  if (gathered) {
+    try {
+      await mkdir(join(target, vendorDir), { recursive: true });
+      for (const file of gathered.tarballs.values()) await copyFile(file, join(target, vendorDir, basename(file)));
+      written.push(`${vendorDir}/ (${gathered.tarballs.size} package tarballs)`);
+    } finally {
+      await gathered.cleanup();
+    }
+  }
+  await write('package.json', `${JSON.stringify(packageJson(name, tarballs), null, 2)}\n`);
   for (const file of templateFiles) {
     const text = await readFile(join(templates, file.from), 'utf8');
     await write(file.to, text.replaceAll('{{name}}', name).replaceAll('{{version}}', cliVersion()));
@@ -83,8 +109,77 @@ function packageName(folder: string): string {
   return cleaned || 'trellis-host';
 }
 
-function packageJson(name: string): Record<string, unknown> {
+/**
+ * The newest tarball of each `@trellis/*` package in `from`: a folder of `trellis-<name>-<version>.tgz`
+ * files, or a checkout whose packages are packed (with pnpm, which rewrites `workspace:` ranges)
+ * into a temporary folder first.
+ */
+async function gatherTarballs(from: string): Promise<{ tarballs: Map<string, string>; cleanup(): Promise<void> }> {
+  const info = await stat(from).catch(() => undefined);
+  if (!info?.isDirectory()) throw new CliError(`--from ${from}: not a folder (give a folder of trellis-*.tgz tarballs or a Trellis checkout).`, 2);
+  let folder = from;
+  let packed: string | undefined;
+  const cleanup = async () => {
+    if (packed) await rm(packed, { recursive: true, force: true });
+  };
+  if (existsSync(join(from, 'pnpm-workspace.yaml')) && existsSync(join(from, 'packages', 'cli', 'package.json'))) {
+    if (!existsSync(join(from, 'packages', 'cli', 'dist', 'bin.js'))) {
+      throw new CliError(`--from ${from}: the checkout is not built. Run \`pnpm install && pnpm build\` there first.`);
+    }
+    packed = folder = await mkdtemp(join(tmpdir(), 'trellis-pack-'));
+  }
+  try {
+    if (packed) await packCheckout(from, packed);
+    const found = new Map<string, { version: number[]; file: string }>();
+    for (const entry of await readdir(folder)) {
+      const match = /^trellis-([a-z0-9-]+?)-(\d+)\.(\d+)\.(\d+)(?:-[0-9A-Za-z.-]+)?\.tgz$/.exec(entry);
+      if (!match) continue;
+      const version = match.slice(2, 5).map(Number);
+      const name = `@trellis/${match[1]}`;
+      const seen = found.get(name);
+      if (!seen || compareVersions(version, seen.version) > 0) found.set(name, { version, file: join(folder, entry) });
+    }
+    const missing = scaffoldPackages.filter((name) => !found.has(name));
+    if (missing.length) throw new CliError(`--from ${from}: no tarball for ${missing.join(', ')} (expected files named like trellis-cli-${cliVersion()}.tgz).`, 2);
+    return { tarballs: new Map([...found].map(([name, { file }]) => [name, file])), cleanup };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}
+
+function compareVersions(a: number[], b: number[]): number {
+  for (let i = 0; i < 3; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return 0;
+}
+
+/** `pnpm pack` of every package of the checkout into `destination` (pnpm from PATH, else through npx). */
+async function packCheckout(checkout: string, destination: string): Promise<void> {
+  const args = ['-r', '--filter', './packages/**', 'pack', '--pack-destination', destination];
+  const pnpm = await run('pnpm', ['--version'], checkout).then(
+    (result) => (result.code === 0 ? { command: 'pnpm', prefix: [] as string[] } : undefined),
+    () => undefined,
+  );
+  const { command, prefix } = pnpm ?? { command: 'npx', prefix: ['-y', 'pnpm@10'] };
+  const result = await run(command, [...prefix, ...args], checkout);
+  if (result.code !== 0) throw new CliError(`--from ${checkout}: packing the checkout failed (${command} ${[...prefix, ...args].join(' ')}):\n${result.output.slice(-2000)}`);
+}
+
+function run(command: string, args: string[], cwd: string): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolveRun, reject) => {
+    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolveRun({ code, output }));
+  });
+}
+
+function packageJson(name: string, tarballs?: ReadonlyMap<string, string>): Record<string, unknown> {
   const range = `^${cliVersion()}`;
+  const dependencies: Record<string, string> = {};
+  for (const pkg of scaffoldPackages) dependencies[pkg] = tarballs ? `file:${vendorDir}/${basename(tarballs.get(pkg)!)}` : range;
   return {
     name,
     version: '0.1.0',
@@ -97,10 +192,6 @@ function packageJson(name: string): Record<string, unknown> {
       migrate: 'trellis migrate up',
       doctor: 'trellis doctor',
     },
-    dependencies: {
-      '@trellis/cli': range,
-      '@trellis/core': range,
-      '@trellis/host': range,
-    },
+    dependencies,
   };
 }

@@ -198,6 +198,8 @@ export function createKernel(options: KernelOptions): Kernel {
 
   async function connect(): Promise<MikroORM> {
     if (orm) return orm;
+    await options.database.prepare?.();
+    if (orm) return orm;
     const adapterOptions = options.database.ormOptions(migrations);
     orm = await MikroORM.init({
       ...adapterOptions,

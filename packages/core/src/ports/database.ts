@@ -28,6 +28,11 @@ export interface DatabaseAdapter {
   readonly dialect: Dialect;
   /** Human-readable target, with any password removed (`sqlite:./trellis.db`). */
   readonly description: string;
+  /**
+   * Awaited before the first connection, so an adapter can load its driver on demand (the
+   * reference host imports the adapter package named by `database.url` here).
+   */
+  prepare?(): Promise<void>;
   /** MikroORM options without `entities`; must include `driver` and the Migrator extension. */
   ormOptions(migrations: readonly MigrationDefinition[]): Options;
   /** Called once the ORM is up, before migrations (pragmas, extensions). */
