@@ -59,7 +59,7 @@ export async function prepareTrellisDatabase(path = join(mkdtempSync(join(tmpdir
 }
 
 /** The browser part of an authorization-code flow with PKCE, then the code exchange: a refresh token. */
-async function authorizationCodeGrant(base, clientId, userToken) {
+export async function authorizationCodeGrant(base, clientId, userToken) {
   const verifier = randomBytes(32).toString('base64url');
   const challenge = createHash('sha256').update(verifier).digest('base64url');
   const params = { client_id: clientId, redirect_uri: REDIRECT_URI, scope: 'profile:read', state: 'bench-state', code_challenge: challenge, code_challenge_method: 'S256' };
