@@ -108,6 +108,7 @@ const targets = [
   { name: 'trellis-uws-uncached', label: 'Trellis uWS GET /auth/me (principalCacheTtlMs 0), writes', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'uws', BENCH_PRINCIPAL_CACHE_MS: '0' }, writes: 'during' },
   { name: 'trellis-node-cached', label: 'Trellis node:http GET /auth/me (cache 5 s), writes', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'node' }, writes: 'during' },
   { name: 'trellis-node-uncached', label: 'Trellis node:http GET /auth/me (cache off), writes', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'node', BENCH_PRINCIPAL_CACHE_MS: '0' }, writes: 'during' },
+  { name: 'trellis-mixed', label: 'Trellis uWS mixed: /auth/me (cached) + JSON-RPC + writes at once', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'uws' }, mixed: true, writes: 'during' },
   { name: 'uws-rpc', label: 'uWebSockets.js answering the same JSON-RPC frames', script: 'uws-rpc.mjs', rpc: true },
   { name: 'trellis-rpc-fresh', label: 'Trellis /v3/wss JSON-RPC ping, never written to', ...trellis, env: { BENCH_TRANSPORT: 'uws' }, rpc: true, writes: 'none' },
   { name: 'trellis-rpc-written', label: 'Trellis /v3/wss JSON-RPC ping, after writes', ...trellis, env: { BENCH_TRANSPORT: 'uws' }, rpc: true, writes: 'before' },
@@ -203,6 +204,7 @@ async function measure(target, state, checkBody) {
       non2xx: result.non2xx,
       errors: result.errors,
       sideWrites: written?.sent,
+      mix: result.mix,
       promiseHooks: await server.probe(),
       ...server.info,
     };
@@ -212,8 +214,13 @@ async function measure(target, state, checkBody) {
   }
 }
 
-function load(target, server, token, seconds) {
+async function load(target, server, token, seconds) {
   if (target.rpc) return loadRpc(server.port, token, seconds);
+  if (target.mixed) {
+    // Reads over HTTP and JSON-RPC calls over WebSockets at once (the side client writes).
+    const [http, rpc] = await Promise.all([loadHttp(`http://127.0.0.1:${server.port}${target.path}`, { authorization: `Bearer ${token}` }, seconds), loadRpc(server.port, token, seconds)]);
+    return { ...http, requestsPerSecond: http.requestsPerSecond + rpc.requestsPerSecond, total: http.total + rpc.total, errors: http.errors + rpc.errors, mix: { http: Math.round(http.requestsPerSecond), rpc: Math.round(rpc.requestsPerSecond) } };
+  }
   const url = `http://127.0.0.1:${server.port}${target.path}`;
   return loadHttp(url, { authorization: `Bearer ${token}` }, seconds);
 }
@@ -317,8 +324,9 @@ function printTable(rows) {
 function line(target, r) {
   const label = target.label ?? target;
   const cpu = r.serverCpu === undefined ? '' : `   server CPU ${pad(Math.round(r.serverCpu * 100), 3, true)}%   ${pad((r.requestsPerCpuSecond ?? 0).toLocaleString('en-US'), 7, true)} /CPU-s`;
-  const extra = `${r.sideWrites !== undefined ? `   ${r.sideWrites} side writes` : ''}${r.promiseHooks === undefined ? '' : `   promise hooks ${r.promiseHooks ? 'ON' : 'off'}`}`;
-  return `${pad(label, 64)} ${pad(r.requestsPerSecond.toLocaleString('en-US'), 7, true)} ${target.rpc ? 'calls/s' : 'req/s  '}   p50 ${pad(r.p50, 3, true)} ms   p99 ${pad(r.p99, 3, true)} ms${cpu}${extra}${r.non2xx || r.errors ? `   (${r.non2xx} non-2xx, ${r.errors} errors)` : ''}`;
+  const mix = r.mix ? `   (${r.mix.http.toLocaleString('en-US')} req/s + ${r.mix.rpc.toLocaleString('en-US')} calls/s)` : '';
+  const extra = `${mix}${r.sideWrites !== undefined ? `   ${r.sideWrites} side writes` : ''}${r.promiseHooks === undefined ? '' : `   promise hooks ${r.promiseHooks ? 'ON' : 'off'}`}`;
+  return `${pad(label, 64)} ${pad(r.requestsPerSecond.toLocaleString('en-US'), 7, true)} ${target.rpc ? 'calls/s' : target.mixed ? 'ops/s  ' : 'req/s  '}   p50 ${pad(r.p50, 3, true)} ms   p99 ${pad(r.p99, 3, true)} ms${cpu}${extra}${r.non2xx || r.errors ? `   (${r.non2xx} non-2xx, ${r.errors} errors)` : ''}`;
 }
 
 /** User + system CPU seconds a process (all its threads) has used, from /proc. */
