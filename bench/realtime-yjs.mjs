@@ -11,7 +11,7 @@
 // Not a test: it prints figures and never fails on them.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -40,7 +40,8 @@ for (const pkg of ['core', 'host', 'adapters/db-sqlite']) {
     process.exit(1);
   }
 }
-const pinned = availableParallelism() >= 2 && hasTaskset();
+// cpus(), not availableParallelism(): pnpm bench runs this pinned to one core already.
+const pinned = cpus().length >= 2 && hasTaskset();
 if (pinned) execFileSync('taskset', ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' });
 // Each y-websocket provider adds a process 'exit' listener.
 process.setMaxListeners(0);
