@@ -1,11 +1,24 @@
 #!/usr/bin/env node
-// HTTP benchmark: GET /auth/me on Trellis (uWS and node:http transports, principal cache on and
-// off) against a Fastify 5 peer doing the same work, with a uWebSockets.js hello-world as the
-// ceiling and a node:http hello-world as its reference. Each server runs in its own process
-// pinned to one core; the load generator (autocannon, in this process) is pinned to another.
+// `pnpm bench`: the rows of issue #14's table, each with Trellis, its peer from the same run, the
+// ratio and the target, measured on servers that have handled writes.
+//
+// This script measures HTTP (GET /auth/me on Trellis's uWS and node:http transports, principal
+// cache on and off, against a Fastify 5 peer doing the same work, a uWebSockets.js hello world as
+// the ceiling and a node:http hello world as its reference) and JSON-RPC round trips on /v3/wss
+// (against bare uWebSockets.js answering the same frames). Then it runs the other parts and
+// prints the table: bench/oauth.mjs (refresh-token grants against oidc-provider 8),
+// bench/documents.mjs (the 1 MB str_replace, when present) and bench/realtime-yjs.mjs (Yjs
+// fan-out against Hocuspocus). Each server runs in its own process pinned to one core; the load generators (in this
+// process) are pinned to another.
 //
 //   pnpm bench                      (builds the packages first)
-//   node bench/run.mjs [--duration 10] [--warmup 3] [--connections 64] [--rounds 1] [--nice=-10] [--loader autocannon|wrk] [--only a,b] [--json out.json]
+//   node bench/run.mjs [--duration 10] [--warmup 3] [--connections 64] [--rounds 1] [--nice=-10] [--loader autocannon|wrk] [--only a,b] [--parts http,oauth,documents,yjs] [--json out.json]
+//
+// Writes (see mixed-writes.mjs): every Trellis and Fastify server gets a burst of writes before
+// it is measured (logins, document edits, refresh-token grants; the peer's equivalents) and a
+// side client keeps writing during the measured load (--write-rate, default 6/s). Three targets
+// show the first write's cost: `*-fresh` (no write at all), `*-written` (the burst, then reads
+// only) and the default (burst and writes during); fresh and written must match.
 //
 // With --rounds N every target runs N times, interleaved, and the median round is reported.
 // "server CPU" is the share of its core the server process used while measured: below ~90% the
@@ -38,8 +51,15 @@ const { values: args } = parseArgs({
     // when one Node process cannot load the fastest servers fully).
     loader: { type: 'string', default: 'autocannon' },
     json: { type: 'string' },
+    parts: { type: 'string', default: 'http,oauth,documents,yjs' },
+    'write-rate': { type: 'string', default: '6' },
+    // JSON-RPC load: sockets and requests in flight per socket.
+    sockets: { type: 'string', default: '32' },
+    window: { type: 'string', default: '16' },
   },
 });
+const parts = new Set(args.parts.split(','));
+const writeRate = Number(args['write-rate']);
 const duration = Number(args.duration);
 const warmup = Number(args.warmup);
 const connections = Number(args.connections);
@@ -59,8 +79,8 @@ process.on('exit', () => {
 });
 
 const { default: autocannon } = await import('autocannon');
-const { coreModules, createKernel } = await import('@trellis/core');
-const { sqliteDatabase } = await import('@trellis/db-sqlite');
+const { default: WebSocket } = await import('ws');
+const { BENCH_JWT_SECRET, prepareTrellisDatabase, startWriter, writeBurst } = await import('./mixed-writes.mjs');
 
 // Cores: servers on SERVER_CORE, this process (the load generator) on LOAD_CORE.
 const SERVER_CORE = '0';
@@ -70,67 +90,110 @@ if (args.nice !== undefined) setPriority(0, Number(args.nice));
 if (pinned) execFileSync('taskset', ['-a', '-cp', LOAD_CORE, String(process.pid)], { stdio: 'ignore' });
 else console.warn('! taskset or a second core is missing: server and load generator share the CPU; figures are not comparable.');
 
-const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0123';
+const JWT_SECRET = BENCH_JWT_SECRET;
+// writes: 'none' (never written to), 'before' (a burst of writes, then reads only), 'during' (the
+// burst, and the side client writing through the measured load). kind: which requests the side
+// client sends ('trellis' or the Fastify 'peer's equivalents).
+const trellis = { script: 'trellis-me.mjs', writer: 'trellis' };
 const targets = [
   { name: 'uws-hello', label: 'uWebSockets.js hello world (ceiling)', script: 'uws-hello.mjs', path: '/auth/me' },
   { name: 'node-hello', label: 'node:http hello world', script: 'node-hello.mjs', path: '/auth/me' },
-  { name: 'fastify', label: 'Fastify 5 GET /auth/me (jose + MikroORM, uncached)', script: 'fastify-me.mjs', path: '/auth/me' },
-  { name: 'trellis-uws-cached', label: 'Trellis uWS GET /auth/me (principal cache 5 s, default)', script: 'trellis-me.mjs', path: '/auth/me', env: { BENCH_TRANSPORT: 'uws' } },
-  { name: 'trellis-uws-cached-60s', label: 'Trellis uWS GET /auth/me (principal cache 60 s)', script: 'trellis-me.mjs', path: '/auth/me', env: { BENCH_TRANSPORT: 'uws', BENCH_PRINCIPAL_CACHE_MS: '60000' }, optional: true },
-  { name: 'trellis-uws-uncached', label: 'Trellis uWS GET /auth/me (principalCacheTtlMs 0)', script: 'trellis-me.mjs', path: '/auth/me', env: { BENCH_TRANSPORT: 'uws', BENCH_PRINCIPAL_CACHE_MS: '0' } },
-  { name: 'trellis-node-cached', label: 'Trellis node:http GET /auth/me (principal cache 5 s, default)', script: 'trellis-me.mjs', path: '/auth/me', env: { BENCH_TRANSPORT: 'node' } },
-  { name: 'trellis-node-uncached', label: 'Trellis node:http GET /auth/me (principalCacheTtlMs 0)', script: 'trellis-me.mjs', path: '/auth/me', env: { BENCH_TRANSPORT: 'node', BENCH_PRINCIPAL_CACHE_MS: '0' } },
-].filter((t) => (args.only ? args.only.split(',').includes(t.name) : !t.optional));
+  { name: 'fastify', label: 'Fastify 5 GET /auth/me (jose + MikroORM, uncached), writes', script: 'fastify-me.mjs', path: '/auth/me', writer: 'peer', writes: 'during' },
+  { name: 'fastify-fresh', label: 'Fastify 5 GET /auth/me, never written to', script: 'fastify-me.mjs', path: '/auth/me', writes: 'none', optional: true },
+  { name: 'trellis-uws-cached-fresh', label: 'Trellis uWS GET /auth/me cached, never written to', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'uws' }, writes: 'none' },
+  { name: 'trellis-uws-cached-written', label: 'Trellis uWS GET /auth/me cached, after writes', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'uws' }, writes: 'before' },
+  { name: 'trellis-uws-cached-hooks', label: 'Trellis uWS GET /auth/me cached, promise hooks forced on', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'uws', BENCH_PROMISE_HOOKS: '1' }, writes: 'before', optional: true },
+  { name: 'trellis-uws-cached', label: 'Trellis uWS GET /auth/me (principal cache 5 s, default), writes', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'uws' }, writes: 'during' },
+  { name: 'trellis-uws-cached-60s', label: 'Trellis uWS GET /auth/me (principal cache 60 s), writes', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'uws', BENCH_PRINCIPAL_CACHE_MS: '60000' }, writes: 'during', optional: true },
+  { name: 'trellis-uws-uncached', label: 'Trellis uWS GET /auth/me (principalCacheTtlMs 0), writes', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'uws', BENCH_PRINCIPAL_CACHE_MS: '0' }, writes: 'during' },
+  { name: 'trellis-node-cached', label: 'Trellis node:http GET /auth/me (cache 5 s), writes', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'node' }, writes: 'during' },
+  { name: 'trellis-node-uncached', label: 'Trellis node:http GET /auth/me (cache off), writes', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'node', BENCH_PRINCIPAL_CACHE_MS: '0' }, writes: 'during' },
+  { name: 'trellis-mixed', label: 'Trellis uWS mixed: /auth/me (cached) + JSON-RPC + writes at once', ...trellis, path: '/auth/me', env: { BENCH_TRANSPORT: 'uws' }, mixed: true, writes: 'during' },
+  { name: 'uws-rpc', label: 'uWebSockets.js answering the same JSON-RPC frames', script: 'uws-rpc.mjs', rpc: true },
+  { name: 'trellis-rpc-fresh', label: 'Trellis /v3/wss JSON-RPC ping, never written to', ...trellis, env: { BENCH_TRANSPORT: 'uws' }, rpc: true, writes: 'none' },
+  { name: 'trellis-rpc-written', label: 'Trellis /v3/wss JSON-RPC ping, after writes', ...trellis, env: { BENCH_TRANSPORT: 'uws' }, rpc: true, writes: 'before' },
+  { name: 'trellis-rpc-hooks', label: 'Trellis /v3/wss JSON-RPC ping, promise hooks forced on', ...trellis, env: { BENCH_TRANSPORT: 'uws', BENCH_PROMISE_HOOKS: '1' }, rpc: true, writes: 'before', optional: true },
+  { name: 'trellis-rpc', label: 'Trellis /v3/wss JSON-RPC ping, writes', ...trellis, env: { BENCH_TRANSPORT: 'uws' }, rpc: true, writes: 'during' },
+].filter((t) => parts.has('http') && (args.only ? args.only.split(',').includes(t.name) : !t.optional));
 
 const dir = mkdtempSync(join(tmpdir(), 'trellis-bench-'));
 const dbPath = join(dir, 'bench.db');
+const table = [];
 try {
-  const token = await prepareDatabase(dbPath);
-  console.log(`GET /auth/me, ${connections} connections, ${warmup} s warm-up + ${duration} s measured per target, Node ${process.version}${pinned ? `, servers on core ${SERVER_CORE}, ${args.loader} on core ${LOAD_CORE}` : ''}${args.nice !== undefined ? `, niceness ${args.nice}` : ''}\n`);
-  const samples = {};
-  let reference;
-  for (let round = 1; round <= rounds; round++) {
-    if (rounds > 1) console.log(`round ${round} of ${rounds} (load average ${loadavg().map((l) => l.toFixed(2)).join(' ')})`);
-    for (const target of targets) {
-      const sample = await measure(target, token, (body) => {
-        if (target.name.includes('hello')) return;
-        // Every /auth/me answers the same document.
-        reference ??= body;
-        if (JSON.stringify(JSON.parse(body)) !== JSON.stringify(JSON.parse(reference))) throw new Error(`${target.name} answered a different body: ${body}`);
-      });
-      (samples[target.name] ??= []).push(sample);
-      if (rounds > 1) console.log(`  ${line(target.label, sample)}`);
+  if (targets.length > 0) {
+    const state = await prepareTrellisDatabase(dbPath);
+    console.log(`GET /auth/me: ${connections} connections (${args.loader}); JSON-RPC: ${args.sockets} sockets x ${args.window} in flight; ${warmup} s warm-up + ${duration} s measured per target; side writes ${writeRate}/s; Node ${process.version}${pinned ? `, servers on core ${SERVER_CORE}, load on core ${LOAD_CORE}` : ''}${args.nice !== undefined ? `, niceness ${args.nice}` : ''}\n`);
+    const samples = {};
+    let reference;
+    for (let round = 1; round <= rounds; round++) {
+      if (rounds > 1) console.log(`round ${round} of ${rounds} (load average ${loadavg().map((l) => l.toFixed(2)).join(' ')})`);
+      for (const target of targets) {
+        const sample = await measure(target, state, (body) => {
+          if (target.name.includes('hello')) return;
+          // Every /auth/me answers the same document.
+          reference ??= body;
+          if (JSON.stringify(JSON.parse(body)) !== JSON.stringify(JSON.parse(reference))) throw new Error(`${target.name} answered a different body: ${body}`);
+        });
+        (samples[target.name] ??= []).push(sample);
+        if (rounds > 1) console.log(`  ${line(target, sample)}`);
+      }
     }
+    const results = {};
+    if (rounds > 1) console.log('\nMedian round:');
+    for (const target of targets) {
+      const sorted = [...samples[target.name]].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
+      results[target.name] = { label: target.label, ...sorted[Math.floor(sorted.length / 2)], rounds: samples[target.name].map((s) => s.requestsPerSecond) };
+      console.log(line(target, results[target.name]));
+    }
+    printRatios(results);
+    table.push(...httpRows(results));
+    if (args.json) writeFileSync(args.json, JSON.stringify({ loader: args.loader, connections, duration, rounds, node: process.version, pinned, results }, null, 2));
   }
-  const results = {};
-  if (rounds > 1) console.log('\nMedian round:');
-  for (const target of targets) {
-    const sorted = [...samples[target.name]].sort((a, b) => a.requestsPerSecond - b.requestsPerSecond);
-    results[target.name] = { label: target.label, ...sorted[Math.floor(sorted.length / 2)], rounds: samples[target.name].map((s) => s.requestsPerSecond) };
-    console.log(line(target.label, results[target.name]));
+  if (parts.has('oauth')) table.push(...(await runPart('oauth.mjs', ['--duration', String(duration), '--warmup', String(warmup), '--rounds', String(rounds)])));
+  if (parts.has('documents')) {
+    if (existsSync(join(here, 'documents.mjs'))) table.push(...(await runPart('documents.mjs', [])));
+    else table.push({ work: 'str_replace on a 1 MB document (p50)', note: 'bench/documents.mjs is not here yet (the documents bench adds it)', target: '<= 20 ms SQLite, <= 40 ms PostgreSQL' });
   }
-  printRatios(results);
+  if (parts.has('yjs')) {
+    table.push(...(await runPart('realtime-yjs.mjs', ['--rounds', String(rounds)])));
+  }
+  printTable(table);
   console.log(`\nLoad average at the end: ${loadavg().map((l) => l.toFixed(2)).join(' ')} (other work on this machine skews figures; compare rounds).`);
-  if (args.json) writeFileSync(args.json, JSON.stringify({ loader: args.loader, connections, duration, rounds, node: process.version, pinned, results }, null, 2));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
 
-async function measure(target, token, checkBody) {
+async function measure(target, state, checkBody) {
+  const trace = process.env.BENCH_TRACE ? (what) => console.error(`[${new Date().toISOString()}] ${target.name}: ${what}`) : () => undefined;
   const server = await startServer(target, dbPath);
+  trace('started');
+  const base = `http://127.0.0.1:${server.port}`;
+  let writer;
   try {
-    const url = `http://127.0.0.1:${server.port}${target.path}`;
-    const headers = { authorization: `Bearer ${token}` };
-    const check = await fetch(url, { headers });
-    const body = await check.text();
-    if (check.status !== 200) throw new Error(`${target.name} answered ${check.status}: ${body}`);
-    checkBody(body);
-    if (warmup > 0) await load(url, headers, warmup);
+    const token = state.token;
+    if (target.rpc) {
+      const pong = await loadRpc(server.port, token, 0.2);
+      if (pong.total === 0 || pong.errors) throw new Error(`${target.name} did not answer JSON-RPC pings (${pong.errors} errors)`);
+    } else {
+      const check = await fetch(`${base}${target.path}`, { headers: { authorization: `Bearer ${token}` } });
+      const body = await check.text();
+      if (check.status !== 200) throw new Error(`${target.name} answered ${check.status}: ${body}`);
+      checkBody(body);
+    }
+    const writes = target.writes ?? 'none';
+    trace('checked');
+    if (writes !== 'none') await writeBurst(base, state, target.writer);
+    trace('written');
+    if (warmup > 0) await load(target, server, token, warmup);
+    if (writes === 'during') writer = startWriter(base, state, target.writer, writeRate);
     const cpuBefore = cpuSeconds(server.pid);
     const started = process.hrtime.bigint();
-    const result = await load(url, headers, duration);
+    const result = await load(target, server, token, duration);
     const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
     const cpu = cpuSeconds(server.pid) - cpuBefore;
+    trace('measured');
+    const written = writer ? await writer.stop() : undefined;
+    writer = undefined;
     return {
       requestsPerSecond: Math.round(result.requestsPerSecond),
       p50: result.p50,
@@ -139,16 +202,145 @@ async function measure(target, token, checkBody) {
       requestsPerCpuSecond: cpu > 0 ? Math.round(result.total / cpu) : undefined,
       non2xx: result.non2xx,
       errors: result.errors,
+      sideWrites: written?.sent,
+      mix: result.mix,
+      promiseHooks: await server.probe(),
       ...server.info,
     };
   } finally {
+    await writer?.stop();
     await server.stop();
   }
 }
 
-function line(label, r) {
-  const cpu = r.serverCpu === undefined ? '' : `   server CPU ${pad(Math.round(r.serverCpu * 100), 3, true)}%   ${pad((r.requestsPerCpuSecond ?? 0).toLocaleString('en-US'), 7, true)} req/CPU-s`;
-  return `${pad(label, 62)} ${pad(r.requestsPerSecond.toLocaleString('en-US'), 7, true)} req/s   p50 ${pad(r.p50, 3, true)} ms   p99 ${pad(r.p99, 3, true)} ms${cpu}${r.non2xx || r.errors ? `   (${r.non2xx} non-2xx, ${r.errors} errors)` : ''}`;
+async function load(target, server, token, seconds) {
+  if (target.rpc) return loadRpc(server.port, token, seconds);
+  if (target.mixed) {
+    // Reads over HTTP and JSON-RPC calls over WebSockets at once (the side client writes).
+    const [http, rpc] = await Promise.all([loadHttp(`http://127.0.0.1:${server.port}${target.path}`, { authorization: `Bearer ${token}` }, seconds), loadRpc(server.port, token, seconds)]);
+    return { ...http, requestsPerSecond: http.requestsPerSecond + rpc.requestsPerSecond, total: http.total + rpc.total, errors: http.errors + rpc.errors, mix: { http: Math.round(http.requestsPerSecond), rpc: Math.round(rpc.requestsPerSecond) } };
+  }
+  const url = `http://127.0.0.1:${server.port}${target.path}`;
+  return loadHttp(url, { authorization: `Bearer ${token}` }, seconds);
+}
+
+/**
+ * JSON-RPC round trips: `--sockets` sockets (authenticated with `auth`, as Trellis clients do),
+ * each keeping `--window` `ping` requests in flight; every answer sends the next one.
+ */
+async function loadRpc(port, token, seconds) {
+  const url = `ws://127.0.0.1:${port}/v3/wss?token=${encodeURIComponent(token)}`;
+  const open = () =>
+    new Promise((resolve, reject) => {
+      const ws = new WebSocket(url, { perMessageDeflate: false });
+      ws.once('open', () => ws.send(JSON.stringify({ jsonrpc: '2.0', method: 'auth', params: { token }, id: 1 })));
+      ws.once('message', (data) => (String(data).includes('"authenticated"') ? resolve(ws) : reject(new Error(`auth failed: ${data}`))));
+      ws.once('error', reject);
+      ws.once('unexpected-response', (_request, response) => reject(new Error(`upgrade refused: ${response.statusCode}`)));
+      ws.once('close', (code, reason) => reject(new Error(`socket closed before auth: ${code} ${reason}`)));
+    });
+  // A socket now and then closes (1006) before its auth answer under heavy machine load: retry it.
+  const openRetrying = async (attempt = 1) => {
+    try {
+      return await open();
+    } catch (error) {
+      if (attempt >= 5) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+      return openRetrying(attempt + 1);
+    }
+  };
+  const sockets = await Promise.all(Array.from({ length: Number(args.sockets) }, () => openRetrying()));
+  for (const ws of sockets) ws.removeAllListeners('close');
+  let answered = 0;
+  let errors = 0;
+  let running = true;
+  for (const ws of sockets) {
+    let id = 2;
+    const ping = () => ws.send(`{"jsonrpc":"2.0","method":"ping","id":${id++}}`);
+    ws.on('message', (data) => {
+      if (data.includes('"pong"')) answered++;
+      else errors++;
+      if (running) ping();
+    });
+    for (let i = 0; i < Number(args.window); i++) ping();
+  }
+  const started = process.hrtime.bigint();
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  running = false;
+  const total = answered;
+  const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+  await Promise.all(sockets.map((ws) => new Promise((resolve) => (ws.once('close', resolve), ws.terminate()))));
+  return { requestsPerSecond: total / elapsed, total, p50: '-', p99: '-', non2xx: 0, errors };
+}
+
+/**
+ * Runs another part of the bench (a script here) with `--json <file>`; answers its table rows.
+ * The contract for a part (bench/oauth.mjs, bench/realtime-yjs.mjs, bench/documents.mjs): take
+ * `--json <path>` and write `{ "rows": [{ work, trellis, peer, ratio, goal, goalText?, met, note? }] }`
+ * there (`ratio` a number, >= `goal` when the target is met; or `{ work, note, target }` for a row
+ * without a ratio), and exit 0.
+ */
+async function runPart(script, argv) {
+  const out = join(dir, `${script}.json`);
+  console.log(`\n--- ${script} ${'-'.repeat(80 - script.length)}`);
+  await new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(here, script), ...argv, '--json', out], { stdio: 'inherit' });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${script} exited with ${code}`))));
+  });
+  // A part that does not (yet) write rows still ran: its own output above has the figures.
+  if (!existsSync(out)) return [{ work: script, note: `ran; it wrote no --json rows (its output above has the figures)` }];
+  return JSON.parse(readFileSync(out, 'utf8')).rows ?? [];
+}
+
+/**
+ * The rows of issue #14's table this script measures. When the peer's server did not use ~all of
+ * its core (the load generator, one Node process, was the limit), requests/s compare load
+ * generators, not servers: the row is then judged by requests per server CPU-second, and says so.
+ */
+function httpRows(results) {
+  const rows = [];
+  const rps = (name) => results[name]?.requestsPerSecond;
+  const perCpu = (name) => results[name]?.requestsPerCpuSecond;
+  const fmt = (n) => (n >= 10 ? n.toFixed(2) : n.toPrecision(2));
+  const add = (work, ours, peer, unit, goal) => {
+    if (!rps(ours) || !rps(peer)) return;
+    const byThroughput = rps(ours) / rps(peer);
+    const bound = (results[peer].serverCpu ?? 1) < 0.9 || (results[ours].serverCpu ?? 1) < 0.9;
+    const byCpu = perCpu(ours) && perCpu(peer) ? perCpu(ours) / perCpu(peer) : undefined;
+    const ratio = bound && byCpu !== undefined ? byCpu : byThroughput;
+    const note = bound
+      ? `judged per server CPU-second (${perCpu(ours).toLocaleString('en-US')} vs ${perCpu(peer).toLocaleString('en-US')}): the load generator, not the servers, set the throughput (${fmt(byThroughput)}x by ${unit}; server cores ${Math.round(results[ours].serverCpu * 100)}% and ${Math.round(results[peer].serverCpu * 100)}% busy)`
+      : undefined;
+    rows.push({ work, trellis: `${rps(ours).toLocaleString('en-US')} ${unit}`, peer: `${results[peer].label.split(',')[0]}: ${rps(peer).toLocaleString('en-US')} ${unit}`, ratio, goal, met: ratio >= goal, note });
+  };
+  add('GET /auth/me, no principal cache, after writes', 'trellis-uws-uncached', 'fastify', 'req/s', 2);
+  add('GET /auth/me, cached, after writes', 'trellis-uws-cached', 'uws-hello', 'req/s', 1 / 3);
+  add('GET /auth/me, cached: after writes / never written', 'trellis-uws-cached-written', 'trellis-uws-cached-fresh', 'req/s', 0.95);
+  add('JSON-RPC round trips on /v3/wss, after writes', 'trellis-rpc', 'uws-rpc', 'calls/s', 1 / 2);
+  add('JSON-RPC: after writes / never written', 'trellis-rpc-written', 'trellis-rpc-fresh', 'calls/s', 0.95);
+  return rows;
+}
+
+function printTable(rows) {
+  if (rows.length === 0) return;
+  console.log('\nIssue #14 table (Trellis, its peer in the same run, ratio, target):');
+  for (const row of rows) {
+    if (row.ratio === undefined) {
+      console.log(`  ${pad(row.work, 52)} ${row.trellis ? `${row.trellis}   ` : ''}target ${row.target ?? ''}   (${row.note})`);
+      continue;
+    }
+    const goal = row.goalText ?? (row.goal < 1 ? `>= ${row.goal.toFixed(2)}x` : `>= ${row.goal}x`);
+    console.log(`  ${pad(row.work, 52)} ${pad(row.trellis, 18, true)}   vs ${pad(row.peer, 48)} ${pad(`${row.ratio >= 0.1 ? row.ratio.toFixed(2) : row.ratio.toPrecision(2)}x`, 7, true)}   target ${pad(goal, 9)} ${row.met ? 'met' : 'NOT met'}${row.note ? `   (${row.note})` : ''}`);
+  }
+}
+
+function line(target, r) {
+  const label = target.label ?? target;
+  const cpu = r.serverCpu === undefined ? '' : `   server CPU ${pad(Math.round(r.serverCpu * 100), 3, true)}%   ${pad((r.requestsPerCpuSecond ?? 0).toLocaleString('en-US'), 7, true)} /CPU-s`;
+  const mix = r.mix ? `   (${r.mix.http.toLocaleString('en-US')} req/s + ${r.mix.rpc.toLocaleString('en-US')} calls/s)` : '';
+  const extra = `${mix}${r.sideWrites !== undefined ? `   ${r.sideWrites} side writes` : ''}${r.promiseHooks === undefined ? '' : `   promise hooks ${r.promiseHooks ? 'ON' : 'off'}`}`;
+  return `${pad(label, 64)} ${pad(r.requestsPerSecond.toLocaleString('en-US'), 7, true)} ${target.rpc ? 'calls/s' : target.mixed ? 'ops/s  ' : 'req/s  '}   p50 ${pad(r.p50, 3, true)} ms   p99 ${pad(r.p99, 3, true)} ms${cpu}${extra}${r.non2xx || r.errors ? `   (${r.non2xx} non-2xx, ${r.errors} errors)` : ''}`;
 }
 
 /** User + system CPU seconds a process (all its threads) has used, from /proc. */
@@ -159,30 +351,6 @@ function cpuSeconds(pid) {
     return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return 0;
-  }
-}
-
-/** Migrates a fresh SQLite file and registers one user through Trellis itself; returns its JWT. */
-async function prepareDatabase(path) {
-  const kernel = createKernel({
-    database: sqliteDatabase({ path }),
-    modules: coreModules,
-    config: { auth: { jwtSecret: JWT_SECRET }, log: { level: 'silent' } },
-  });
-  await kernel.start({ jobs: false });
-  try {
-    const response = await kernel.http.handle({
-      method: 'POST',
-      path: '/auth/register',
-      query: '',
-      headers: { 'content-type': 'application/json' },
-      body: Buffer.from(JSON.stringify({ email: 'bench@example.com', password: 'correct horse battery' })),
-      remoteAddress: '127.0.0.1',
-    });
-    if (response.status !== 201) throw new Error(`registering the bench user failed: ${response.status} ${response.body}`);
-    return JSON.parse(response.body).token;
-  } finally {
-    await kernel.stop();
   }
 }
 
@@ -201,36 +369,51 @@ function startServer(target, db) {
   });
   liveServers.add(child);
   child.once('exit', () => liveServers.delete(child));
+  const waiting = [];
+  let out = '';
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk) => {
+    out += chunk;
+    let newline;
+    while ((newline = out.indexOf('\n')) >= 0) {
+      const text = out.slice(0, newline);
+      out = out.slice(newline + 1);
+      if (!text.startsWith('{')) continue;
+      const message = JSON.parse(text);
+      const at = waiting.findIndex((w) => w.match(message));
+      if (at >= 0) waiting.splice(at, 1)[0].resolve(message);
+    }
+  });
+  const next = (match) => new Promise((resolve) => waiting.push({ match, resolve }));
   return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (chunk) => {
-      out += chunk;
-      const line = out.split('\n').find((l) => l.startsWith('{'));
-      if (!line) return;
-      child.stdout.off('data', onData);
-      child.stdout.resume();
-      const { port, ready: _ready, ...info } = JSON.parse(line);
+    child.once('exit', (code) => reject(new Error(`${target.name} exited with ${code} before it listened`)));
+    next((m) => m.ready).then(({ port, ready: _ready, ...info }) =>
       resolve({
         port,
         info,
         // nice and taskset exec in place: the child's pid is the server's.
         pid: child.pid,
+        /** Whether promise hooks are on in the server (servers/probe.mjs). */
+        async probe() {
+          const answer = next((m) => m.probe);
+          child.kill('SIGUSR2');
+          const timeout = new Promise((done) => setTimeout(() => done({ promiseHooks: undefined }), 2_000));
+          return (await Promise.race([answer, timeout])).promiseHooks;
+        },
         stop: () =>
           new Promise((done) => {
+            if (child.exitCode !== null) return done();
             child.once('exit', () => done());
             child.kill('SIGTERM');
             setTimeout(() => child.kill('SIGKILL'), 5_000).unref();
           }),
-      });
-    };
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`${target.name} exited with ${code} before it listened`)));
+      }),
+    );
   });
 }
 
 /** Loads `url` for `seconds`: requests/s, p50 and p99 latency (ms), totals. */
-function load(url, headers, seconds) {
+function loadHttp(url, headers, seconds) {
   return args.loader === 'wrk' ? loadWithWrk(url, headers, seconds) : loadWithAutocannon(url, headers, seconds);
 }
 
@@ -301,13 +484,19 @@ function printRatios(results) {
     ['Trellis uWS / Trellis node:http, cache on', ratio('trellis-uws-cached', 'trellis-node-cached')],
     ['Trellis uWS / Trellis node:http, cache off', ratio('trellis-uws-uncached', 'trellis-node-uncached')],
     ['Trellis node:http, cache off / Fastify', ratio('trellis-node-uncached', 'fastify')],
+    ['Trellis uWS, cache on: after writes / never written (1.00 = no cost from a write)', ratio('trellis-uws-cached-written', 'trellis-uws-cached-fresh')],
+    ['Trellis uWS, cache on: promise hooks forced on / after writes', ratio('trellis-uws-cached-hooks', 'trellis-uws-cached-written')],
+    ['Fastify: writes / never written', ratio('fastify', 'fastify-fresh')],
+    ['Trellis JSON-RPC / raw uWS same frames (target >= 0.5)', ratio('trellis-rpc', 'uws-rpc')],
+    ['Trellis JSON-RPC: after writes / never written (1.00 = no cost from a write)', ratio('trellis-rpc-written', 'trellis-rpc-fresh')],
+    ['Trellis JSON-RPC: promise hooks forced on / after writes', ratio('trellis-rpc-hooks', 'trellis-rpc-written')],
   ];
   console.log('\nRatios (requests/s):');
   for (const [label, value] of lines) console.log(`  ${pad(label, 66)} ${value}`);
   const ceiling = results['uws-hello'];
   if (ceiling?.serverCpu !== undefined && ceiling.serverCpu < 0.9) {
     const perCpu = (name) => results[name]?.requestsPerCpuSecond;
-    const cpuRatio = perCpu('trellis-uws-cached') && perCpu('uws-hello') ? `${(perCpu('trellis-uws-cached') / perCpu('uws-hello')).toFixed(2)}x` : 'n/a';
+    const cpuRatio = perCpu('trellis-uws-cached') && perCpu('uws-hello') ? `${(perCpu('trellis-uws-cached') / perCpu('uws-hello')).toPrecision(2)}x` : 'n/a';
     console.log(
       `\nNote: the uWS hello world used ${Math.round(ceiling.serverCpu * 100)}% of its core: the load generator, not the server, set that ceiling, so ratios to it are too kind.` +
         `\n  By requests per server CPU-second, Trellis uWS (cache on) / uWS hello = ${cpuRatio}. \`--loader wrk\` (apt package wrk) loads the ceiling fully.`,

@@ -1,6 +1,9 @@
 // Plain node:http answering a fixed body: the reference the uWS ceiling is compared with.
 import { createServer } from 'node:http';
+import { answerProbe } from './probe.mjs';
 import { ready } from './ready.mjs';
+
+answerProbe();
 
 const body = '{"hello":"world"}';
 const server = createServer((_req, res) => {

@@ -1,6 +1,9 @@
 // The ceiling: uWebSockets.js answering a fixed body, no framework, no auth, no database.
 import { createRequire } from 'node:module';
+import { answerProbe } from './probe.mjs';
 import { ready } from './ready.mjs';
+
+answerProbe();
 
 const uws = createRequire(import.meta.url)('uWebSockets.js');
 const body = '{"hello":"world"}';

@@ -88,3 +88,4 @@ export {
   type MetricOptions,
   type HistogramOptions,
 } from './kernel/observability/index.js';
+export { inTransaction } from './kernel/transaction.js';

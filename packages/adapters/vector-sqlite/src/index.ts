@@ -1,5 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import { compileVdbFilter, dialectOf, vdbRecordTable as t, vectorToBytes, type VdbFilter, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from '@trellis/core';
+import { compileVdbFilter, dialectOf, inTransaction, vdbRecordTable as t, vectorToBytes, type VdbFilter, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from '@trellis/core';
 import { getLoadablePath } from 'sqlite-vec';
 
 export interface SqliteVecVectorStoreOptions {
@@ -101,7 +101,8 @@ export class SqliteVecVectorStore implements VectorStore {
     const [exists] = (await this.exec(em, `SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = '${TERMS}'`, [])) as unknown[];
     const triggers = (await this.exec(em, `SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = '${t.table}' AND name GLOB '${TERMS}_*'`, [])) as Array<{ name: string }>;
     if (exists && triggers.length === 3) return;
-    await em.transactional(async (tx) => {
+    // inTransaction, not em.transactional: no AsyncLocalStorage (see @trellis/core's inTransaction).
+    await inTransaction(em, async (tx) => {
       await this.exec(tx, `CREATE TABLE IF NOT EXISTS ${TERMS} (collection_id text NOT NULL, term text NOT NULL, record_id text NOT NULL, PRIMARY KEY (collection_id, term, record_id)) WITHOUT ROWID`, []);
       await this.exec(tx, `CREATE INDEX IF NOT EXISTS ${TERMS}_record_id_index ON ${TERMS} (record_id)`, []);
       const insert = `INSERT OR IGNORE INTO ${TERMS} (collection_id, term, record_id) ${termRows('NEW')}`;

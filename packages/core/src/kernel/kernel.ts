@@ -17,6 +17,7 @@ import { HttpDispatcher } from './http/dispatcher.js';
 import { buildOpenApi } from './http/openapi.js';
 import type { RouteDefinition } from './http/route.js';
 import { createLogger } from './logger.js';
+import { flushWithoutAsyncContext } from './orm-flush.js';
 import { mappedType } from './timestamp-type.js';
 import { countingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, readDatabasePool, RequestObserver, TrellisMetrics } from './observability/index.js';
 import type { JobDefinition, ModuleContext, RpcMethodDefinition, TrellisModule } from './module.js';
@@ -213,6 +214,8 @@ export function createKernel(options: KernelOptions): Kernel {
       logger: (message: string) => log.debug({ orm: true }, message),
       loggerFactory: (loggerOptions) => new ObservingOrmLogger(loggerOptions, metrics, options.database.dialect),
     });
+    // No AsyncLocalStorage on writes: MikroORM's flush enters one (see orm-flush.ts).
+    flushWithoutAsyncContext(orm);
     await options.database.afterConnect?.(orm);
     return orm;
   }
