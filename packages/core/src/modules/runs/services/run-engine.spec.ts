@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { BlockExecutor } from '../blocks/executor.js';
 import { parseWorkflow, type BlockKind } from '../blocks/workflow.js';
 import { LocalEventSink } from './event-log.js';
-import { CHECKPOINT_AFTER_MS, initialState, RunEngine, type RunPersistence, type RunState } from './run-engine.js';
+import { CHECKPOINT_AFTER_MS, DEFERRED_CHECKPOINT_MS, initialState, RunEngine, type RunPersistence, type RunState } from './run-engine.js';
 
 /**
  * Where the engine saves a run: checkpoints are skipped between replayable blocks (input, code,
@@ -57,6 +57,32 @@ describe('run checkpoints', () => {
     expect(saved).toEqual([2, 3]);
     const first = await execute([input('a'), llm('l'), output('o')]);
     expect(first.saved).toEqual([1, 2]);
+  });
+
+  it('saves the skipped checkpoint while a replayable block runs long, with the state from before it', async () => {
+    // Regression: with the checkpoint skipped between input and a long code block, readers saw no
+    // finished block and a retry redid the input until the run ended.
+    const sessions: Array<{ cursor: number; statuses: string[] }> = [];
+    const slow: BlockExecutor = {
+      kind: 'code',
+      async execute() {
+        await new Promise((resolve) => setTimeout(resolve, DEFERRED_CHECKPOINT_MS * 3));
+        return { output: 'slow' };
+      },
+    };
+    const quick = (kind: BlockKind): BlockExecutor => ({ kind, execute: async () => ({ output: kind }) });
+    const runEngine = new RunEngine(new Map<BlockKind, BlockExecutor>([['input', quick('input')], ['code', slow], ['output', quick('output')]]));
+    const blocks = parseWorkflow({ type: 'doc', content: [input('a'), code('c'), output('o')] }, (issues) => new Error(JSON.stringify(issues)));
+    const state = initialState({ id: 'r', documentId: null, userId: 'u', blocks, inputs: { a: 'x' }, onError: 'stop', startedAt: Date.now(), timeoutSeconds: 60 });
+    let finished: RunState | null = null;
+    await runEngine.execute(state, new LocalEventSink(), {
+      checkpoint: async (s) => void sessions.push({ cursor: s.cursor, statuses: s.sessions.map((x) => x.status) }),
+      heartbeat: async () => undefined,
+      finish: async (s) => void (finished = structuredClone(s)),
+    });
+    // Written once, during the code block, as the boundary left it: the input done, the code block next.
+    expect(sessions).toEqual([{ cursor: 1, statuses: ['completed', 'pending', 'pending'] }]);
+    expect(finished).toMatchObject({ status: 'completed', cursor: 3 });
   });
 
   it('saves after replayable blocks that took long, so a retry does not redo them', async () => {

@@ -61,6 +61,18 @@ export class RunCancelled extends Error {}
 const replayable: ReadonlySet<BlockKind> = new Set(['input', 'output', 'code']);
 /** After replayable blocks that took this long together, a checkpoint is written anyway (a retry should not redo much). */
 export const CHECKPOINT_AFTER_MS = 1_000;
+/**
+ * A checkpoint skipped between two replayable blocks is still written if the next block runs
+ * longer than this: readers of the run then see the finished blocks while a long one runs, and a
+ * retry starts at the long block instead of redoing the ones before it. Trivial runs, whose
+ * blocks all finish sooner, write no checkpoint in between.
+ */
+export const DEFERRED_CHECKPOINT_MS = 250;
+
+/** The part of the state a checkpoint writes, copied so the running block cannot change it. */
+function checkpointSnapshot(state: RunState): RunState {
+  return { ...state, sessions: structuredClone(state.sessions), ctx: state.ctx.slice(), usage: structuredClone(state.usage), waiting: state.waiting && { ...state.waiting } };
+}
 
 /** Why an execution was stopped from outside. */
 export type StopReason = 'timeout' | 'cancel' | 'shutdown';
@@ -131,6 +143,36 @@ export class RunEngine {
     heartbeat.unref?.();
     state.status = 'running';
     let savedAt = Date.now();
+    // A skipped checkpoint, written after DEFERRED_CHECKPOINT_MS unless the next boundary comes first.
+    let deferred: { timer: ReturnType<typeof setTimeout>; write: Promise<void> | null } | null = null;
+    const settleDeferred = async () => {
+      const pending = deferred;
+      deferred = null;
+      if (!pending) return;
+      clearTimeout(pending.timer);
+      await pending.write;
+    };
+    const deferCheckpoint = () => {
+      const snapshot = checkpointSnapshot(state);
+      const entry: { timer: ReturnType<typeof setTimeout>; write: Promise<void> | null } = {
+        write: null,
+        timer: setTimeout(() => {
+          savedAt = Date.now();
+          entry.write = persistence.checkpoint(snapshot, sink);
+          // Its failure is taken up by settleDeferred at the next boundary.
+          entry.write.catch(() => undefined);
+        }, DEFERRED_CHECKPOINT_MS),
+      };
+      deferred = entry;
+    };
+    const settle = async () => {
+      try {
+        await settleDeferred();
+      } catch (error) {
+        if (error instanceof RunCancelled) stop('cancel');
+        else throw error;
+      }
+    };
     try {
       if (state.fresh) {
         sink.emit('run_start', { runId: state.id, documentId: state.documentId });
@@ -145,6 +187,7 @@ export class RunEngine {
         }
         const outcome = await this.runBlock(state, block, sink, controller.signal);
         if (outcome === 'wait') {
+          await settleDeferred();
           await persistence.checkpoint(state, sink);
           return;
         }
@@ -158,7 +201,12 @@ export class RunEngine {
         }
         // A replayable block followed by another is saved with a later checkpoint (or the final
         // record), unless it took long; a block that is not replayable always starts from a checkpoint.
-        if (replayable.has(block.kind) && replayable.has(next.kind) && Date.now() - savedAt < CHECKPOINT_AFTER_MS) continue;
+        await settle();
+        if (reason) break;
+        if (replayable.has(block.kind) && replayable.has(next.kind) && Date.now() - savedAt < CHECKPOINT_AFTER_MS) {
+          deferCheckpoint();
+          continue;
+        }
         savedAt = Date.now();
         try {
           await persistence.checkpoint(state, sink);
@@ -167,6 +215,7 @@ export class RunEngine {
           else throw error;
         }
       }
+      await settle();
       if (reason === 'shutdown') return;
       if (reason === 'timeout' || reason === 'cancel') {
         const failure = reason === 'timeout' ? runFailure.timeout : runFailure.cancelled;
@@ -184,6 +233,7 @@ export class RunEngine {
       // The record is final before run_complete goes out: a client that saw it reads the final run.
       await persistence.finish(state, sink);
     } finally {
+      if (deferred) clearTimeout((deferred as { timer: ReturnType<typeof setTimeout> }).timer);
       clearTimeout(timer);
       clearInterval(heartbeat);
       options.signal?.removeEventListener('abort', onOuterAbort);
