@@ -195,7 +195,9 @@ export class DocumentService {
     const where: Record<string, unknown> = { id: doc.id, contentHash: options.expectedHash, deletedAt: null };
     if (options.requireUnlocked) where.$or = [{ collabLeaseUntil: null }, { collabLeaseUntil: { $lte: now } }];
     const updated = await inTransaction(em, async (tx) => {
-      const count = await tx.nativeUpdate(Document, where, { content, contentHash: hash, title, updatedAt: now });
+      // Only the columns that change: a content edit leaves the title alone, a rename the content.
+      const changes = { ...(hash !== options.expectedHash ? { content, contentHash: hash } : {}), ...(title !== doc.title ? { title } : {}), updatedAt: now };
+      const count = await tx.nativeUpdate(Document, where, changes);
       if (count === 0) return false;
       if (hash !== options.expectedHash || options.forceVersion) this.recordVersion(tx, doc.id, content, hash, title, options.author, options.source, now);
       return true;
