@@ -1,6 +1,7 @@
 import { BetterSqliteDriver } from '@mikro-orm/better-sqlite';
 import { Migration, Migrator } from '@mikro-orm/migrations';
-import { SqliteDriver, type Options } from '@mikro-orm/sqlite';
+import type { Options } from '@mikro-orm/core';
+import { SqliteDriver } from '@mikro-orm/sqlite';
 import { toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
 import { sqliteStatements, type SqliteDriverName } from './statements.js';
 
