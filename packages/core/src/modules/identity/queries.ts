@@ -57,3 +57,43 @@ export async function findPrincipalUser(sql: PreparedStatements, id: string, em?
   const row = await sql.first<Record<string, unknown>>(userById, [id], em);
   return row ? principalUserFromRow(row) : null;
 }
+
+const accessKeyByHash = sqlStatement(
+  'identity.access_key_by_hash',
+  `select "k"."id" as "keyId", "k"."scopes" as "keyScopes", "k"."expires_at" as "keyExpiresAt", "k"."last_used_at" as "keyLastUsedAt",
+    "k"."revoked_at" as "keyRevokedAt", ${principalUserColumns('u', 'user_')}
+  from "access_keys" "k" join "users" "u" on "u"."id" = "k"."user_id" where "k"."token_hash" = ?`,
+);
+
+/** An API key or agent token with its user, as the verifier checks them. */
+export interface AccessKeyRecord {
+  id: string;
+  scopes: string[] | null;
+  expiresAt: Date | null;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+  user: PrincipalUser;
+}
+
+/** The API key or agent token with this SHA-256 digest (revoked or expired ones included), or null. */
+export async function findAccessKey(sql: PreparedStatements, tokenHash: string): Promise<AccessKeyRecord | null> {
+  const row = await sql.first<Record<string, unknown>>(accessKeyByHash, [tokenHash]);
+  if (!row) return null;
+  const scopes = row['keyScopes'];
+  return {
+    id: row['keyId'] as string,
+    // A json column: text on SQLite, parsed on PostgreSQL.
+    scopes: scopes === null || scopes === undefined ? null : ((typeof scopes === 'string' ? JSON.parse(scopes) : scopes) as string[]),
+    expiresAt: sqlDate(row['keyExpiresAt']),
+    lastUsedAt: sqlDate(row['keyLastUsedAt']),
+    revokedAt: sqlDate(row['keyRevokedAt']),
+    user: principalUserFromRow(row, 'user_').user,
+  };
+}
+
+const touchAccessKey = sqlStatement('identity.touch_access_key', 'update "access_keys" set "last_used_at" = ?, "last_used_ip" = ? where "id" = ?');
+
+/** Records the last use of an API key or agent token (the verifier throttles how often). */
+export async function touchAccessKeyUse(sql: PreparedStatements, id: string, at: Date, ip: string): Promise<void> {
+  await sql.run(touchAccessKey, [at, ip, id]);
+}
