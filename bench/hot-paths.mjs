@@ -77,7 +77,7 @@ async function serve() {
     const confirmed = await json(
       'POST',
       '/oauth/authorize',
-      { client_id: app.client_id, redirect_uri: REDIRECT_URI, scope: 'profile:read', state: 's', code_challenge: challenge, code_challenge_method: 'S256' },
+      { client_id: app.client_id, redirect_uri: REDIRECT_URI, scope: 'profile:read', state: 'bench-state', code_challenge: challenge, code_challenge_method: 'S256' },
       user.token,
     );
     const code = new URL(confirmed.redirectTo).searchParams.get('code');
@@ -216,35 +216,40 @@ function meLoad(autocannon, server, connections, warmup, duration) {
 }
 
 /**
- * Refresh grants: each connection takes one token family and presents the refresh token the
- * previous grant answered, so every request is a real rotation.
+ * Refresh grants: one worker per connection, each with its own token family, presenting the
+ * refresh token its previous grant answered, so every request is a real rotation (autocannon
+ * resets its per-connection context between requests, so it cannot carry the token along).
  */
-function refreshLoad(autocannon, server, connections, warmup, duration) {
+function refreshLoad(_autocannon, server, connections, warmup, duration) {
   const pool = server.refreshTokens;
-  let free = 0;
-  const requests = [
-    {
-      method: 'POST',
-      path: '/oauth/token',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      setupRequest(request, context) {
-        if (context.family === undefined) context.family = free++ % pool.length;
-        request.body = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: pool[context.family], client_id: server.clientId }).toString();
-        return request;
-      },
-      onResponse(status, body, context) {
-        if (status === 200) pool[context.family] = JSON.parse(body).refresh_token;
-      },
-    },
-  ];
-  const options = { url: `http://127.0.0.1:${server.port}`, connections, pipelining: 1, requests };
-  const run = (seconds) =>
-    new Promise((ok, fail) =>
-      autocannon({ ...options, duration: seconds }, (error, result) => {
-        free = 0;
-        return error ? fail(error) : ok(result);
+  const url = `http://127.0.0.1:${server.port}/oauth/token`;
+  const run = async (seconds) => {
+    const end = Date.now() + seconds * 1000;
+    const latencies = [];
+    let errors = 0;
+    await Promise.all(
+      Array.from({ length: connections }, async (_, family) => {
+        while (Date.now() < end) {
+          const started = performance.now();
+          const response = await fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: pool[family], client_id: server.clientId }),
+          });
+          const text = await response.text();
+          latencies.push(performance.now() - started);
+          if (response.status === 200) pool[family] = JSON.parse(text).refresh_token;
+          else {
+            errors++;
+            if (process.env.BENCH_DEBUG) console.error(response.status, text);
+            return;
+          }
+        }
       }),
     );
+    latencies.sort((a, b) => a - b);
+    return { requests: { total: latencies.length - errors }, latency: { p50: Math.round(latencies[Math.floor(latencies.length / 2)] ?? 0) }, errors, timeouts: 0, non2xx: 0 };
+  };
   return (async () => {
     if (warmup > 0) await run(warmup);
     return measured(server, () => run(duration));
