@@ -17,11 +17,11 @@ import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, URLSearchParams } from 'node:url';
 import { parseArgs } from 'node:util';
 
-const here = fileURLToPath(new URL('.', import.meta.url));
 const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0123';
 const REDIRECT_URI = 'http://127.0.0.1:9/callback';
 

@@ -5,6 +5,26 @@ import type { PreparedStatements, SqlStatement, SqlValue } from '@trellis/core';
 interface ConnectionSource {
   acquireConnection(): Promise<object>;
   releaseConnection(connection: object): Promise<unknown> | unknown;
+  /** knex's tarn pool (absent on a transaction's client). */
+  pool?: TarnPool;
+}
+
+interface TarnPool {
+  numUsed(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
+  free: ReadonlyArray<{ resource: object }>;
+}
+
+/**
+ * The pool's one connection when nothing holds it and nobody waits for it: a synchronous
+ * statement can run on it at once, since no other work can start before it ends. Otherwise
+ * (a transaction or an ORM query holds it) undefined, and the statement queues for it.
+ */
+function idleConnection(source: ConnectionSource): object | undefined {
+  const pool = source.pool;
+  if (!pool || pool.numUsed() !== 0 || pool.numPendingAcquires() !== 0 || pool.numPendingCreates() !== 0 || pool.free.length !== 1) return undefined;
+  return pool.free[0]!.resource;
 }
 
 /** better-sqlite3's `Database` and `Statement` (synchronous). */
@@ -74,15 +94,22 @@ export function sqliteStatements(orm: MikroORM, driver: SqliteDriverName): Prepa
         }),
     );
 
+  function runBetter<T>(connection: object, statement: SqlStatement, values: unknown[], write: boolean): T {
+    const prepared = betterStatement(connection, statement);
+    return (write ? prepared.run(...values).changes : prepared.all(...values)) as T;
+  }
+
   async function execute<T>(statement: SqlStatement, params: readonly SqlValue[], em: EntityManager | undefined, write: boolean): Promise<T> {
     const from = source(em);
+    if (driver === 'better-sqlite3') {
+      // The pool's round trip (a timer and a few promises) costs more than the statement itself.
+      const idle = idleConnection(from);
+      if (idle) return runBetter<T>(idle, statement, bindable(params), write);
+    }
     const connection = await from.acquireConnection();
     try {
       const values = bindable(params);
-      if (driver === 'better-sqlite3') {
-        const prepared = betterStatement(connection, statement);
-        return (write ? prepared.run(...values).changes : prepared.all(...values)) as T;
-      }
+      if (driver === 'better-sqlite3') return runBetter<T>(connection, statement, values, write);
       let prepared: AsyncStatement;
       try {
         prepared = await asyncStatement(connection, statement);
