@@ -71,10 +71,7 @@ export function sharedDatabase(base: TestDatabase): TestDatabase & { cleanup(): 
       if (base.name === 'sqlite') {
         dir ??= mkdtempSync(join(tmpdir(), 'trellis-shared-'));
         const path = join(dir, 'shared.db');
-        // Several hosts in this one process share the file: with the synchronous driver, a host
-        // waiting for the write lock would block the thread the lock holder needs to finish (each
-        // real process has its own thread, so there the default driver is right).
-        return { adapter: sqliteDatabase({ path, driver: 'sqlite3' }), url: `sqlite:${path}`, drop: async () => undefined };
+        return { adapter: sqliteDatabase({ path }), url: `sqlite:${path}`, drop: async () => undefined };
       }
       postgres ??= await base.create();
       return { adapter: postgresDatabase({ url: postgres.url, pool: { min: 1, max: 5 } }), url: postgres.url, drop: async () => undefined };

@@ -35,9 +35,7 @@ describe.each(testDatabases())('collaboration across host processes on $name', (
     if (db.name === 'sqlite') {
       const dir = mkdtempSync(join(tmpdir(), 'trellis-collab-'));
       const path = join(dir, 'shared.db');
-      // Two hosts in one process on one file: the asynchronous driver, so a host waiting for the
-      // write lock does not block the thread the other host needs to commit (see sharedDatabase).
-      adapters = [sqliteDatabase({ path, driver: 'sqlite3' }), sqliteDatabase({ path, driver: 'sqlite3' })];
+      adapters = [sqliteDatabase({ path }), sqliteDatabase({ path })];
       cleanup = async () => rmSync(dir, { recursive: true, force: true });
     } else {
       const handle = await db.create();

@@ -19,10 +19,11 @@ export interface SqliteDatabaseOptions {
    */
   synchronous?: 'full' | 'normal';
   /**
-   * `better-sqlite3` (default): the synchronous driver; each statement runs on the calling thread,
-   * with no thread-pool round trip, which is faster for the short statements a server runs.
-   * `sqlite3`: the asynchronous driver; statements run on libuv's thread pool, so a long statement
-   * (a big import, a full scan) does not block the event loop while it runs.
+   * `sqlite3` (default): the asynchronous driver; statements, and the fsync of each commit, run on
+   * libuv's thread pool while the event loop keeps serving. `better-sqlite3`: the synchronous
+   * driver; a statement runs on the calling thread with no thread-pool round trip (less CPU per
+   * statement), but a commit's fsync (`synchronous=FULL`) and any wait for the write lock hold the
+   * event loop. See docs/adapters.md for the measurements behind the default.
    */
   driver?: SqliteDriverName;
 }
@@ -36,7 +37,7 @@ export interface SqliteDatabaseOptions {
 export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAdapter {
   const path = options.path ?? './trellis.db';
   const memory = path === ':memory:';
-  const driver = options.driver ?? 'better-sqlite3';
+  const driver = options.driver ?? 'sqlite3';
   return {
     dialect: 'sqlite',
     description: `sqlite:${path}`,

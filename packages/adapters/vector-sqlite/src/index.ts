@@ -13,9 +13,9 @@ export interface SqliteVecVectorStoreOptions {
 }
 
 /**
- * The raw connection behind MikroORM's SQLite driver (knex): better-sqlite3's `Database` (the
- * default driver; `loadExtension(path)` is synchronous and throws) or sqlite3's (asynchronous,
- * with a callback). better-sqlite3's has `pragma`, sqlite3's has not.
+ * The raw connection behind MikroORM's SQLite driver (knex): sqlite3's `Database` (the default
+ * driver; asynchronous, with a callback) or better-sqlite3's (`loadExtension(path)` is
+ * synchronous and throws). better-sqlite3's has `pragma`, sqlite3's has not.
  */
 interface Sqlite3Connection {
   loadExtension(path: string, callback?: (error: Error | null) => void): void;
