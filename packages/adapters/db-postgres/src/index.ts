@@ -1,6 +1,7 @@
 import { Migration, Migrator } from '@mikro-orm/migrations';
 import { PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
 import { toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
+import { postgresStatements } from './statements.js';
 
 export interface PostgresDatabaseOptions {
   /** `postgres://user:password@host:port/database`. */
@@ -21,7 +22,12 @@ export function postgresDatabase(options: PostgresDatabaseOptions): DatabaseAdap
         clientUrl: options.url,
         ...(options.schema ? { schema: options.schema } : {}),
         extensions: [Migrator],
-        pool: { min: options.pool?.min ?? 2, max: options.pool?.max ?? 10 },
+        pool: {
+          min: options.pool?.min ?? 2,
+          max: options.pool?.max ?? 10,
+          // Prepared statements name their tables without a schema: resolve them in this one.
+          ...(options.schema ? { afterCreate: searchPath(options.schema) } : {}),
+        },
         migrations: {
           migrationsList: toMigrationEntries(migrations, 'postgresql', Migration) as never,
           transactional: true,
@@ -31,6 +37,13 @@ export function postgresDatabase(options: PostgresDatabaseOptions): DatabaseAdap
         },
       };
     },
+    statements: (orm) => postgresStatements(orm),
+  };
+}
+
+function searchPath(schema: string) {
+  return (connection: { query(sql: string, callback: (error: Error | null) => void): void }, done: (error: Error | null, connection: unknown) => void) => {
+    connection.query(`SET search_path TO "${schema.replace(/"/g, '""')}", public`, (error) => done(error, connection));
   };
 }
 

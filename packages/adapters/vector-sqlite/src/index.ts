@@ -12,9 +12,14 @@ export interface SqliteVecVectorStoreOptions {
   termIndex?: boolean;
 }
 
-/** The raw `sqlite3` connection behind MikroORM's SQLite driver (knex). */
+/**
+ * The raw connection behind MikroORM's SQLite driver (knex): sqlite3's `Database` (the default
+ * driver; asynchronous, with a callback) or better-sqlite3's (`loadExtension(path)` is
+ * synchronous and throws). better-sqlite3's has `pragma`, sqlite3's has not.
+ */
 interface Sqlite3Connection {
-  loadExtension(path: string, callback: (error: Error | null) => void): void;
+  loadExtension(path: string, callback?: (error: Error | null) => void): void;
+  pragma?: unknown;
 }
 
 interface KnexClient {
@@ -41,7 +46,7 @@ interface KnexClient {
  *   to everything) are kept apart in `tool_vdb_zero` and merged in. Both are written by `upsert`
  *   and `remove` in the record's transaction, and re-synced at start.
  *
- * The extension is loaded into the ORM's connection at start (`sqlite3`'s `loadExtension`);
+ * The extension is loaded into the ORM's connection at start (the driver's `loadExtension`);
  * Trellis's SQLite adapter keeps exactly one connection open for the life of the process.
  */
 export class SqliteVecVectorStore implements VectorStore {
@@ -226,7 +231,8 @@ export class SqliteVecVectorStore implements VectorStore {
       const client = (this.orm!.em.getConnection() as unknown as { getKnex(): { client: KnexClient } }).getKnex().client;
       const connection = await client.acquireConnection();
       try {
-        await new Promise<void>((resolve, reject) => connection.loadExtension(this.extensionPath, (error) => (error ? reject(error) : resolve())));
+        if (typeof connection.pragma === 'function') connection.loadExtension(this.extensionPath);
+        else await new Promise<void>((resolve, reject) => connection.loadExtension(this.extensionPath, (error) => (error ? reject(error) : resolve())));
       } finally {
         await client.releaseConnection(connection);
       }

@@ -19,6 +19,8 @@ import type { RouteDefinition } from './http/route.js';
 import { createLogger } from './logger.js';
 import { flushWithoutAsyncContext } from './orm-flush.js';
 import { mappedType } from './timestamp-type.js';
+import { observedStatements, preparedStatementsServiceIdentifier } from './prepared-statements.js';
+import type { PreparedStatements } from '../ports/database.js';
 import { countingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, readDatabasePool, RequestObserver, TrellisMetrics } from './observability/index.js';
 import type { JobDefinition, ModuleContext, RpcMethodDefinition, TrellisModule } from './module.js';
 import {
@@ -151,6 +153,15 @@ export function createKernel(options: KernelOptions): Kernel {
   container.bind(passwordHasherServiceIdentifier).toConstantValue(new Argon2idPasswordHasher());
   container.bind(ormServiceIdentifier).toDynamicValue(() => requireOrm());
   container.bind(entityManagerServiceIdentifier).toDynamicValue(() => requireOrm().em);
+  let statements: PreparedStatements | undefined;
+  // A constant facade: services resolve it at construction, before the database is connected.
+  const preparedStatements: PreparedStatements = {
+    dialect: options.database.dialect,
+    all: (statement, params, em) => requireStatements().all(statement, params, em),
+    first: (statement, params, em) => requireStatements().first(statement, params, em),
+    run: (statement, params, em) => requireStatements().run(statement, params, em),
+  };
+  container.bind(preparedStatementsServiceIdentifier).toConstantValue(preparedStatements);
   container
     .bind(authenticatorServiceIdentifier)
     .toConstantValue(new Authenticator(() => container.getAll(credentialVerifierServiceIdentifier, { optional: true }) ?? [], config.auth.principalCacheTtlMs));
@@ -191,6 +202,10 @@ export function createKernel(options: KernelOptions): Kernel {
   }
 
   const get = <T>(id: ServiceIdentifier<T>): T => container.get(id);
+
+  function requireStatements(): PreparedStatements {
+    return (statements ??= observedStatements(options.database.statements(requireOrm()), metrics));
+  }
 
   function requireOrm(): MikroORM {
     if (!orm) throw new Error('The database is not connected: call kernel.start() (or kernel.migrate.*) first.');
@@ -303,6 +318,7 @@ export function createKernel(options: KernelOptions): Kernel {
         await container.get(pubSubServiceIdentifier).close();
         if (orm) await orm.close(true);
         orm = undefined;
+        statements = undefined;
       })();
       return stopping;
     },

@@ -1,4 +1,4 @@
-import type { AnyEntity, EntityClass, EntitySchema, MikroORM, Options } from '@mikro-orm/core';
+import type { AnyEntity, EntityClass, EntityManager, EntitySchema, MikroORM, Options } from '@mikro-orm/core';
 
 export type EntityDefinition = EntityClass<AnyEntity> | EntitySchema<any, any>;
 
@@ -37,6 +37,11 @@ export interface DatabaseAdapter {
   ormOptions(migrations: readonly MigrationDefinition[]): Options;
   /** Called once the ORM is up, before migrations (pragmas, extensions). */
   afterConnect?(orm: MikroORM): Promise<void>;
+  /**
+   * The prepared-statement runner of hot paths (credential checks, token rotation), on the ORM's
+   * own connections and transactions. Called once the ORM is up.
+   */
+  statements(orm: MikroORM): PreparedStatements;
 }
 
 interface MigrationBase {
@@ -69,3 +74,56 @@ export function toMigrationEntries(
     });
 }
 
+
+/**
+ * One SQL statement of a hot path, prepared once per connection and reused: SQLite keeps the
+ * driver's prepared statement, PostgreSQL a named prepared statement (`pg`'s `{ name, text }`).
+ * `text` is written once for both dialects: `?` placeholders (PostgreSQL gets `$1`, `$2`, ...),
+ * double-quoted identifiers, no dialect-specific functions. Values bound to it are strings,
+ * numbers, `null`, booleans and `Date`s (stored as each dialect's ORM mapping stores them:
+ * milliseconds and 0/1 on SQLite, `timestamptz` and `boolean` on PostgreSQL). Results come back
+ * in the dialect's raw form; read them with {@link sqlDate} and {@link sqlBool}.
+ */
+export interface SqlStatement {
+  /** Unique in the process (`identity.user_by_id`); PostgreSQL's prepared statement name. */
+  readonly name: string;
+  readonly text: string;
+}
+
+/** Declares a statement of a query module (`const byId = sqlStatement('identity.user_by_id', 'select ...')`). */
+export function sqlStatement(name: string, text: string): SqlStatement {
+  return Object.freeze({ name, text });
+}
+
+/** A value bound to a statement's placeholder. */
+export type SqlValue = string | number | boolean | Date | null;
+
+/**
+ * Runs prepared statements on the ORM's connections. Without `em`, or with an entity manager that
+ * is not in a transaction, a statement takes a connection from the pool for its run; with an
+ * entity manager inside `inTransaction`, it runs on that transaction's connection, so it sees and
+ * joins the transaction's work.
+ */
+export interface PreparedStatements {
+  readonly dialect: Dialect;
+  /** Every row the statement returns. */
+  all<R = Record<string, unknown>>(statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager): Promise<R[]>;
+  /** The first row, or undefined. */
+  first<R = Record<string, unknown>>(statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager): Promise<R | undefined>;
+  /** Runs a write; resolves with the number of rows it changed. */
+  run(statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager): Promise<number>;
+}
+
+/** A `datetime` column as read by a prepared statement (milliseconds or ISO text on SQLite, a `Date` on PostgreSQL). */
+export function sqlDate(value: unknown): Date | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return value;
+  if (typeof value === 'number' || typeof value === 'bigint') return new Date(Number(value));
+  if (typeof value === 'string') return new Date(/^\d+$/.test(value) ? Number(value) : value);
+  throw new TypeError(`Not a datetime column value: ${String(value)}`);
+}
+
+/** A `boolean` column as read by a prepared statement (0/1 on SQLite). */
+export function sqlBool(value: unknown): boolean {
+  return value === true || value === 1 || value === 1n || value === '1' || value === 't' || value === 'true';
+}

@@ -42,7 +42,7 @@ export const kernelConfigSchema = s.object({
     url: s
       .string()
       .default('sqlite:./trellis.db')
-      .describe('`sqlite:<path>`, `sqlite::memory:` or `postgres://user:pass@host:port/db`. SQLite commits with `synchronous=FULL` (durable through a power loss); `sqlite:<path>?synchronous=normal` trades that for speed.'),
+      .describe('`sqlite:<path>`, `sqlite::memory:` or `postgres://user:pass@host:port/db`. SQLite commits with `synchronous=FULL` (durable through a power loss); `sqlite:<path>?synchronous=normal` trades that for speed. `?driver=better-sqlite3` runs SQLite on the synchronous driver instead of the asynchronous `sqlite3` (see docs/adapters.md).'),
     migrateOnStart: s.boolean().default(true).describe('Apply pending migrations when the host starts.'),
     debug: s.boolean().default(false).describe('Log every SQL statement (without its bound values).'),
   }),

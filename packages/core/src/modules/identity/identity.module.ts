@@ -1,7 +1,6 @@
 import { ContainerModule } from 'inversify';
 import { credentialVerifierServiceIdentifier } from '../../kernel/auth/authenticator.js';
 import { defineModule } from '../../kernel/module.js';
-import { ormServiceIdentifier } from '../../kernel/tokens.js';
 import { clockServiceIdentifier } from '../../ports/clock.js';
 import { authRoutes } from './auth.routes.js';
 import { AccessKeySchema } from './entities/access-key.entity.js';
@@ -15,6 +14,7 @@ import { TeamService } from './services/team.service.js';
 import { UserService } from './services/user.service.js';
 import { teamRoutes } from './team.routes.js';
 import { AccessKeyVerifier } from './verifiers/access-key.verifier.js';
+import { preparedStatementsServiceIdentifier } from '../../kernel/prepared-statements.js';
 import { JwtVerifier } from './verifiers/jwt.verifier.js';
 
 /**
@@ -35,7 +35,7 @@ export const identityModule = defineModule({
       bind(credentialVerifierServiceIdentifier).to(JwtVerifier);
       for (const kind of ['api_key', 'agent_token'] as const) {
         bind(credentialVerifierServiceIdentifier).toDynamicValue(
-          (ctx) => new AccessKeyVerifier(kind, ctx.get(AccessKeyService), ctx.get(ormServiceIdentifier), ctx.get(clockServiceIdentifier)),
+          (ctx) => new AccessKeyVerifier(kind, ctx.get(preparedStatementsServiceIdentifier), ctx.get(clockServiceIdentifier)),
         );
       }
     }),

@@ -26,6 +26,18 @@ import { OAuthApp } from '../entities/oauth-app.entity.js';
 import { OAuthToken } from '../entities/oauth-token.entity.js';
 import { OAuthTokenFamily, type RevocationReason } from '../entities/token-family.entity.js';
 import { InvalidGrant, InvalidRequest, UnsupportedGrantType } from '../oauth-errors.js';
+import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
+import type { PreparedStatements } from '../../../ports/database.js';
+import {
+  claimRefreshTokenOnce,
+  familyIsLive,
+  findRefreshTokenById,
+  findTokenForRevocation,
+  insertTokens,
+  revokeFamilyRows,
+  revokeTokenRow,
+  type NewToken,
+} from '../queries.js';
 import '../hooks.js';
 import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from '../token-prefixes.js';
 import { OAuthAuditService } from './oauth-audit.service.js';
@@ -69,6 +81,7 @@ export class OAuthTokenService {
     @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
     @inject(OAuthAuditService) private readonly audit: OAuthAuditService,
     @inject(loggerServiceIdentifier) log: Logger,
+    @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
   ) {
     this.log = log.child({ module: 'oauth' });
   }
@@ -82,6 +95,7 @@ export class OAuthTokenService {
     const request: TokenRequest = { params };
     const ctx: TokenCheckContext = {
       em,
+      sql: this.sql,
       now: this.clock.now(),
       graceMs: this.config.refreshGraceSeconds * 1000,
       onReuse: (kind, familyId, req) => this.reuseDetected(kind, familyId, req, meta),
@@ -93,26 +107,22 @@ export class OAuthTokenService {
   /** RFC 7009 §2.1: revokes a token if it is one of ours (and of `clientId`, when given). Never says which. */
   async revoke(em: EntityManager, token: string, clientId: string | undefined): Promise<void> {
     if (!token.startsWith(ACCESS_TOKEN_PREFIX) && !token.startsWith(REFRESH_TOKEN_PREFIX)) return;
-    const row = await em.findOne(OAuthToken, { tokenHash: sha256Hex(token) }, { populate: ['app'] });
+    const row = await findTokenForRevocation(this.sql, sha256Hex(token), em);
     if (!row) return;
-    if (clientId !== undefined && row.app.clientId !== clientId) return;
+    if (clientId !== undefined && row.clientId !== clientId) return;
     if (row.kind === 'refresh') {
       // RFC 7009 §2.1: revoking a refresh token also ends the access tokens of the same grant.
-      await this.revokeFamily(em, row.tokenFamily.id, 'revoked');
+      await this.revokeFamily(em, row.familyId, 'revoked');
       return;
     }
-    await em.nativeUpdate(OAuthToken, { id: row.id, revokedAt: null }, { revokedAt: this.clock.now(), revokedReason: 'revoked' });
+    await revokeTokenRow(this.sql, row.id, this.clock.now(), 'revoked', em);
     this.authenticator.invalidateWhere((principal) => principal.kind === 'oauth' && principal.credentialId === row.id);
     await this.signal({ kind: 'credentials', credentialIds: [row.id] });
   }
 
   /** Ends a token family and every token in it, and drops its access tokens from the credential cache. */
   async revokeFamily(em: EntityManager, familyId: string, reason: RevocationReason): Promise<void> {
-    const now = this.clock.now();
-    await em.nativeUpdate(OAuthTokenFamily, { id: familyId, revokedAt: null }, { revokedAt: now, revokedReason: reason });
-    await em.nativeUpdate(OAuthToken, { tokenFamily: familyId, revokedAt: null }, { revokedAt: now, revokedReason: reason });
-    const live = await em.find(OAuthToken, { tokenFamily: familyId, kind: 'access', expiresAt: { $gt: now } }, { fields: ['id'] });
-    const ids = new Set(live.map((token) => token.id));
+    const ids = new Set(await revokeFamilyRows(this.sql, familyId, this.clock.now(), reason, em));
     if (ids.size) {
       this.authenticator.invalidateWhere((principal) => principal.kind === 'oauth' && ids.has(principal.credentialId ?? ''));
       await this.signal({ kind: 'credentials', credentialIds: [...ids] });
@@ -167,7 +177,27 @@ export class OAuthTokenService {
         revokedReason: null,
         createdAt: now,
       } as OAuthTokenFamily);
-      return this.issuePair(tx, family, app.id, code.user.id, request.scopes!, now);
+      const { response, tokens } = this.issuePair(family.id, app.id, code.user.id, request.scopes!, now, family.expiresAt);
+      // The family is new in this unit of work: the tokens go in with it at the flush.
+      for (const token of tokens) {
+        tx.create(OAuthToken, {
+          id: token.id,
+          kind: token.kind,
+          tokenHash: token.tokenHash,
+          tokenFamily: family,
+          app: tx.getReference(OAuthApp, token.appId),
+          user: tx.getReference(User, token.userId),
+          scope: token.scope,
+          expiresAt: token.expiresAt,
+          revokedAt: null,
+          revokedReason: null,
+          lastUsedAt: null,
+          lastUsedIp: null,
+          lastUsedUserAgent: null,
+          createdAt: token.createdAt,
+        } as OAuthToken);
+      }
+      return response;
     });
     if (!issued) {
       // Another exchange of this code committed first: this is a second use.
@@ -185,22 +215,19 @@ export class OAuthTokenService {
     const now = this.clock.now();
     const issued = await inTransaction(em, async (tx) => {
       if (!request.graceReplay) {
-        const claimed = await tx.nativeUpdate(
-          OAuthToken,
-          { id: old.id, revokedAt: null },
-          { revokedAt: now, revokedReason: 'rotated', lastUsedAt: now, lastUsedIp: meta.ip.slice(0, 64), lastUsedUserAgent: meta.userAgent.slice(0, 512) },
-        );
-        if (claimed !== 1) return null;
+        const claimed = await claimRefreshTokenOnce(this.sql, tx, old.id, now, meta.ip.slice(0, 64), meta.userAgent.slice(0, 512));
+        if (!claimed) return null;
       }
       // A reuse or an app change may have revoked the family since the checks read it.
-      const live = await tx.count(OAuthTokenFamily, { id: family.id, revokedAt: null, appEpoch: app.tokenEpoch });
-      if (live !== 1) throw new InvalidGrant(invalidRefreshDescription);
-      return this.issuePair(tx, tx.getReference(OAuthTokenFamily, family.id), app.id, old.user.id, request.scopes!, now, family.expiresAt);
+      if (!(await familyIsLive(this.sql, tx, family.id, app.tokenEpoch))) throw new InvalidGrant(invalidRefreshDescription);
+      const { response, tokens } = this.issuePair(family.id, app.id, old.user.id, request.scopes!, now, family.expiresAt);
+      await insertTokens(this.sql, tx, tokens);
+      return response;
     });
     if (!issued) {
       // A concurrent request rotated this token first. Within the grace window that is a benign
       // double refresh; otherwise it is reuse.
-      const fresh = await this.orm.em.fork().findOne(OAuthToken, { id: old.id }, { populate: ['tokenFamily'] });
+      const fresh = await findRefreshTokenById(this.sql, old.id);
       const graceMs = this.config.refreshGraceSeconds * 1000;
       const rotated = fresh?.revokedReason === 'rotated' && fresh.revokedAt;
       if (rotated && !retried && graceMs > 0 && this.clock.nowMs() - fresh.revokedAt!.getTime() <= graceMs && !fresh.tokenFamily.revokedAt) {
@@ -214,15 +241,15 @@ export class OAuthTokenService {
     return issued;
   }
 
+  /** A new access and refresh token of a family: the answer, and the rows to store (hashes only). */
   private issuePair(
-    tx: EntityManager,
-    family: OAuthTokenFamily,
+    familyId: string,
     appId: string,
     userId: string,
     scopes: readonly string[],
     now: Date,
-    familyExpiresAt: Date | null = family.expiresAt ?? null,
-  ): TokenResponse {
+    familyExpiresAt: Date | null,
+  ): { response: TokenResponse; tokens: [NewToken, NewToken] } {
     const cap = (seconds: number) => {
       const end = now.getTime() + seconds * 1000;
       return new Date(familyExpiresAt ? Math.min(end, familyExpiresAt.getTime()) : end);
@@ -231,32 +258,19 @@ export class OAuthTokenService {
     const accessToken = generateOpaqueToken(ACCESS_TOKEN_PREFIX);
     const refreshToken = generateOpaqueToken(REFRESH_TOKEN_PREFIX);
     const accessExpiresAt = cap(this.config.accessTokenTtlSeconds);
-    const base = {
-      tokenFamily: family,
-      app: tx.getReference(OAuthApp, appId),
-      user: tx.getReference(User, userId),
-      scope,
-      revokedAt: null,
-      revokedReason: null,
-      lastUsedAt: null,
-      lastUsedIp: null,
-      lastUsedUserAgent: null,
-      createdAt: now,
-    };
-    tx.create(OAuthToken, { ...base, id: this.ids.next(), kind: 'access', tokenHash: sha256Hex(accessToken), expiresAt: accessExpiresAt } as OAuthToken);
-    tx.create(OAuthToken, {
-      ...base,
-      id: this.ids.next(),
-      kind: 'refresh',
-      tokenHash: sha256Hex(refreshToken),
-      expiresAt: cap(this.config.refreshTokenTtlSeconds),
-    } as OAuthToken);
+    const base = { familyId, appId, userId, scope, createdAt: now };
     return {
-      access_token: accessToken,
-      token_type: 'Bearer',
-      expires_in: Math.max(1, Math.round((accessExpiresAt.getTime() - now.getTime()) / 1000)),
-      refresh_token: refreshToken,
-      scope,
+      tokens: [
+        { ...base, id: this.ids.next(), kind: 'access', tokenHash: sha256Hex(accessToken), expiresAt: accessExpiresAt },
+        { ...base, id: this.ids.next(), kind: 'refresh', tokenHash: sha256Hex(refreshToken), expiresAt: cap(this.config.refreshTokenTtlSeconds) },
+      ],
+      response: {
+        access_token: accessToken,
+        token_type: 'Bearer',
+        expires_in: Math.max(1, Math.round((accessExpiresAt.getTime() - now.getTime()) / 1000)),
+        refresh_token: refreshToken,
+        scope,
+      },
     };
   }
 

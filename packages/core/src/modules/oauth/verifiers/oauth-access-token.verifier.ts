@@ -1,14 +1,13 @@
-import type { MikroORM } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import type { CredentialMeta, CredentialVerifier } from '../../../kernel/auth/authenticator.js';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import { sha256Hex } from '../../../kernel/crypto.js';
-import { ormServiceIdentifier } from '../../../kernel/tokens.js';
+import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
-import { toPrincipalUser } from '../../identity/views.js';
+import type { PreparedStatements } from '../../../ports/database.js';
 import { oauthConfigServiceIdentifier, type OAuthConfig } from '../config.js';
-import { OAuthToken } from '../entities/oauth-token.entity.js';
 import { InvalidToken } from '../oauth-errors.js';
+import { findAccessToken, touchTokenUse } from '../queries.js';
 import { ACCESS_TOKEN_PREFIX } from '../token-prefixes.js';
 
 const invalid = () => new InvalidToken('The access token is unknown, expired or revoked.');
@@ -16,15 +15,15 @@ const invalid = () => new InvalidToken('The access token is unknown, expired or 
 /**
  * OAuth access tokens (`toa_`) for the combined authenticator: the principal carries the token's
  * scopes and client, so routes accept it only for the scopes it holds. A token is valid while it,
- * its family and its app are live and its user is active. last_used_* are written at most every
- * `oauth.auditWriteIntervalSeconds`.
+ * its family and its app are live and its user is active (one prepared statement reads all four).
+ * last_used_* are written at most every `oauth.auditWriteIntervalSeconds`.
  */
 @injectable()
 export class OAuthAccessTokenVerifier implements CredentialVerifier {
   readonly kind = 'oauth' as const;
 
   constructor(
-    @inject(ormServiceIdentifier) private readonly orm: MikroORM,
+    @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
     @inject(clockServiceIdentifier) private readonly clock: Clock,
     @inject(oauthConfigServiceIdentifier) private readonly config: OAuthConfig,
   ) {}
@@ -34,25 +33,22 @@ export class OAuthAccessTokenVerifier implements CredentialVerifier {
   }
 
   async verify(token: string, meta: CredentialMeta): Promise<{ principal: Principal; expiresAtMs: number }> {
-    const em = this.orm.em.fork();
-    const row = await em.findOne(OAuthToken, { tokenHash: sha256Hex(token), kind: 'access' }, { populate: ['tokenFamily', 'app', 'user'] });
+    const row = await findAccessToken(this.sql, sha256Hex(token));
     const now = this.clock.nowMs();
     if (!row || row.revokedAt || row.expiresAt.getTime() <= now) throw invalid();
-    const { tokenFamily: family, app, user } = row;
+    const { family, app, user } = row;
     if (family.revokedAt || (family.expiresAt && family.expiresAt.getTime() <= now)) throw invalid();
     if (family.appEpoch !== app.tokenEpoch || app.disabledAt || app.deletedAt) throw invalid();
     if (user.status !== 'active') throw new InvalidToken('The token belongs to no active user.');
     if (!row.lastUsedAt || now - row.lastUsedAt.getTime() >= this.config.auditWriteIntervalSeconds * 1000) {
       // Best effort and throttled: an audit write never fails or slows the request.
-      void em
-        .nativeUpdate(OAuthToken, { id: row.id }, { lastUsedAt: new Date(now), lastUsedIp: meta.ip.slice(0, 64), lastUsedUserAgent: meta.userAgent.slice(0, 512) })
-        .catch(() => undefined);
+      void touchTokenUse(this.sql, row.id, new Date(now), meta.ip.slice(0, 64), meta.userAgent.slice(0, 512)).catch(() => undefined);
     }
     return {
       principal: {
         kind: 'oauth',
         userId: user.id,
-        user: toPrincipalUser(user),
+        user,
         scopes: row.scope.split(' '),
         credentialId: row.id,
         clientId: app.clientId,

@@ -1,5 +1,5 @@
 import { InvalidClient, InvalidRequest } from '../../oauth-errors.js';
-import { findActiveApp } from '../../services/oauth-app.service.js';
+import { findTokenApp } from '../../queries.js';
 import type { TokenCheck } from './token-request.js';
 
 /**
@@ -9,10 +9,10 @@ import type { TokenCheck } from './token-request.js';
 export const checkClientId: TokenCheck = {
   name: 'client_id',
   rule: 'RFC 6749 §3.2.1, §4.1.3, §5.2',
-  async run(request, { em }) {
+  async run(request, { sql }) {
     const clientId = request.params.client_id;
     if (!clientId) throw new InvalidRequest('client_id is required.');
-    const app = await findActiveApp(em, clientId);
+    const app = await findTokenApp(sql, clientId);
     if (!app) throw new InvalidClient('client_id names no active application.');
     request.app = app;
   },

@@ -1,6 +1,6 @@
 import { sha256Hex } from '../../../../kernel/crypto.js';
-import { OAuthToken } from '../../entities/oauth-token.entity.js';
 import { InvalidGrant } from '../../oauth-errors.js';
+import { findRefreshToken as findByHash } from '../../queries.js';
 import { REFRESH_TOKEN_PREFIX } from '../../token-prefixes.js';
 import { invalidRefreshDescription, type TokenCheck } from './token-request.js';
 
@@ -8,14 +8,10 @@ import { invalidRefreshDescription, type TokenCheck } from './token-request.js';
 export const findRefreshToken: TokenCheck = {
   name: 'refresh token exists',
   rule: 'RFC 6749 §6, §5.2 (invalid_grant)',
-  async run(request, { em }) {
+  async run(request, { sql }) {
     const presented = request.params.refresh_token!;
     if (!presented.startsWith(REFRESH_TOKEN_PREFIX)) throw new InvalidGrant(invalidRefreshDescription);
-    const token = await em.findOne(
-      OAuthToken,
-      { tokenHash: sha256Hex(presented), kind: 'refresh' },
-      { populate: ['tokenFamily', 'user'] },
-    );
+    const token = await findByHash(sql, sha256Hex(presented));
     if (!token) throw new InvalidGrant(invalidRefreshDescription);
     request.refreshToken = token;
   },

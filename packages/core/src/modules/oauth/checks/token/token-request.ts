@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { OAuthAuthorizationCode } from '../../entities/authorization-code.entity.js';
-import type { OAuthApp } from '../../entities/oauth-app.entity.js';
-import type { OAuthToken } from '../../entities/oauth-token.entity.js';
+import type { PreparedStatements } from '../../../../ports/database.js';
+import type { RefreshTokenRecord, TokenApp } from '../../queries.js';
 
 /** Parameters of a token request, with empty values already treated as omitted. */
 export interface TokenParams {
@@ -17,11 +17,11 @@ export interface TokenParams {
 /** A token request as the checks see it; each check records what it established. */
 export interface TokenRequest {
   readonly params: TokenParams;
-  app?: OAuthApp;
+  app?: TokenApp;
   /** authorization_code: the stored code (set by `findCode`). */
   code?: OAuthAuthorizationCode;
   /** refresh_token: the stored refresh token, with its family, app and user (set by `findRefreshToken`). */
-  refreshToken?: OAuthToken;
+  refreshToken?: RefreshTokenRecord;
   /** refresh_token: the presented token was rotated within the grace window (set by `checkRotation`). */
   graceReplay?: boolean;
   /** The scopes the new tokens carry. */
@@ -32,6 +32,8 @@ export type ReuseKind = 'authorization_code' | 'refresh_token';
 
 export interface TokenCheckContext {
   em: EntityManager;
+  /** The hot-path statements (the app and refresh-token lookups). */
+  sql: PreparedStatements;
   now: Date;
   /** `oauth.refreshGraceSeconds` in milliseconds. */
   graceMs: number;

@@ -1,0 +1,142 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import type { PreparedStatements, SqlStatement, SqlValue } from '@trellis/core';
+
+/** knex's client (or a transaction's client), which hands out the ORM's one SQLite connection. */
+interface ConnectionSource {
+  acquireConnection(): Promise<object>;
+  releaseConnection(connection: object): Promise<unknown> | unknown;
+  /** knex's tarn pool (absent on a transaction's client). */
+  pool?: TarnPool;
+}
+
+interface TarnPool {
+  numUsed(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
+  free: ReadonlyArray<{ resource: object }>;
+}
+
+/**
+ * The pool's one connection when nothing holds it and nobody waits for it: a synchronous
+ * statement can run on it at once, since no other work can start before it ends. Otherwise
+ * (a transaction or an ORM query holds it) undefined, and the statement queues for it.
+ */
+function idleConnection(source: ConnectionSource): object | undefined {
+  const pool = source.pool;
+  if (!pool || pool.numUsed() !== 0 || pool.numPendingAcquires() !== 0 || pool.numPendingCreates() !== 0 || pool.free.length !== 1) return undefined;
+  return pool.free[0]!.resource;
+}
+
+/** better-sqlite3's `Database` and `Statement` (synchronous). */
+interface BetterDatabase {
+  prepare(text: string): BetterStatement;
+}
+interface BetterStatement {
+  readonly reader: boolean;
+  all(...params: unknown[]): unknown[];
+  run(...params: unknown[]): { changes: number };
+}
+
+/** sqlite3's `Database` and `Statement` (asynchronous, callbacks). */
+interface AsyncDatabase {
+  prepare(text: string, callback: (error: Error | null) => void): AsyncStatement;
+}
+interface AsyncStatement {
+  all(params: unknown[], callback: (error: Error | null, rows: unknown[]) => void): void;
+  run(params: unknown[], callback: (this: { changes: number }, error: Error | null) => void): void;
+}
+
+export type SqliteDriverName = 'better-sqlite3' | 'sqlite3';
+
+/** SQLite has no Date or boolean: the ORM stores milliseconds and 0/1, and so do these statements. */
+function bindable(params: readonly SqlValue[]): unknown[] {
+  return params.map((value) => (value instanceof Date ? value.getTime() : typeof value === 'boolean' ? (value ? 1 : 0) : value));
+}
+
+/**
+ * Prepared statements on the ORM's SQLite connection: prepared on first use per connection and
+ * kept. The connection comes from knex's pool (one connection: a statement waits while a
+ * transaction holds it, as ORM queries do) or, for an entity manager in a transaction, from that
+ * transaction.
+ */
+export function sqliteStatements(orm: MikroORM, driver: SqliteDriverName): PreparedStatements {
+  const prepared = new WeakMap<object, Map<string, unknown>>();
+  const root = (): ConnectionSource => (orm.em.getConnection() as unknown as { getKnex(): { client: ConnectionSource } }).getKnex().client;
+
+  const source = (em?: EntityManager): ConnectionSource => {
+    const trx = em?.getTransactionContext<{ client: ConnectionSource }>();
+    return trx ? trx.client : root();
+  };
+
+  const statementsOf = (connection: object): Map<string, unknown> => {
+    let statements = prepared.get(connection);
+    if (!statements) prepared.set(connection, (statements = new Map()));
+    return statements;
+  };
+
+  const cached = <S>(connection: object, statement: SqlStatement, prepare: () => S): S => {
+    const statements = statementsOf(connection);
+    let found = statements.get(statement.name) as S | undefined;
+    if (!found) statements.set(statement.name, (found = prepare()));
+    return found;
+  };
+
+  const betterStatement = (connection: object, statement: SqlStatement) =>
+    cached(connection, statement, () => (connection as BetterDatabase).prepare(statement.text));
+
+  const asyncStatement = (connection: object, statement: SqlStatement) =>
+    cached(
+      connection,
+      statement,
+      () =>
+        new Promise<AsyncStatement>((resolve, reject) => {
+          const prepared: AsyncStatement = (connection as AsyncDatabase).prepare(statement.text, (error) => (error ? reject(error) : resolve(prepared)));
+        }),
+    );
+
+  function runBetter<T>(connection: object, statement: SqlStatement, values: unknown[], write: boolean): T {
+    const prepared = betterStatement(connection, statement);
+    return (write ? prepared.run(...values).changes : prepared.all(...values)) as T;
+  }
+
+  async function execute<T>(statement: SqlStatement, params: readonly SqlValue[], em: EntityManager | undefined, write: boolean): Promise<T> {
+    const from = source(em);
+    if (driver === 'better-sqlite3') {
+      // The pool's round trip (a timer and a few promises) costs more than the statement itself.
+      const idle = idleConnection(from);
+      if (idle) return runBetter<T>(idle, statement, bindable(params), write);
+    }
+    const connection = await from.acquireConnection();
+    try {
+      const values = bindable(params);
+      if (driver === 'better-sqlite3') return runBetter<T>(connection, statement, values, write);
+      let prepared: AsyncStatement;
+      try {
+        prepared = await asyncStatement(connection, statement);
+      } catch (error) {
+        // A failed preparation is not kept: the next call tries again.
+        statementsOf(connection).delete(statement.name);
+        throw error;
+      }
+      return await new Promise<T>((resolve, reject) => {
+        if (write) {
+          prepared.run(values, function (error) {
+            if (error) reject(error);
+            else resolve(this.changes as T);
+          });
+        } else {
+          prepared.all(values, (error, rows) => (error ? reject(error) : resolve(rows as T)));
+        }
+      });
+    } finally {
+      await from.releaseConnection(connection);
+    }
+  }
+
+  return {
+    dialect: 'sqlite',
+    all: <R>(statement: SqlStatement, params: readonly SqlValue[] = [], em?: EntityManager) => execute<R[]>(statement, params, em, false),
+    first: async <R>(statement: SqlStatement, params: readonly SqlValue[] = [], em?: EntityManager) => (await execute<R[]>(statement, params, em, false))[0],
+    run: (statement: SqlStatement, params: readonly SqlValue[] = [], em?: EntityManager) => execute<number>(statement, params, em, true),
+  };
+}

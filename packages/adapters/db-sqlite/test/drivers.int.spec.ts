@@ -1,0 +1,72 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { coreModules, createKernel, preparedStatementsServiceIdentifier, sqlStatement, type Kernel } from '@trellis/core';
+import { sqliteDatabase, sqliteOptionsFromUrl, type SqliteDriverName } from '@trellis/db-sqlite';
+import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const count = sqlStatement('test.count_users', 'select count(*) as "n" from "users"');
+const insert = sqlStatement('test.insert_user', 'insert into "users" ("id", "email", "name", "status", "is_site_admin", "is_developer", "is_administrator", "created_at", "updated_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+const byId = sqlStatement('test.user_by_id', 'select "is_developer", "created_at" from "users" where "id" = ?');
+
+// Both SQLite drivers behind the adapter: pragmas, the prepared-statement runner (alone and inside
+// a transaction, which it joins), and sqlite-vec loaded into the connection.
+describe.each(['sqlite3', 'better-sqlite3'] as SqliteDriverName[])('the %s driver', (driver) => {
+  const dir = mkdtempSync(join(tmpdir(), `trellis-${driver}-`));
+  let kernel: Kernel;
+
+  beforeAll(async () => {
+    kernel = createKernel({
+      database: sqliteDatabase({ path: join(dir, 'test.db'), driver }),
+      modules: coreModules,
+      logger: pino({ level: 'silent' }),
+      config: { auth: { jwtSecret: 'x'.repeat(40) } },
+    });
+    await kernel.start({ jobs: false });
+  });
+  afterAll(async () => {
+    await kernel?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('runs in WAL mode with synchronous=FULL and foreign keys on', async () => {
+    const connection = kernel.fork().getConnection();
+    const pragma = async (name: string) => Object.values(((await connection.execute(`PRAGMA ${name}`, [], 'all')) as Array<Record<string, unknown>>)[0]!)[0];
+    expect(await pragma('journal_mode')).toBe('wal');
+    expect(Number(await pragma('synchronous'))).toBe(2);
+    expect(Number(await pragma('foreign_keys'))).toBe(1);
+  });
+
+  it('binds dates and booleans as the ORM stores them, and a statement in a transaction joins it', async () => {
+    const sql = kernel.get(preparedStatementsServiceIdentifier);
+    const before = Number((await sql.first<{ n: number }>(count))!.n);
+    const at = new Date('2026-01-02T03:04:05.678Z');
+    const tx = kernel.fork();
+    await tx.begin();
+    await sql.run(insert, ['u-rolled-back', 'rb@example.com', 'R', 'active', false, true, false, at, at], tx);
+    expect(Number((await sql.first<{ n: number }>(count, [], tx))!.n)).toBe(before + 1);
+    await tx.rollback();
+    expect(Number((await sql.first<{ n: number }>(count))!.n)).toBe(before);
+    expect(await sql.run(insert, ['u-kept', 'kept@example.com', 'K', 'active', false, true, false, at, at])).toBe(1);
+    const row = (await sql.first<Record<string, unknown>>(byId, ['u-kept']))!;
+    expect(row['is_developer']).toBe(1);
+    expect(row['created_at']).toBe(at.getTime());
+  });
+
+  it('loads sqlite-vec into the connection', async () => {
+    const store = new SqliteVecVectorStore();
+    const orm = kernel.container.get<{ em: unknown }>(Symbol.for('@trellis/core/MikroORM'));
+    await store.start(orm as never);
+    expect(await store.version(kernel.fork())).toMatch(/^v\d/);
+  });
+});
+
+describe('sqliteOptionsFromUrl', () => {
+  it('reads driver and synchronous, and refuses anything else', () => {
+    expect(sqliteOptionsFromUrl('sqlite:./a.db?driver=better-sqlite3&synchronous=normal')).toEqual({ path: './a.db', driver: 'better-sqlite3', synchronous: 'normal' });
+    expect(sqliteOptionsFromUrl('sqlite::memory:')).toEqual({ path: ':memory:' });
+    expect(() => sqliteOptionsFromUrl('sqlite:./a.db?driver=mysql')).toThrow(/driver=better-sqlite3\|sqlite3/);
+  });
+});
