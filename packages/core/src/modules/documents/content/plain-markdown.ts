@@ -11,13 +11,16 @@ import type { JsonObject, RichMark, RichNode } from './rich-text.js';
  * `remark-gfm`); only the mapping from its syntax tree (mdast) to our node and mark names is ours.
  *
  * Text keeps markdown-ir's inline extras: `[text]{marks}` spans and `{{json}}` inline nodes are
- * read in plain paragraphs too (`readInline`), so a writer can mix both forms.
+ * read in plain paragraphs too (`readInline`), so a writer can mix both forms. A run of text that
+ * the writer escaped in Markdown terms (a backslash escape or a character reference, so its source
+ * differs from its value) is taken literally instead: escaping keeps `\[a]{bold}` as written.
  */
 const parser = unified().use(remarkParse).use(remarkGfm).freeze();
 
 type InlineReader = (text: string) => RichNode[];
 
 interface Context {
+  source: string;
   definitions: Map<string, Definition>;
   readInline: InlineReader;
 }
@@ -27,7 +30,7 @@ export function fromPlainMarkdown(text: string, readInline: InlineReader): RichN
   const root = parser.parse(text) as Root;
   const definitions = new Map<string, Definition>();
   collectDefinitions(root, definitions);
-  return blocks(root.children, { definitions, readInline });
+  return blocks(root.children, { source: text, definitions, readInline });
 }
 
 function collectDefinitions(node: Nodes, out: Map<string, Definition>): void {
@@ -108,9 +111,14 @@ function inline(children: readonly PhrasingContent[], marks: readonly RichMark[]
   const out: RichNode[] = [];
   for (const child of children) {
     switch (child.type) {
-      case 'text':
-        for (const item of ctx.readInline(child.value)) out.push(item.type === 'text' ? withMarks(item, marks) : item);
+      case 'text': {
+        const start = child.position?.start.offset;
+        const end = child.position?.end.offset;
+        const verbatim = start !== undefined && end !== undefined && ctx.source.slice(start, end) === child.value;
+        const items = verbatim ? ctx.readInline(child.value) : [{ type: 'text', text: child.value }];
+        for (const item of items) out.push(item.type === 'text' ? withMarks(item, marks) : item);
         break;
+      }
       case 'strong':
         out.push(...inline(child.children, [...marks, mark('bold')], ctx));
         break;
