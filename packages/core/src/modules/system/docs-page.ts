@@ -10,20 +10,24 @@ import { gzipSync } from 'node:zlib';
  * is a small HTML shell; the renderer is `GET /docs/api-reference.js` from the same server, and
  * it reads the OpenAPI document next to the page (`openapi.json`, found from the page's own URL so
  * it works under any mount prefix). Scalar gives the try-it client, an authentication panel with a
- * bearer-token field, search, and deep links (`#tag/...`, one per operation).
+ * bearer-token field, search, and deep links (`#api/tag/system/GET/healthz`, one per operation).
  *
  * Everything Scalar could fetch from elsewhere is off: its web fonts (`withDefaultFonts`), its
- * telemetry, its hosted-client button; and the CSP below would block them anyway.
+ * telemetry, its hosted-client button, its AI agent (which asks Scalar's registry through Scalar's
+ * proxy); and the CSP below would block them anyway.
  */
 
 /** Where the page loads the renderer from, relative to the page (`/docs` → `/docs/api-reference.js`). */
 export const DOCS_ASSET_PATH = '/docs/api-reference.js';
 
 const config = {
+  // Deep links are `#api/tag/<tag>/<METHOD>/<path>` (and `#api/description/...`, `#api/model/...`).
+  slug: 'api',
   withDefaultFonts: false,
   telemetry: false,
   hideClientButton: true,
   persistAuth: false,
+  agent: { disabled: true },
   authentication: { preferredSecurityScheme: 'bearer' },
   defaultOpenFirstTag: true,
   documentDownloadType: 'json',
