@@ -125,6 +125,13 @@ describe('plain Markdown in markdown-ir', () => {
     expect(stripComments(doc).content).toEqual([p(t('Intro line\nmore text'))]);
   });
 
+  it('reads a backslash line end as a hard break, and footnotes as a literal reference and a footnote node', () => {
+    expect(read('one\\\ntwo[^n]\n\n[^n]: the *note*\n')).toEqual([
+      p(t('one'), { type: 'hardBreak' }, t('two[^n]')),
+      { type: 'footnote', attrs: { label: 'n' }, content: [p(t('the '), t('note', { type: 'italic' }))] },
+    ]);
+  });
+
   it('keeps raw HTML as literal text, never interpreted', () => {
     expect(read('<div onclick="x()">hi</div>\n\nan <b>inline</b> tag\n')).toEqual([p(t('<div onclick="x()">hi</div>')), p(t('an <b>inline</b> tag'))]);
   });
