@@ -154,7 +154,8 @@ export function fromMarkdownIr(text: string): DocumentContent {
       continue;
     }
     const marker = FENCE.exec(line);
-    if (marker) {
+    // A backtick run followed by more backticks on the line is inline code, not a fence.
+    if (marker && !(marker[1]![0] === '`' && marker[2]!.includes('`'))) {
       const run = marker[1]!;
       if (fence === null) fence = { char: run[0]!, length: run.length };
       else if (run[0] === fence.char && run.length >= fence.length && marker[2]!.trim() === '') fence = null;

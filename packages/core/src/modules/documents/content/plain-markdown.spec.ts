@@ -157,6 +157,8 @@ describe('plain Markdown in markdown-ir', () => {
       { type: 'codeBlock', attrs: { language: 'md' }, content: [t(':::note\nbody\n:::')] },
       { type: 'note', attrs: { id: 'n' }, content: [t('real')] },
     ]);
+    // Three backticks with another backtick later on the line do not open a fence (CommonMark).
+    expect(read('```a` b\n:::note {"id":"n"}\nreal\n:::\n')).toEqual([p(t('```a` b')), { type: 'note', attrs: { id: 'n' }, content: [t('real')] }]);
   });
 });
 
