@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { gzipSync } from 'node:zlib';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 
 /**
  * The API reference page: Scalar's API reference (`@scalar/api-reference`, its self-contained
@@ -92,14 +94,19 @@ export interface DocsAsset {
 export const BUNDLED_RENDERER = 'vendor/scalar-api-reference.js';
 const RENDERER_MODULE = '@scalar/api-reference/browser/standalone.js';
 
-let cached: DocsAsset | null | undefined;
+let loading: Promise<DocsAsset | null> | undefined;
 
 /**
  * The renderer's file: the copy shipped in the build, or (running from source in this workspace)
- * the one in the package. `null` when neither is there, which is a broken install.
+ * the one in the package. `null` when neither is there, which is a broken install. Read and
+ * compressed once, off the event loop (zlib runs on the thread pool).
  */
-export function docsAsset(): DocsAsset | null {
-  if (cached !== undefined) return cached;
+export function docsAsset(): Promise<DocsAsset | null> {
+  loading ??= load();
+  return loading;
+}
+
+async function load(): Promise<DocsAsset | null> {
   let path: string | null = fileURLToPath(new URL(`./${BUNDLED_RENDERER}`, import.meta.url));
   if (!existsSync(path)) {
     try {
@@ -108,8 +115,8 @@ export function docsAsset(): DocsAsset | null {
       path = null;
     }
   }
-  if (path === null) return (cached = null);
-  const body = readFileSync(path);
-  cached = { body, gzip: gzipSync(body, { level: 9 }), etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"` };
-  return cached;
+  if (path === null) return null;
+  const body = await readFile(path);
+  const zipped = await promisify(gzip)(body, { level: 9 });
+  return { body, gzip: zipped, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"` };
 }

@@ -62,8 +62,8 @@ export const systemModule = defineModule({
       tags,
       auth: 'none',
       hidden: true,
-      handler: (ctx) => {
-        const asset = docsAsset();
+      async handler(ctx) {
+        const asset = await docsAsset();
         if (!asset) return Reply.raw('The API reference renderer is missing from this installation.\n', 'text/plain; charset=utf-8', 404);
         const headers: Record<string, string> = { 'cache-control': 'public, max-age=3600', etag: asset.etag, vary: 'accept-encoding', 'x-content-type-options': 'nosniff' };
         if ((ctx.headers['if-none-match'] ?? '').split(',').some((tag) => tag.trim() === asset.etag)) return Reply.empty(304, headers);
