@@ -44,7 +44,7 @@ describe.each(testDatabases())('hardening on $name', (db) => {
       const csp = docs.headers.get('content-security-policy') ?? '';
       expect(csp).toMatch(/default-src 'none'/);
       expect(csp).toMatch(/frame-ancestors 'none'/);
-      expect(csp).toMatch(/script-src 'sha256-[A-Za-z0-9+/=]+'/);
+      expect(csp).toMatch(/script-src 'self' 'sha256-[A-Za-z0-9+/=]+'/);
       expect(csp).toMatch(/connect-src 'self'/);
       expect(docs.headers.get('x-content-type-options')).toBe('nosniff');
       expect(docs.headers.get('x-frame-options')).toBe('DENY');

@@ -2,7 +2,7 @@ import { defineModule } from '../../kernel/module.js';
 import { defineRoute } from '../../kernel/http/route.js';
 import { Reply } from '../../kernel/http/reply.js';
 import { kernelServiceIdentifier } from '../../kernel/tokens.js';
-import { docsPage, docsPageSecurityHeaders } from './docs-page.js';
+import { DOCS_ASSET_PATH, docsAsset, docsPage, docsPageSecurityHeaders } from './docs-page.js';
 
 const tags = ['System'];
 
@@ -54,6 +54,22 @@ export const systemModule = defineModule({
       auth: 'none',
       hidden: true,
       handler: () => Reply.raw(docsPage, 'text/html; charset=utf-8', 200, { 'cache-control': 'no-cache', ...docsPageSecurityHeaders }),
+    }),
+    defineRoute({
+      method: 'GET',
+      path: DOCS_ASSET_PATH,
+      summary: 'The API reference renderer (Scalar, served from this server)',
+      tags,
+      auth: 'none',
+      hidden: true,
+      async handler(ctx) {
+        const asset = await docsAsset();
+        if (!asset) return Reply.raw('The API reference renderer is missing from this installation.\n', 'text/plain; charset=utf-8', 404);
+        const headers: Record<string, string> = { 'cache-control': 'public, max-age=3600', etag: asset.etag, vary: 'accept-encoding', 'x-content-type-options': 'nosniff' };
+        if ((ctx.headers['if-none-match'] ?? '').split(',').some((tag) => tag.trim() === asset.etag)) return Reply.empty(304, headers);
+        const gzip = /\bgzip\b/.test(ctx.headers['accept-encoding'] ?? '');
+        return Reply.raw(gzip ? asset.gzip : asset.body, 'text/javascript; charset=utf-8', 200, gzip ? { ...headers, 'content-encoding': 'gzip' } : headers);
+      },
     }),
   ],
 });

@@ -1,4 +1,5 @@
 import { isInlineContent } from './comments.js';
+import { fromPlainMarkdown } from './plain-markdown.js';
 import { ContentError, TYPE_NAME, type DocumentContent, type JsonObject, type RichMark, type RichNode } from './rich-text.js';
 
 /**
@@ -21,6 +22,8 @@ const ESCAPABLE = new Set(['\\', '[', ']', '{', ':']);
 const HARD_BREAKS = new Set(['hardBreak', 'hard_break']);
 const OPENER = /^:::([^\s{[]+)(.*)$/s;
 const CLOSER = /^:::\s*$/;
+/** A fence line of plain Markdown code (CommonMark: up to three spaces, then three or more ` or ~). */
+const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
 
 // ---------------------------------------------------------------------------------------------
 // JSON → markdown-ir
@@ -125,28 +128,42 @@ export class MarkdownIrError extends ContentError {
 
 /**
  * Reads markdown-ir into document JSON (not yet normalized: pass the result through
- * `normalizeDocument`). Lines outside any block are a convenience for writers: each non-blank one
- * becomes a paragraph of its own.
+ * `normalizeDocument`). Lines outside any block are plain Markdown, a convenience for writers:
+ * each stretch of them is read by remark (`fromPlainMarkdown`) into headings, lists, code blocks,
+ * tables and so on. A `:::` line inside a fenced code block of such a stretch is code, not a block.
  */
 export function fromMarkdownIr(text: string): DocumentContent {
   const lines = text.split('\n');
   if (lines.length && lines[lines.length - 1] === '') lines.pop();
   const content: RichNode[] = [];
+  let plain: string[] = [];
+  let fence: { char: string; length: number } | null = null;
+  const flush = () => {
+    if (plain.some((line) => line.trim() !== '')) content.push(...fromPlainMarkdown(plain.join('\n'), readInline));
+    plain = [];
+    fence = null;
+  };
   let i = 0;
   while (i < lines.length) {
     const line = lines[i]!;
-    if (line.startsWith(':::')) {
+    if (fence === null && line.startsWith(':::')) {
+      flush();
       const parsed = readBlock(lines, i);
       content.push(parsed.node);
       i = parsed.next;
-    } else {
-      if (line.trim() !== '') {
-        const inline = readInline(line.endsWith('\r') ? line.slice(0, -1) : line);
-        content.push(inline.length ? { type: 'paragraph', content: inline } : { type: 'paragraph' });
-      }
-      i++;
+      continue;
     }
+    const marker = FENCE.exec(line);
+    // A backtick run followed by more backticks on the line is inline code, not a fence.
+    if (marker && !(marker[1]![0] === '`' && marker[2]!.includes('`'))) {
+      const run = marker[1]!;
+      if (fence === null) fence = { char: run[0]!, length: run.length };
+      else if (run[0] === fence.char && run.length >= fence.length && marker[2]!.trim() === '') fence = null;
+    }
+    plain.push(line);
+    i++;
   }
+  flush();
   return content.length ? { type: 'doc', content } : { type: 'doc' };
 }
 
