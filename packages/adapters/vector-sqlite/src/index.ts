@@ -160,16 +160,15 @@ export class SqliteVecVectorStore implements VectorStore {
     if (exists && triggers.length === 3) return;
     const log = (id: string) => `INSERT INTO ${CHANGES} (record_id) VALUES (${id})`;
     const prune = `DELETE FROM ${CHANGES} WHERE seq <= (SELECT max(seq) FROM ${CHANGES}) - ${KEEP_CHANGES}`;
-    await em.transactional(async (tx) => {
-      await this.exec(tx, `CREATE TABLE IF NOT EXISTS ${CHANGES} (seq integer PRIMARY KEY AUTOINCREMENT, record_id text NOT NULL)`, []);
-      await this.exec(tx, `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_insert AFTER INSERT ON ${t.table} BEGIN ${log(`NEW.${t.id}`)}; ${prune}; END`, []);
-      await this.exec(
-        tx,
-        `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_update AFTER UPDATE OF ${t.embedding}, ${t.collection}, ${t.dimension}, ${t.id} ON ${t.table} BEGIN ${log(`OLD.${t.id}`)}; INSERT INTO ${CHANGES} (record_id) SELECT NEW.${t.id} WHERE NEW.${t.id} <> OLD.${t.id}; ${prune}; END`,
-        [],
-      );
-      await this.exec(tx, `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_delete AFTER DELETE ON ${t.table} BEGIN ${log(`OLD.${t.id}`)}; ${prune}; END`, []);
-    });
+    // Each statement is idempotent (a start interrupted half-way completes at the next), so no transaction.
+    await this.exec(em, `CREATE TABLE IF NOT EXISTS ${CHANGES} (seq integer PRIMARY KEY AUTOINCREMENT, record_id text NOT NULL)`, []);
+    await this.exec(em, `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_insert AFTER INSERT ON ${t.table} BEGIN ${log(`NEW.${t.id}`)}; ${prune}; END`, []);
+    await this.exec(
+      em,
+      `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_update AFTER UPDATE OF ${t.embedding}, ${t.collection}, ${t.dimension}, ${t.id} ON ${t.table} BEGIN ${log(`OLD.${t.id}`)}; INSERT INTO ${CHANGES} (record_id) SELECT NEW.${t.id} WHERE NEW.${t.id} <> OLD.${t.id}; ${prune}; END`,
+      [],
+    );
+    await this.exec(em, `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_delete AFTER DELETE ON ${t.table} BEGIN ${log(`OLD.${t.id}`)}; ${prune}; END`, []);
     // Writes may have gone unlogged while a trigger was missing: start the indexes afresh.
     this.dropIndexes();
   }
@@ -330,6 +329,8 @@ export class SqliteVecVectorStore implements VectorStore {
 
   private async catchUp(em: EntityManager): Promise<number> {
     {
+      // A store searching a database it did not start on (bench, tools) creates the log first.
+      if (this.applied < 0) await this.ensureChangeLog(em);
       const { lo, hi } = await this.logPosition(em);
       if (hi === this.applied) return hi;
       if (this.applied < 0 || this.indexes.size === 0 || hi < this.applied || lo === null || lo > this.applied + 1) {
