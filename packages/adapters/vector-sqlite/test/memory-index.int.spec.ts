@@ -160,8 +160,12 @@ describe('sqlite-vec store: in-memory quantised index', () => {
 
   it('rebuilds when it fell further behind than the log keeps, or the log’s triggers were lost', async () => {
     await agrees();
-    // 10,001 changes by the other connection: more than the log keeps.
+    // A write to this collection, then 10,001 changes elsewhere by the other connection: more than
+    // the log keeps, so the first write is no longer in it when this store next looks.
     const em = other.fork();
+    const q = vector();
+    const id = newId();
+    await insert(em, [{ id, vector: q }]);
     await em
       .getConnection()
       .execute(
@@ -171,9 +175,6 @@ describe('sqlite-vec store: in-memory quantised index', () => {
         [otherCollectionId, vectorToBytes(vector()), dimension],
         'run',
       );
-    const q = vector();
-    const id = newId();
-    await insert(em, [{ id, vector: q }]);
     const [{ n }] = (await em.getConnection().execute('SELECT count(*) AS n FROM tool_vdb_changes', [], 'all')) as Array<{ n: number }>;
     expect(n).toBeLessThanOrEqual(10000);
     expect((await search(store, q, 1))[0]!.id).toBe(id);
