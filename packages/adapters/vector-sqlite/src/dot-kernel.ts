@@ -153,12 +153,11 @@ export class DotKernel {
     return this.memory.buffer;
   }
 
-  /** Grows the memory to at least `bytes`. */
-  reserve(bytes: number): void {
+  /** Grows the memory to at least `bytes` (by doubling unless `exact`, so appending stays linear). */
+  reserve(bytes: number, exact = false): void {
     const have = this.memory.buffer.byteLength;
     if (bytes <= have) return;
-    // Doubling, so appending one vector at a time stays linear.
-    const want = Math.max(bytes, have * 2);
+    const want = exact ? bytes : Math.max(bytes, have * 2);
     this.memory.grow(Math.ceil((want - have) / 65536));
   }
 

@@ -385,7 +385,7 @@ export class SqliteVecVectorStore implements VectorStore {
       this.indexes.delete(other);
       held -= loaded.index.bytes;
     }
-    const index = new QuantizedIndex(dimension, { simd: this.simd });
+    const index = new QuantizedIndex(dimension, { simd: this.simd, capacity: Number(counted?.n ?? 0) });
     let after = '';
     for (;;) {
       const rows = (await this.exec(

@@ -38,13 +38,19 @@ export class QuantizedIndex {
 
   constructor(
     readonly dimension: number,
-    options: { simd?: boolean } = {},
+    options: { simd?: boolean; capacity?: number } = {},
   ) {
     if (!Number.isInteger(dimension) || dimension < 1) throw new Error(`QuantizedIndex: bad dimension ${dimension}`);
     this.padded = Math.ceil(dimension / 16) * 16;
     this.kernel = new DotKernel(options);
     this.codesAt = this.padded * 2;
     this.queryMax = Math.min(16383, Math.floor(0x7fffffff / (CODE_MAX * this.padded)));
+    if (options.capacity) {
+      // Sized once for a known number of vectors (room for the results included).
+      this.kernel.reserve(this.codesAt + options.capacity * (this.padded + 4), true);
+      this.scales = new Float64Array(Math.max(16, options.capacity));
+      this.errors = new Float64Array(Math.max(16, options.capacity));
+    }
   }
 
   get size(): number {
@@ -172,12 +178,19 @@ export class QuantizedIndex {
     const scales = this.scales;
     const errors = this.errors;
 
-    // The k-th largest lower bound, with a min-heap of the k largest seen.
+    // One pass: the k largest lower bounds in a min-heap (its root, the k-th largest so far, only
+    // rises), and every vector whose upper bound reaches the root when it is seen; those that fall
+    // below the final root are dropped at the end.
     const heap = new Float64Array(k);
     let filled = 0;
+    const seen: number[] = [];
+    const uppers: number[] = [];
     for (let i = 0; i < count; i++) {
       const error = errors[i]!;
-      const lower = scales[i]! * step * dots[i]! - (error + queryError * (1 + error) + SLACK);
+      const estimate = scales[i]! * step * dots[i]!;
+      const bound = error + queryError * (1 + error) + SLACK;
+      const lower = estimate - bound;
+      const upper = estimate + bound;
       if (filled < k) {
         let at = filled++;
         while (at > 0) {
@@ -200,15 +213,15 @@ export class QuantizedIndex {
         }
         heap[at] = lower;
       }
+      // `!(upper < root)` keeps the non-finite (always candidates).
+      if (filled < k || !(upper < heap[0]!)) {
+        seen.push(i);
+        uppers.push(upper);
+      }
     }
     const threshold = heap[0]!;
     const found: string[] = [];
-    for (let i = 0; i < count; i++) {
-      const error = errors[i]!;
-      const upper = scales[i]! * step * dots[i]! + (error + queryError * (1 + error) + SLACK);
-      // `!(upper < threshold)` keeps the non-finite (always candidates).
-      if (!(upper < threshold)) found.push(this.ids[i]!);
-    }
+    for (let j = 0; j < seen.length; j++) if (!(uppers[j]! < threshold)) found.push(this.ids[seen[j]!]!);
     return found;
   }
 }
