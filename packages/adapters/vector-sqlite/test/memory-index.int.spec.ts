@@ -7,7 +7,6 @@ import { sqliteDatabase } from '@trellis/db-sqlite';
 import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inTransaction } from '../../../core/src/kernel/transaction.js';
 
 // The in-memory index of unfiltered searches against the exact scan (cosine in process, ties by
 // id), on a SQLite file written by this store's process and by a second kernel on the same file
@@ -146,15 +145,22 @@ describe('sqlite-vec store: in-memory quantised index', () => {
     await agrees([q]);
   });
 
-  it('inside a transaction, sees that transaction’s own writes', async () => {
+  it('inside a transaction, sees that transaction’s own writes, and forgets them when it rolls back', async () => {
     const q = vector();
+    await agrees([q]);
     const id = newId();
-    await inTransaction(kernel.fork(), async (tx) => {
-      await insert(tx, [{ id, vector: q }]);
-      expect((await search(store, q, 1, tx))[0]!.id).toBe(id);
-      await tx.getConnection().execute('DELETE FROM tool_vdb_records WHERE id = ?', [id], 'run', tx.getTransactionContext());
-    });
-    expect((await search(store, q, 10)).map((hit) => hit.id)).not.toContain(id);
+    // A transaction as `inTransaction` opens one (a fork carrying its transaction context).
+    const tx = kernel.fork();
+    tx.setTransactionContext(await tx.getConnection('write').begin());
+    await insert(tx, [{ id, vector: q }]);
+    expect((await search(store, q, 1, tx))[0]!.id).toBe(id);
+    await tx.getConnection('write').rollback(tx.getTransactionContext()!);
+    // The next committed write takes the rolled-back change's place in the log; it is seen.
+    const committed = newId();
+    await insert(other.fork(), [{ id: committed, vector: q.map((x) => x * 5) }]);
+    const hits = (await search(store, q, 10)).map((hit) => hit.id);
+    expect(hits[0]).toBe(committed);
+    expect(hits).not.toContain(id);
     await agrees([q]);
   });
 
