@@ -102,6 +102,32 @@ describe('quantised index: candidates contain the exact top k', () => {
     expect(rerank(index, vectors, zero, 10)).toEqual(bruteForce(vectors, zero, 10));
   });
 
+  it('stays exact where the order is decided below the quantisation step (near duplicates)', () => {
+    // Thousands of vectors within ~1e-3 of one direction: their exact order is decided by
+    // differences no larger than the int8 rounding, so a bound too tight by any factor loses
+    // members of the top k. Also checks the first pass then names more candidates, not fewer.
+    for (const [dimension, spread] of [
+      [384, 1e-3],
+      [64, 3e-3],
+      [16, 1e-2],
+    ] as const) {
+      const gaussian = gaussianOf(rng(dimension));
+      const base = Float32Array.from({ length: dimension }, gaussian);
+      const near = () => base.map((x) => x + spread * gaussian());
+      const vectors = new Map<string, Float32Array>();
+      const index = new QuantizedIndex(dimension);
+      for (let i = 0; i < 2000; i++) {
+        const vector = near();
+        vectors.set(`n${i}`, vector);
+        index.set(`n${i}`, vector);
+      }
+      for (let n = 0; n < 15; n++) {
+        const query = near();
+        for (const k of [1, 10, 50]) expect(rerank(index, vectors, query, k)).toEqual(bruteForce(vectors, query, k));
+      }
+    }
+  });
+
   it('stays exact through replacements and deletions (slots move)', () => {
     const dimension = 48;
     const random = rng(5);
