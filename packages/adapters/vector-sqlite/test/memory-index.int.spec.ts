@@ -69,8 +69,8 @@ describe('sqlite-vec store: in-memory quantised index', () => {
     const [{ team_id: teamId }] = (await em.getConnection().execute('SELECT team_id FROM team_members WHERE user_id = ?', [user.id], 'all')) as Array<{ team_id: string }>;
     collectionId = '00000000-0000-7000-8000-000000000001';
     otherCollectionId = '00000000-0000-7000-8000-000000000002';
-    em.create(VdbCollection, { id: collectionId, team: teamId, name: 'Index', embedder: 'test', dimension });
-    em.create(VdbCollection, { id: otherCollectionId, team: teamId, name: 'Other', embedder: 'test', dimension });
+    em.create(VdbCollection, { id: collectionId, team: teamId, name: 'Index', embedder: 'test', dimension, createdAt: new Date(), updatedAt: new Date() });
+    em.create(VdbCollection, { id: otherCollectionId, team: teamId, name: 'Other', embedder: 'test', dimension, createdAt: new Date(), updatedAt: new Date() });
     await em.flush();
     // Random directions, exact duplicates, scaled copies (equal distances: ties by id) and zero vectors.
     const rows = Array.from({ length: 400 }, () => ({ id: newId(), vector: vector() }));
