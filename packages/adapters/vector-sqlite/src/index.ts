@@ -297,16 +297,21 @@ export class SqliteVecVectorStore implements VectorStore {
       if (!loaded) return null;
       const top = new TopK(request.limit);
       const candidates = loaded.index.candidates(request.vector, request.limit);
-      for (let start = 0; start < candidates.length; start += CHUNK) {
+      // Each statement also reads the log's position in its own snapshot: the rows it read are
+      // the ones the index reflects if the log did not move.
+      let moved = candidates.length === 0 && (await this.logPosition(em)).hi !== position;
+      for (let start = 0; start < candidates.length && !moved; start += CHUNK) {
         const ids = candidates.slice(start, start + CHUNK);
-        const rows = (await this.exec(em, `SELECT ${t.id} AS id, ${t.embedding} AS embedding FROM ${t.table} WHERE ${t.id} IN (${ids.map(() => '?').join(', ')}) AND ${t.collection} = ? AND ${t.dimension} = ?`, [
-          ...ids,
-          request.collectionId,
-          request.vector.length,
-        ])) as Array<{ id: string; embedding: Uint8Array }>;
+        const rows = (await this.exec(
+          em,
+          `SELECT ${t.id} AS id, ${t.embedding} AS embedding, (SELECT max(seq) FROM ${CHANGES}) AS hi FROM ${t.table} WHERE ${t.id} IN (${ids.map(() => '?').join(', ')}) AND ${t.collection} = ? AND ${t.dimension} = ?`,
+          [...ids, request.collectionId, request.vector.length],
+        )) as Array<{ id: string; embedding: Uint8Array; hi: number | null }>;
+        // A candidate whose row is gone (or moved) was changed after `position`.
+        if (rows.length !== ids.length || rows.some((row) => Number(row.hi ?? 0) !== position)) moved = true;
         for (const row of rows) top.offer(row.id, cosineDistance(request.vector, bytesToVector(row.embedding)));
       }
-      if ((await this.logPosition(em)).hi === position) return top.items;
+      if (!moved) return top.items;
     }
     return null;
   }
