@@ -73,7 +73,12 @@ interface KnexClient {
  *   `tool_vdb_terms` first narrows the rows to a superset of the matches (`record_id IN (...)`);
  *   the full filter still decides, so results stay exact. The index is kept by triggers on the
  *   records table (every write path, bulk loads included) and filled at start when created.
- * - Unfiltered searches: sqlite-vec's `vec0` virtual table (one per dimension,
+ * - Unfiltered searches: the collection's in-memory int8 index (`QuantizedIndex`: a WebAssembly
+ *   SIMD first pass with a proven error bound names a superset of the exact top k, re-ranked by
+ *   exact cosine distance from the records table), kept in step with every committed write by the
+ *   change log `tool_vdb_changes` that triggers on the records table fill (any writer, any
+ *   process). Inside a transaction, or for a collection over `memoryIndexBytes`: sqlite-vec's
+ *   `vec0` virtual table (one per dimension,
  *   `tool_vdb_unit_<dim>`, partitioned by collection), a brute-force scan over contiguous vector
  *   chunks, also exact. It holds the records' vectors scaled to unit length and ranks by L2
  *   distance, which orders unit vectors exactly as cosine distance does (cosine distance =
