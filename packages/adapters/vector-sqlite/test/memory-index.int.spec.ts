@@ -145,6 +145,32 @@ describe('sqlite-vec store: in-memory quantised index', () => {
     await agrees([q]);
   });
 
+  it('computes the search again when a write commits between its first pass and its re-ranking', async () => {
+    const q = vector();
+    await agrees([q]);
+    const late = newId();
+    // An entity manager whose re-ranking statement lets another connection commit first.
+    const em = kernel.fork();
+    const connection = em.getConnection();
+    const execute = connection.execute.bind(connection);
+    let interposed = 0;
+    connection.execute = (async (sql: string, ...rest: unknown[]) => {
+      if (interposed === 0 && /AS hi FROM tool_vdb_records/.test(sql)) {
+        interposed++;
+        await insert(other.fork(), [{ id: late, vector: q }]);
+      }
+      return (execute as (...args: unknown[]) => Promise<unknown>)(sql, ...rest);
+    }) as typeof connection.execute;
+    try {
+      const hits = await search(store, q, 10, em);
+      expect(interposed).toBe(1);
+      expect(hits[0]!.id).toBe(late);
+      expect(hits).toEqual(await search(exact, q, 10));
+    } finally {
+      connection.execute = execute;
+    }
+  });
+
   it('inside a transaction, sees that transaction’s own writes, and forgets them when it rolls back', async () => {
     const q = vector();
     await agrees([q]);
