@@ -1,6 +1,24 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import { compileVdbFilter, dialectOf, inTransaction, vdbRecordTable as t, vectorToBytes, type VdbFilter, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from '@trellis/core';
+import {
+  bytesToVector,
+  compileVdbFilter,
+  cosineDistance,
+  dialectOf,
+  inTransaction,
+  TopK,
+  vdbRecordTable as t,
+  vectorToBytes,
+  type VdbFilter,
+  type VectorEntry,
+  type VectorHit,
+  type VectorSearchRequest,
+  type VectorStore,
+} from '@trellis/core';
 import { getLoadablePath } from 'sqlite-vec';
+import { QuantizedIndex } from './quantized-index.js';
+
+export { QuantizedIndex } from './quantized-index.js';
+export { wasmSimdAvailable } from './dot-kernel.js';
 
 export interface SqliteVecVectorStoreOptions {
   /** Path of the sqlite-vec loadable extension (default: the one shipped by the `sqlite-vec` package for this platform). */
@@ -10,16 +28,34 @@ export interface SqliteVecVectorStoreOptions {
    * filtered search scans the collection's rows (the benchmark's "before").
    */
   termIndex?: boolean;
+  /**
+   * Whether unfiltered searches use the in-memory quantised index (default true): an int8 copy
+   * of each searched collection's vectors, a first pass naming a superset of the exact top k,
+   * then exact cosine re-ranking of those from the records table. Off, they use the `vec0` mirror.
+   */
+  memoryIndex?: boolean;
+  /** Most bytes the in-memory indexes of all collections may hold (default 256 MiB); least recently searched ones are dropped first, and a collection that alone needs more searches its `vec0` mirror. */
+  memoryIndexBytes?: number;
+  /** Whether the first pass may use WebAssembly SIMD (default true; false: the same integer sums in JavaScript). */
+  simd?: boolean;
 }
 
 /**
- * The raw connection behind MikroORM's SQLite driver (knex): sqlite3's `Database` (the default
- * driver; asynchronous, with a callback) or better-sqlite3's (`loadExtension(path)` is
- * synchronous and throws). better-sqlite3's has `pragma`, sqlite3's has not.
+ * The raw connection behind MikroORM's SQLite driver (knex): `sqlite3` (asynchronous
+ * `loadExtension(path, callback)`) or `better-sqlite3` (synchronous `loadExtension(path)`, and a
+ * `pragma` method).
  */
 interface Sqlite3Connection {
-  loadExtension(path: string, callback?: (error: Error | null) => void): void;
+  loadExtension(path: string, callback?: (error: Error | null) => void): unknown;
   pragma?: unknown;
+}
+
+/** One collection's in-memory index. */
+interface LoadedIndex {
+  index: QuantizedIndex;
+  collectionId: string;
+  dimension: number;
+  used: number;
 }
 
 interface KnexClient {
@@ -38,7 +74,12 @@ interface KnexClient {
  *   `tool_vdb_terms` first narrows the rows to a superset of the matches (`record_id IN (...)`);
  *   the full filter still decides, so results stay exact. The index is kept by triggers on the
  *   records table (every write path, bulk loads included) and filled at start when created.
- * - Unfiltered searches: sqlite-vec's `vec0` virtual table (one per dimension,
+ * - Unfiltered searches: the collection's in-memory int8 index (`QuantizedIndex`: a WebAssembly
+ *   SIMD first pass with a proven error bound names a superset of the exact top k, re-ranked by
+ *   exact cosine distance from the records table), kept in step with every committed write by the
+ *   change log `tool_vdb_changes` that triggers on the records table fill (any writer, any
+ *   process). Inside a transaction, or for a collection over `memoryIndexBytes`: sqlite-vec's
+ *   `vec0` virtual table (one per dimension,
  *   `tool_vdb_unit_<dim>`, partitioned by collection), a brute-force scan over contiguous vector
  *   chunks, also exact. It holds the records' vectors scaled to unit length and ranks by L2
  *   distance, which orders unit vectors exactly as cosine distance does (cosine distance =
@@ -56,10 +97,24 @@ export class SqliteVecVectorStore implements VectorStore {
   private orm?: MikroORM;
   private readonly tables = new Set<string>();
   private loading?: Promise<void>;
+  private readonly memoryIndex: boolean;
+  private readonly memoryIndexBytes: number;
+  private readonly simd: boolean;
+  private readonly indexes = new Map<string, LoadedIndex>();
+  /** The change-log position the in-memory indexes reflect (-1: not read yet). */
+  private applied = -1;
+  /** Collections too large for the budget, by key, with the change-log position of that decision. */
+  private readonly declined = new Map<string, number>();
+  private clock = 0;
+  /** Catch-ups and index builds run one at a time (they read the log position and write the indexes). */
+  private gate: Promise<unknown> = Promise.resolve();
 
   constructor(options: SqliteVecVectorStoreOptions = {}) {
     this.extensionPath = options.extensionPath ?? getLoadablePath();
     this.termIndex = options.termIndex ?? true;
+    this.memoryIndex = options.memoryIndex ?? true;
+    this.memoryIndexBytes = options.memoryIndexBytes ?? 256 * 1024 * 1024;
+    this.simd = options.simd ?? true;
   }
 
   async start(orm: MikroORM): Promise<void> {
@@ -95,6 +150,33 @@ export class SqliteVecVectorStore implements VectorStore {
     }
     await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
     await this.ensureTermIndex(em);
+    await this.ensureChangeLog(em);
+  }
+
+  /**
+   * Creates the change log of the in-memory indexes and its triggers when missing:
+   * `tool_vdb_changes (seq, record_id)`, one row per insert, delete, or update of a record's
+   * embedding, collection, dimension or id, whoever writes it (this process, another process on
+   * the same file, a bulk load). Rows are added in the writing transaction, so they exist exactly
+   * when the write committed; the triggers keep the last ${KEEP_CHANGES.toLocaleString('en')} rows.
+   */
+  async ensureChangeLog(em: EntityManager): Promise<void> {
+    const [exists] = (await this.exec(em, `SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = '${CHANGES}'`, [])) as unknown[];
+    const triggers = (await this.exec(em, `SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = '${t.table}' AND name GLOB '${CHANGES}_*'`, [])) as Array<{ name: string }>;
+    if (exists && triggers.length === 3) return;
+    const log = (id: string) => `INSERT INTO ${CHANGES} (record_id) VALUES (${id})`;
+    const prune = `DELETE FROM ${CHANGES} WHERE seq <= (SELECT max(seq) FROM ${CHANGES}) - ${KEEP_CHANGES}`;
+    // Each statement is idempotent (a start interrupted half-way completes at the next), so no transaction.
+    await this.exec(em, `CREATE TABLE IF NOT EXISTS ${CHANGES} (seq integer PRIMARY KEY AUTOINCREMENT, record_id text NOT NULL)`, []);
+    await this.exec(em, `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_insert AFTER INSERT ON ${t.table} BEGIN ${log(`NEW.${t.id}`)}; ${prune}; END`, []);
+    await this.exec(
+      em,
+      `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_update AFTER UPDATE OF ${t.embedding}, ${t.collection}, ${t.dimension}, ${t.id} ON ${t.table} BEGIN ${log(`OLD.${t.id}`)}; INSERT INTO ${CHANGES} (record_id) SELECT NEW.${t.id} WHERE NEW.${t.id} <> OLD.${t.id}; ${prune}; END`,
+      [],
+    );
+    await this.exec(em, `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_delete AFTER DELETE ON ${t.table} BEGIN ${log(`OLD.${t.id}`)}; ${prune}; END`, []);
+    // Writes may have gone unlogged while a trigger was missing: start the indexes afresh.
+    this.dropIndexes();
   }
 
   /**
@@ -171,6 +253,12 @@ export class SqliteVecVectorStore implements VectorStore {
   async search(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[]> {
     try {
       const unit = request.filter ? null : toUnit(request.vector);
+      // The in-memory index reflects committed rows: inside a transaction (which may have written
+      // some) the search reads the tables instead.
+      if (unit && this.memoryIndex && !em.getTransactionContext()) {
+        const hits = await this.searchMemory(em, request);
+        if (hits) return hits;
+      }
       if (unit) {
         const table = mirrorTable(request.vector.length);
         if ((await this.mirrorTables(em)).includes(table)) {
@@ -197,6 +285,148 @@ export class SqliteVecVectorStore implements VectorStore {
       await this.load();
       return this.query(em, request);
     }
+  }
+
+  /**
+   * Unfiltered search through the collection's in-memory index: its candidates (a superset of the
+   * exact top k, see `QuantizedIndex`) re-ranked by their exact cosine distance from the records
+   * table, ties by id. The answer stands if the change log did not move while it was computed;
+   * otherwise (a write committed meanwhile) it is computed again, and after three tries the caller
+   * falls back to the tables. Null: no index for this collection (over the memory budget).
+   */
+  private async searchMemory(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[] | null> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const ready = await this.exclusive(async () => {
+        const position = await this.catchUp(em);
+        return { position, loaded: await this.indexOf(em, request.collectionId, request.vector.length, position) };
+      });
+      const { position, loaded } = ready;
+      if (!loaded) return null;
+      const top = new TopK(request.limit);
+      const candidates = loaded.index.candidates(request.vector, request.limit);
+      // Each statement also reads the log's position in its own snapshot: the rows it read are
+      // the ones the index reflects if the log did not move.
+      let moved = candidates.length === 0 && (await this.logPosition(em)).hi !== position;
+      for (let start = 0; start < candidates.length && !moved; start += CHUNK) {
+        const ids = candidates.slice(start, start + CHUNK);
+        const rows = (await this.exec(
+          em,
+          `SELECT ${t.id} AS id, ${t.embedding} AS embedding, (SELECT max(seq) FROM ${CHANGES}) AS hi FROM ${t.table} WHERE ${t.id} IN (${ids.map(() => '?').join(', ')}) AND ${t.collection} = ? AND ${t.dimension} = ?`,
+          [...ids, request.collectionId, request.vector.length],
+        )) as Array<{ id: string; embedding: Uint8Array; hi: number | null }>;
+        // A candidate whose row is gone (or moved) was changed after `position`.
+        if (rows.length !== ids.length || rows.some((row) => Number(row.hi ?? 0) !== position)) moved = true;
+        for (const row of rows) top.offer(row.id, cosineDistance(request.vector, bytesToVector(row.embedding)));
+      }
+      if (!moved) return top.items;
+    }
+    return null;
+  }
+
+  private async logPosition(em: EntityManager): Promise<{ lo: number | null; hi: number }> {
+    const [row] = (await this.exec(em, `SELECT min(seq) AS lo, max(seq) AS hi FROM ${CHANGES}`, [])) as Array<{ lo: number | null; hi: number | null }>;
+    return { lo: row?.lo == null ? null : Number(row.lo), hi: row?.hi == null ? 0 : Number(row.hi) };
+  }
+
+  /**
+   * Applies the change log since the indexes' position to them (re-reading each changed record's
+   * current row: idempotent, so a row read newer than the position is simply read again later),
+   * and answers the new position. Drops them all when the log was cut short or rewound.
+   */
+  private exclusive<T>(run: () => Promise<T>): Promise<T> {
+    const next = this.gate.then(run);
+    this.gate = next.catch(() => undefined);
+    return next;
+  }
+
+  private async catchUp(em: EntityManager): Promise<number> {
+    {
+      // A store searching a database it did not start on (bench, tools) creates the log first.
+      if (this.applied < 0) await this.ensureChangeLog(em);
+      const { lo, hi } = await this.logPosition(em);
+      if (hi === this.applied) return hi;
+      if (this.applied < 0 || this.indexes.size === 0 || hi < this.applied || lo === null || lo > this.applied + 1) {
+        this.dropIndexes();
+        this.applied = hi;
+        return hi;
+      }
+      const changed = (await this.exec(em, `SELECT DISTINCT record_id AS id FROM ${CHANGES} WHERE seq > ? AND seq <= ?`, [this.applied, hi])) as Array<{ id: string }>;
+      for (let start = 0; start < changed.length; start += CHUNK) {
+        const ids = changed.slice(start, start + CHUNK).map((row) => row.id);
+        const rows = (await this.exec(
+          em,
+          `SELECT ${t.id} AS id, ${t.collection} AS collection, ${t.dimension} AS dimension, ${t.embedding} AS embedding FROM ${t.table} WHERE ${t.id} IN (${ids.map(() => '?').join(', ')})`,
+          ids,
+        )) as Array<{ id: string; collection: string; dimension: number; embedding: Uint8Array | null }>;
+        const byId = new Map(rows.map((row) => [row.id, row]));
+        for (const id of ids) {
+          const row = byId.get(id);
+          const vector = row?.embedding ? bytesToVector(row.embedding) : null;
+          for (const loaded of this.indexes.values()) {
+            if (row && vector && row.collection === loaded.collectionId && Number(row.dimension) === loaded.dimension && vector.length === loaded.dimension) loaded.index.set(id, vector);
+            else loaded.index.delete(id);
+          }
+        }
+      }
+      this.applied = hi;
+      return hi;
+    }
+  }
+
+  /** The collection's index, built from its rows when missing; null when it would exceed the budget. */
+  private async indexOf(em: EntityManager, collectionId: string, dimension: number, position: number): Promise<LoadedIndex | null> {
+    const key = `${collectionId}/${dimension}`;
+    const existing = this.indexes.get(key);
+    if (existing) {
+      existing.used = ++this.clock;
+      return existing;
+    }
+    if (this.declined.get(key) === position) return null;
+    const [counted] = (await this.exec(em, `SELECT count(*) AS n FROM ${t.table} WHERE ${t.collection} = ? AND ${t.dimension} = ?`, [collectionId, dimension])) as Array<{ n: number }>;
+    const need = QuantizedIndex.estimateBytes(dimension, Number(counted?.n ?? 0));
+    if (need > this.memoryIndexBytes) {
+      this.declined.set(key, position);
+      return null;
+    }
+    this.declined.delete(key);
+    // Least recently searched first, until the new one fits.
+    const byAge = [...this.indexes.entries()].sort((a, b) => a[1].used - b[1].used);
+    let held = byAge.reduce((sum, [, loaded]) => sum + loaded.index.bytes, 0);
+    for (const [other, loaded] of byAge) {
+      if (held + need <= this.memoryIndexBytes) break;
+      this.indexes.delete(other);
+      held -= loaded.index.bytes;
+    }
+    const index = new QuantizedIndex(dimension, { simd: this.simd, capacity: Number(counted?.n ?? 0) });
+    let after = '';
+    for (;;) {
+      const rows = (await this.exec(
+        em,
+        `SELECT ${t.id} AS id, ${t.embedding} AS embedding FROM ${t.table} WHERE ${t.collection} = ? AND ${t.dimension} = ? AND ${t.id} > ? ORDER BY ${t.id} LIMIT ${PAGE}`,
+        [collectionId, dimension, after],
+      )) as Array<{ id: string; embedding: Uint8Array | null }>;
+      for (const row of rows) {
+        const vector = row.embedding ? bytesToVector(row.embedding) : null;
+        if (vector && vector.length === dimension) index.set(row.id, vector);
+      }
+      if (rows.length < PAGE) break;
+      after = rows[rows.length - 1]!.id;
+    }
+    // The rows read are at least as new as `position` (no catch-up ran meanwhile: `exclusive`);
+    // whatever committed after it is in the log and applied again by the next catch-up.
+    const loaded = { index, collectionId, dimension, used: ++this.clock };
+    this.indexes.set(key, loaded);
+    return loaded;
+  }
+
+  private dropIndexes(): void {
+    this.indexes.clear();
+    this.declined.clear();
+  }
+
+  async close(): Promise<void> {
+    this.dropIndexes();
+    this.applied = -1;
   }
 
   private async query(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[]> {
@@ -245,6 +475,13 @@ export class SqliteVecVectorStore implements VectorStore {
 
 /** The term index of filtered searches. */
 const TERMS = 'tool_vdb_terms';
+
+/** The change log the in-memory indexes follow, and how many of its rows the triggers keep. */
+const CHANGES = 'tool_vdb_changes';
+const KEEP_CHANGES = 10000;
+/** Ids per `IN (...)` statement, and rows per page when an index is built. */
+const CHUNK = 500;
+const PAGE = 5000;
 
 /**
  * The term rows (collection_id, term, record_id) of a records row: `NEW` in a trigger, or every
