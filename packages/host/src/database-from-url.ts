@@ -30,6 +30,9 @@ export function databaseFromUrl(url: string): DatabaseAdapter {
     async afterConnect(orm) {
       await loadedAdapter().afterConnect?.(orm);
     },
+    statements(orm) {
+      return loadedAdapter().statements(orm);
+    },
   };
 }
 
