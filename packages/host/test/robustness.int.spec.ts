@@ -4,7 +4,11 @@ import { coreModules, defineModule, defineRoute, UserService } from '@trellis/co
 import { startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
 import fc from 'fast-check';
 import { pino } from 'pino';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+
+// Each walk sends hundreds of hostile requests to every route (about 20 s per database on a quiet
+// machine); on a loaded one that came close to vitest's 30 s default.
+vi.setConfig({ testTimeout: 120_000 });
 
 // Bad input never gets a 5xx: every route of the API, called by a user who holds every
 // permission, with malformed ids, wrong types, unknown fields and random JSON, answers 2xx, 3xx or

@@ -420,28 +420,7 @@ export class RunService {
 
   /** Settles a completed run's real usage (at most what was reserved); releases the credits of a run that did not complete. */
   private async closeCredits(reservationId: string | null, reserved: number, state: RunState): Promise<number | null> {
-    if (!reservationId) return null;
-    try {
-      if (state.status !== 'completed' && state.status !== 'waiting') {
-        await this.credits.release(this.fork(), reservationId, `run ${state.status}`);
-        return 0;
-      }
-      let used = this.config.creditsPerRun;
-      const gateway = this.optional(aiGatewayServiceIdentifier);
-      for (const [modelId, usage] of Object.entries(state.usage.models)) {
-        try {
-          used += gateway ? Math.ceil(await gateway.price(modelId, usage)) : 0;
-        } catch {
-          used = reserved;
-        }
-      }
-      used = Math.min(Math.max(0, used), reserved);
-      await this.credits.settleOnly(this.fork(), reservationId, used, `run ${state.id}`);
-      return used;
-    } catch (error) {
-      this.log.warn({ err: error, runId: state.id }, 'could not close the credit reservation of a run');
-      return null;
-    }
+    return this.applyCreditClose(this.fork(), await this.creditClose(reservationId, reserved, state), state);
   }
 
   /** `POST /documents/:id/run`: execute permission on the document, its project's team pays. */
