@@ -13,6 +13,11 @@ export const runControlTopic = (runId: string) => `runs:control:${runId}`;
 /** Where an executing run's events go. */
 export interface RunEventSink {
   emit(type: string, data: Record<string, unknown>): number;
+  /**
+   * Emits an event that readers see only once the next store of the log (a checkpoint or the
+   * final record) committed: a client that saw it reads the state it announces.
+   */
+  emitStored(type: string, data: Record<string, unknown>): number;
   /** Resolves once every event emitted so far is stored. */
   flush(): Promise<void>;
   close(): Promise<void>;
@@ -224,6 +229,11 @@ export class LocalEventSink implements RunEventSink {
     this.queue.push({ seq, type, data });
     this.wake?.();
     return seq;
+  }
+
+  /** Nothing is stored: the event goes out with the others. */
+  emitStored(type: string, data: Record<string, unknown>): number {
+    return this.emit(type, data);
   }
 
   async flush(): Promise<void> {}

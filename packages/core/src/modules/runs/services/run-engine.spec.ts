@@ -91,3 +91,34 @@ describe('run checkpoints', () => {
     expect(saved).toEqual([2, 3]);
   });
 });
+
+describe('a run that pauses at an ask block', () => {
+  it('announces run_waiting only with the checkpoint that stores the waiting state', async () => {
+    const ask: BlockExecutor = { kind: 'ask', execute: async () => ({ wait: { question: 'Why?' } }) };
+    const input: BlockExecutor = { kind: 'input', execute: async () => ({ output: 'x' }) };
+    const blocks = parseWorkflow(
+      { type: 'doc', content: [node('inputBlock', { id: 'in-a', name: 'a', type: 'string' }), node('askBlock', { id: 'ask-q', name: 'q', question: 'Why?' })] },
+      (issues) => new Error(JSON.stringify(issues)),
+    );
+    const state = initialState({ id: 'r', documentId: null, userId: 'u', blocks, inputs: { a: 'x' }, onError: 'stop', startedAt: Date.now(), timeoutSeconds: 60 });
+    // What readers could see (`emit`: at once) and what waits for the next store (`emitStored`).
+    const published: string[] = [];
+    const stored: string[] = [];
+    const sink = new LocalEventSink();
+    const seen: { status: string; published: string[]; stored: string[] }[] = [];
+    const recording = Object.assign(Object.create(sink) as LocalEventSink, {
+      emit: (type: string, data: Record<string, unknown>) => (published.push(type), sink.emit(type, data)),
+      emitStored: (type: string, data: Record<string, unknown>) => (stored.push(type), sink.emit(type, data)),
+    });
+    const persistence: RunPersistence = {
+      checkpoint: async (s) => void seen.push({ status: s.status, published: [...published], stored: [...stored] }),
+      heartbeat: async () => undefined,
+      finish: async () => undefined,
+    };
+    await new RunEngine(new Map([['input', input], ['ask', ask]] as [BlockKind, BlockExecutor][])).execute(state, recording, persistence);
+    expect(state.status).toBe('waiting');
+    // The checkpoint before the ask block (not replayable), then the one that stores the pause.
+    expect(seen.at(-1)).toEqual({ status: 'waiting', published: ['run_start', 'block_start', 'block_complete', 'block_end', 'block_start'], stored: ['run_waiting'] });
+    expect(seen).toHaveLength(2);
+  });
+});

@@ -188,6 +188,10 @@ export class RunEngine {
         const outcome = await this.runBlock(state, block, sink, controller.signal);
         if (outcome === 'wait') {
           await settleDeferred();
+          // Published once the checkpoint that stores the waiting state committed: a client that
+          // saw run_waiting reads a waiting run (and may resume it at once).
+          const waiting = state.waiting!;
+          sink.emitStored('run_waiting', { runId: state.id, blockId: waiting.blockId, question: waiting.question });
           await persistence.checkpoint(state, sink);
           return;
         }
@@ -295,7 +299,6 @@ export class RunEngine {
         session.status = 'waiting';
         state.status = 'waiting';
         state.waiting = { blockId: block.id, question: outcome.wait.question };
-        sink.emit('run_waiting', { runId: state.id, blockId: block.id, question: outcome.wait.question });
         return 'wait';
       }
       finish();
