@@ -91,21 +91,47 @@ describe('PushHub', () => {
     expect(other.hub.targets).toBe(0);
   });
 
-  it('hands the pushes of one tick to each subscriber in one call, and never twice to one that resumes meanwhile', async () => {
+  it('sends the first push of a tick at once and batches the rest of the tick until the check phase', async () => {
+    const { hub, pubsub } = hubWith();
+    const calls: string[][] = [];
+    await hub.attach('user', 'u', { deliver: (f) => calls.push([...f]) });
+    const envelope = (content: string) => encodeEnvelope({ method: 'system', params: { type: 't', content } });
+    const names = () => calls.map((frames) => contents(frames).map((p) => p.content));
+    await pubsub.publish(pushTopic('user', 'u'), envelope('a'));
+    // A lone push (a streamed delta) must not wait for the check phase: it is delivered as it arrives.
+    expect(names()).toEqual([['a']]);
+    await pubsub.publish(pushTopic('user', 'u'), envelope('b'));
+    await pubsub.publish(pushTopic('user', 'u'), envelope('c'));
+    expect(names()).toEqual([['a']]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(names()).toEqual([['a'], ['b', 'c']]);
+    // The next tick starts afresh.
+    await pubsub.publish(pushTopic('user', 'u'), envelope('d'));
+    expect(names()).toEqual([['a'], ['b', 'c'], ['d']]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(names()).toEqual([['a'], ['b', 'c'], ['d']]);
+    expect(contents(calls.flat()).map((p) => p.seq)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('hands the later pushes of one tick to each subscriber in one call, and never twice to one that resumes meanwhile', async () => {
     const { hub, pubsub } = hubWith();
     const calls: string[][] = [];
     const first = await hub.attach('user', 'u', { deliver: (f) => calls.push([...f]) });
     const envelope = (content: string) => encodeEnvelope({ method: 'system', params: { type: 't', content } });
     await pubsub.publish(pushTopic('user', 'u'), envelope('a'));
     await pubsub.publish(pushTopic('user', 'u'), envelope('b'));
-    // Both are numbered now (a microtask each), their delivery waits for the check phase.
+    await pubsub.publish(pushTopic('user', 'u'), envelope('c'));
+    // All three are numbered now (a microtask each): "a" went out at once, "b" and "c" wait for the check phase.
     const late: string[] = [];
     const second = await hub.attach('user', 'u', { deliver: (f) => late.push(...f) }, { epoch: first.epoch, lastSeq: 0 });
     expect(second.outcome.kind).toBe('resumed');
-    expect(contents((second.outcome as { frames: string[] }).frames).map((p) => p.content)).toEqual(['a', 'b']);
+    expect(contents((second.outcome as { frames: string[] }).frames).map((p) => p.content)).toEqual(['a', 'b', 'c']);
+    // Attaching handed the waiting pushes to the first subscriber; the rest of the tick still batches.
+    await pubsub.publish(pushTopic('user', 'u'), envelope('d'));
+    await pubsub.publish(pushTopic('user', 'u'), envelope('e'));
     await new Promise((resolve) => setImmediate(resolve));
-    expect(calls.map((frames) => contents(frames).map((p) => p.content))).toEqual([['a', 'b']]);
-    expect(late).toEqual([]);
+    expect(calls.map((frames) => contents(frames).map((p) => p.content))).toEqual([['a'], ['b', 'c'], ['d', 'e']]);
+    expect(contents(late).map((p) => p.content)).toEqual(['d', 'e']);
   });
 
   it('ignores messages on its topics that are not push envelopes', async () => {

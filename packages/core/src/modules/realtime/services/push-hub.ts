@@ -10,8 +10,9 @@ import { decodeEnvelope, pushTopic, type ChannelKind } from '../topics.js';
 /** A socket (or anything else) that receives the pushes of one target. */
 export interface PushSubscriber {
   /**
-   * Encoded JSON-RPC notifications, `seq` already in their params, oldest first: every push of
-   * the target that arrived in one tick, so a socket can write them together.
+   * Encoded JSON-RPC notifications, `seq` already in their params, oldest first. The first push
+   * of an event-loop tick comes alone, as soon as it arrives; the pushes that follow it in the
+   * same tick come together at the check phase, so a socket can write them together.
    */
   deliver(frames: readonly string[]): void;
 }
@@ -74,9 +75,13 @@ class TargetStream {
   ready!: Promise<void>;
   unsubscribe?: () => Promise<void>;
   linger?: NodeJS.Timeout;
-  /** Numbered pushes not yet handed to the subscribers (they go out together at the next check phase). */
+  /**
+   * Numbered pushes not yet handed to the subscribers: those that arrived after the first one of
+   * this tick (they go out together at the next check phase). Empty whenever `batching` is false.
+   */
   pending: string[] = [];
-  flushScheduled = false;
+  /** A push was delivered in this tick and the check-phase flush is scheduled. */
+  batching = false;
 
   constructor(
     readonly topic: string,
@@ -183,19 +188,30 @@ export class PushHub {
     const seq = ++stream.seq;
     const frame = JSON.stringify({ jsonrpc: '2.0', method: envelope.method, params: { ...envelope.params, seq } });
     stream.ring.push(frame);
-    stream.pending.push(frame);
-    if (!stream.flushScheduled) {
-      stream.flushScheduled = true;
-      setImmediate(() => this.flush(stream));
+    if (stream.batching) {
+      stream.pending.push(frame);
+      return;
     }
+    // The first push of a tick goes out at once: a streamed delta that arrives alone must not wait
+    // for the check phase (that wait was the relay's latency tail). The pushes that follow it in
+    // the same tick (a burst, a fan-out) are batched until then, one write per socket.
+    stream.batching = true;
+    setImmediate(() => {
+      stream.batching = false;
+      this.flush(stream);
+    });
+    this.hand(stream, [frame]);
   }
 
-  /** Hands the pushes numbered since the last flush to every subscriber, in one call each. */
+  /** Hands the pushes numbered and not yet delivered to every subscriber, in one call each. */
   private flush(stream: TargetStream): void {
-    stream.flushScheduled = false;
     if (stream.dead || stream.pending.length === 0) return;
     const frames = stream.pending;
     stream.pending = [];
+    this.hand(stream, frames);
+  }
+
+  private hand(stream: TargetStream, frames: readonly string[]): void {
     for (const subscriber of stream.subscribers) {
       try {
         subscriber.deliver(frames);
