@@ -70,7 +70,7 @@ export const kernelConfigSchema = s.object({
       .int()
       .range(0, 60_000)
       .default(5_000)
-      .describe('How long a verified credential and its user stay cached in process (0 disables). Changes made through Trellis invalidate at once.'),
+      .describe('How long a verified credential and its user, and the teams `GET /auth/me` lists, stay cached in process (0 disables). Changes made through Trellis invalidate at once in the process that made them; other processes see them when their entry expires.'),
   }),
   log: s.object({
     level: s.string().oneOf(logLevels).default('info').describe('pino log level.'),

@@ -13,7 +13,7 @@ import { AuthRateLimiter } from './services/auth-rate-limiter.js';
 import { JwtService } from './services/jwt.service.js';
 import { UserService } from './services/user.service.js';
 import { TeamService } from './services/team.service.js';
-import { toAccessKeyView, toTeamView, toUserView } from './views.js';
+import { toAccessKeyView, toUserView } from './views.js';
 import type { RequestContext } from '../../kernel/http/route.js';
 
 const tags = ['Identity'];
@@ -79,10 +79,9 @@ const me = defineRoute({
   response: { schema: meSchema },
   async handler(ctx) {
     const principal = ctx.requirePrincipal();
-    const memberships = await ctx.get(TeamService).listForUser(ctx.em, principal.userId);
     return {
       user: principal.user,
-      teams: memberships.map((m) => toTeamView(m.team, m.role)),
+      teams: await ctx.get(TeamService).teamsOf(principal.userId),
       credential: {
         kind: principal.kind,
         ...(principal.scopes ? { scopes: principal.scopes } : {}),

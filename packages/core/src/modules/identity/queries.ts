@@ -1,10 +1,13 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { PrincipalUser } from '../../kernel/auth/principal.js';
 import { sqlBool, sqlDate, sqlStatement, type PreparedStatements } from '../../ports/database.js';
+import type { TeamRole } from './entities/team.entity.js';
+import type { TeamView } from './views.js';
 
 /**
  * The identity module's hot-path statements (prepared once, see PreparedStatements): the user
- * behind a credential, read on every uncached authentication. Everything else goes through the ORM.
+ * behind a credential, read on every uncached authentication, and the teams `GET /auth/me` lists.
+ * Everything else goes through the ORM.
  */
 
 /** The columns of the principal snapshot (`users.*` minus secrets and profile). */
@@ -96,4 +99,29 @@ const touchAccessKey = sqlStatement('identity.touch_access_key', 'update "access
 /** Records the last use of an API key or agent token (the verifier throttles how often). */
 export async function touchAccessKeyUse(sql: PreparedStatements, id: string, at: Date, ip: string): Promise<void> {
   await sql.run(touchAccessKey, [at, ip, id]);
+}
+
+const teamsOfUser = sqlStatement(
+  'identity.teams_of_user',
+  `select "t"."id", "t"."name", "t"."personal", "t"."created_at" as "createdAt", "t"."updated_at" as "updatedAt", "m"."role"
+  from "team_members" "m" join "teams" "t" on "t"."id" = "m"."team_id" where "m"."user_id" = ?`,
+);
+
+/** A user's teams with the user's role in each, as `GET /auth/me` shows them: personal team first, then by creation. */
+export async function findTeamsOfUser(sql: PreparedStatements, userId: string, em?: EntityManager): Promise<TeamView[]> {
+  const rows = await sql.all<Record<string, unknown>>(teamsOfUser, [userId], em);
+  const teams = rows.map((row) => ({
+    view: {
+      id: row['id'] as string,
+      name: row['name'] as string,
+      personal: sqlBool(row['personal']),
+      role: row['role'] as TeamRole,
+      createdAt: sqlDate(row['createdAt'])!.toISOString(),
+      updatedAt: sqlDate(row['updatedAt'])!.toISOString(),
+    },
+    createdAtMs: sqlDate(row['createdAt'])!.getTime(),
+  }));
+  // The order of TeamService.listForUser.
+  teams.sort((a, b) => Number(b.view.personal) - Number(a.view.personal) || a.createdAtMs - b.createdAtMs || a.view.id.localeCompare(b.view.id));
+  return teams.map((team) => team.view);
 }

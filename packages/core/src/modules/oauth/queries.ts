@@ -6,9 +6,9 @@ import type { RevocationReason } from './entities/token-family.entity.js';
 
 /**
  * The OAuth module's hot-path statements (prepared once, see PreparedStatements): the token
- * endpoint's app and refresh-token lookups, the rotation's claim, family check and new pair, the
- * access-token check of every OAuth request, and revocation. Administration, codes and audit go
- * through the ORM.
+ * endpoint's app and refresh-token lookup (one statement for a refresh grant), the rotation's claim
+ * (with the family check folded in) and new pair, the access-token check of every OAuth request,
+ * and revocation. Administration, codes and audit go through the ORM.
  */
 
 const appByClientId = sqlStatement(
@@ -32,11 +32,11 @@ export async function findTokenApp(sql: PreparedStatements, clientId: string): P
 
 const refreshTokenColumns = `"t"."id", "t"."app_id" as "appId", "t"."user_id" as "userId", "u"."status" as "userStatus", "t"."expires_at" as "expiresAt",
   "t"."revoked_at" as "revokedAt", "t"."revoked_reason" as "revokedReason", "f"."id" as "familyId", "f"."scope" as "familyScope",
-  "f"."app_epoch" as "familyAppEpoch", "f"."expires_at" as "familyExpiresAt", "f"."revoked_at" as "familyRevokedAt"
-  from "oauth_tokens" "t" join "oauth_token_families" "f" on "f"."id" = "t"."token_family" join "users" "u" on "u"."id" = "t"."user_id"`;
+  "f"."app_epoch" as "familyAppEpoch", "f"."expires_at" as "familyExpiresAt", "f"."revoked_at" as "familyRevokedAt"`;
+const refreshTokenJoins = `join "oauth_token_families" "f" on "f"."id" = "t"."token_family" join "users" "u" on "u"."id" = "t"."user_id"`;
 
-const refreshTokenByHash = sqlStatement('oauth.refresh_token_by_hash', `select ${refreshTokenColumns} where "t"."token_hash" = ? and "t"."kind" = 'refresh'`);
-const refreshTokenById = sqlStatement('oauth.refresh_token_by_id', `select ${refreshTokenColumns} where "t"."id" = ?`);
+const refreshTokenByHash = sqlStatement('oauth.refresh_token_by_hash', `select ${refreshTokenColumns} from "oauth_tokens" "t" ${refreshTokenJoins} where "t"."token_hash" = ? and "t"."kind" = 'refresh'`);
+const refreshTokenById = sqlStatement('oauth.refresh_token_by_id', `select ${refreshTokenColumns} from "oauth_tokens" "t" ${refreshTokenJoins} where "t"."id" = ?`);
 
 /** A stored refresh token with what the refresh checks read of its family, app and user. */
 export interface RefreshTokenRecord {
@@ -67,6 +67,36 @@ function refreshTokenFromRow(row: Record<string, unknown>): RefreshTokenRecord {
   };
 }
 
+/**
+ * The refresh grant's one read: the app behind the client_id and, when there is one, the refresh
+ * token with this digest, its family and its user. No row: no active app; a row whose token
+ * columns are null: no such refresh token.
+ */
+const refreshGrantLookup = sqlStatement(
+  'oauth.refresh_grant_lookup',
+  `select "a"."id" as "appRowId", "a"."client_id" as "appClientId", "a"."token_epoch" as "appTokenEpoch", "a"."disabled_at" as "appDisabledAt", ${refreshTokenColumns}
+  from "oauth_apps" "a" left join "oauth_tokens" "t" on "t"."token_hash" = ? and "t"."kind" = 'refresh'
+    left join "oauth_token_families" "f" on "f"."id" = "t"."token_family" left join "users" "u" on "u"."id" = "t"."user_id"
+  where "a"."client_id" = ? and "a"."deleted_at" is null`,
+);
+
+/** What the refresh grant's one read found: the active app (or null) and the refresh token (or null). */
+export interface RefreshGrantLookup {
+  app: TokenApp | null;
+  refreshToken: RefreshTokenRecord | null;
+}
+
+/** The active app behind `clientId` and the refresh token with digest `tokenHash`, in one statement. */
+export async function findRefreshGrant(sql: PreparedStatements, clientId: string, tokenHash: string): Promise<RefreshGrantLookup> {
+  const row = await sql.first<Record<string, unknown>>(refreshGrantLookup, [tokenHash, clientId]);
+  if (!row || sqlDate(row['appDisabledAt'])) return { app: null, refreshToken: null };
+  return {
+    app: { id: row['appRowId'] as string, clientId: row['appClientId'] as string, tokenEpoch: Number(row['appTokenEpoch']) },
+    // A token whose family or user is gone (cascade deletes) is no token, as with the inner joins.
+    refreshToken: row['id'] === null || row['id'] === undefined || row['familyId'] === null || row['userStatus'] === null ? null : refreshTokenFromRow(row),
+  };
+}
+
 /** The refresh token with this SHA-256 digest, or null. */
 export async function findRefreshToken(sql: PreparedStatements, tokenHash: string): Promise<RefreshTokenRecord | null> {
   const row = await sql.first<Record<string, unknown>>(refreshTokenByHash, [tokenHash]);
@@ -81,17 +111,30 @@ export async function findRefreshTokenById(sql: PreparedStatements, id: string):
 
 const claimRefreshToken = sqlStatement(
   'oauth.claim_refresh_token',
-  'update "oauth_tokens" set "revoked_at" = ?, "revoked_reason" = \'rotated\', "last_used_at" = ?, "last_used_ip" = ?, "last_used_user_agent" = ? where "id" = ? and "revoked_at" is null',
+  `update "oauth_tokens" set "revoked_at" = ?, "revoked_reason" = 'rotated', "last_used_at" = ?, "last_used_ip" = ?, "last_used_user_agent" = ?
+  where "id" = ? and "revoked_at" is null
+    and exists (select 1 from "oauth_token_families" "f" where "f"."id" = ? and "f"."revoked_at" is null and "f"."app_epoch" = ?)`,
 );
 
-/** Marks a refresh token rotated if nobody did yet; true when this call did. */
-export async function claimRefreshTokenOnce(sql: PreparedStatements, em: EntityManager, id: string, now: Date, ip: string, userAgent: string): Promise<boolean> {
-  return (await sql.run(claimRefreshToken, [now, now, ip, userAgent, id], em)) === 1;
+/**
+ * Marks a refresh token rotated if nobody did yet and its family is still live (neither revoked
+ * nor from before the app's epoch `appEpoch`), in one statement; true when this call did. False
+ * leaves both unchanged: a concurrent rotation won, or the family ended since it was read.
+ */
+export async function claimRefreshTokenOnce(
+  sql: PreparedStatements,
+  em: EntityManager,
+  token: { id: string; familyId: string; appEpoch: number },
+  now: Date,
+  ip: string,
+  userAgent: string,
+): Promise<boolean> {
+  return (await sql.run(claimRefreshToken, [now, now, ip, userAgent, token.id, token.familyId, token.appEpoch], em)) === 1;
 }
 
 const liveFamily = sqlStatement('oauth.live_family', 'select 1 as "live" from "oauth_token_families" where "id" = ? and "revoked_at" is null and "app_epoch" = ?');
 
-/** Whether the family is neither revoked nor from before the app's current epoch. */
+/** Whether the family is neither revoked nor from before the app's current epoch (a grace replay's check: it claims nothing). */
 export async function familyIsLive(sql: PreparedStatements, em: EntityManager, familyId: string, appEpoch: number): Promise<boolean> {
   return (await sql.first(liveFamily, [familyId, appEpoch], em)) !== undefined;
 }

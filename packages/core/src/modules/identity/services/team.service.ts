@@ -2,8 +2,13 @@ import { type EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { TrellisError } from '../../../kernel/errors.js';
 import type { Hooks } from '../../../kernel/hooks.js';
-import { hooksServiceIdentifier } from '../../../kernel/tokens.js';
+import type { TrellisConfig } from '../../../kernel/config/config.js';
+import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
+import { configServiceIdentifier, hooksServiceIdentifier } from '../../../kernel/tokens.js';
+import type { PreparedStatements } from '../../../ports/database.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { findTeamsOfUser } from '../queries.js';
+import type { TeamView } from '../views.js';
 import { Team, TeamMember, type TeamRole } from '../entities/team.entity.js';
 import { User } from '../entities/user.entity.js';
 import { normaliseEmail } from './user.service.js';
@@ -11,12 +16,60 @@ import { inTransaction } from '../../../kernel/transaction.js';
 
 const managers: readonly TeamRole[] = ['owner', 'admin'];
 
+/** Users whose teams the cache of `teamsOf` holds at most. */
+const MAX_CACHED_USERS = 10_000;
+
 @injectable()
 export class TeamService {
+  /** `teamsOf`'s answers per user, kept `auth.principalCacheTtlMs` (as the principal is). */
+  private readonly teamsCache = new Map<string, { teams: readonly TeamView[]; expiresAtMs: number }>();
+  /** Moves on at every drop from the cache: a read that started before a drop is not kept. */
+  private teamsGeneration = 0;
+  private readonly teamsTtlMs: number;
+
   constructor(
     @inject(idsServiceIdentifier) private readonly ids: Ids,
     @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
-  ) {}
+    @inject(configServiceIdentifier) config: TrellisConfig,
+    @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
+  ) {
+    this.teamsTtlMs = config.auth.principalCacheTtlMs;
+  }
+
+  /**
+   * The user's teams with the user's role in each, as views, in the order of `listForUser`: what
+   * `GET /auth/me` lists. One prepared statement, cached in process for `auth.principalCacheTtlMs`
+   * (0: not cached). Membership changes made through this service drop the entries concerned at
+   * once in this process; other processes see them when their entry expires (at most the TTL).
+   */
+  async teamsOf(userId: string): Promise<readonly TeamView[]> {
+    if (this.teamsTtlMs <= 0) return findTeamsOfUser(this.sql, userId);
+    const cached = this.teamsCache.get(userId);
+    const now = Date.now();
+    if (cached && cached.expiresAtMs > now) return cached.teams;
+    const generation = this.teamsGeneration;
+    const teams = await findTeamsOfUser(this.sql, userId);
+    if (generation === this.teamsGeneration) {
+      this.teamsCache.delete(userId);
+      if (this.teamsCache.size >= MAX_CACHED_USERS) this.teamsCache.delete(this.teamsCache.keys().next().value!);
+      this.teamsCache.set(userId, { teams, expiresAtMs: now + this.teamsTtlMs });
+    }
+    return teams;
+  }
+
+  /** Drops the cached teams of these users (a membership of theirs changed). */
+  private forgetTeamsOf(...userIds: string[]): void {
+    this.teamsGeneration++;
+    for (const userId of userIds) this.teamsCache.delete(userId);
+  }
+
+  /** Drops the cached teams of every user who is (or was, before a change) in this team. */
+  private forgetTeam(teamId: string): void {
+    this.teamsGeneration++;
+    for (const [userId, entry] of this.teamsCache) {
+      if (entry.teams.some((team) => team.id === teamId)) this.teamsCache.delete(userId);
+    }
+  }
 
   /** The caller's memberships, personal team first, then by creation. */
   async listForUser(em: EntityManager, userId: string): Promise<TeamMember[]> {
@@ -47,17 +100,20 @@ export class TeamService {
   }
 
   async create(em: EntityManager, ownerId: string, name: string): Promise<TeamMember> {
-    return inTransaction(em, async (tx) => {
+    const membership = await inTransaction(em, async (tx) => {
       const team = tx.create(Team, { id: this.ids.next(), name: name.trim(), personal: false } as Team);
       const owner = tx.getReference(User, ownerId);
       return tx.create(TeamMember, { id: this.ids.next(), team, user: owner, role: 'owner' } as TeamMember);
     });
+    this.forgetTeamsOf(ownerId);
+    return membership;
   }
 
   async rename(em: EntityManager, teamId: string, actorId: string, name: string): Promise<TeamMember> {
     const membership = await this.requireManager(em, teamId, actorId);
     membership.team.name = name.trim();
     await em.flush();
+    this.forgetTeam(teamId);
     return membership;
   }
 
@@ -74,6 +130,7 @@ export class TeamService {
       await tx.nativeDelete(TeamMember, { team: teamId });
       await this.hooks.emit('team.deleting', { teamId, em: tx });
     });
+    this.forgetTeam(teamId);
     await this.hooks.emit('access.revoked', { kind: 'team', teamId });
   }
 
@@ -92,6 +149,7 @@ export class TeamService {
     if (await em.count(TeamMember, { team: teamId, user: user.id })) throw new TrellisError('conflict', 'already_member', 'That user is already a member of the team.');
     const member = em.create(TeamMember, { id: this.ids.next(), team: actor.team, user, role } as TeamMember);
     await em.flush();
+    this.forgetTeamsOf(user.id);
     return member;
   }
 
@@ -106,6 +164,7 @@ export class TeamService {
         actor.role = 'admin';
         target.role = 'owner';
         await em.flush();
+        this.forgetTeamsOf(actor.user.id as string, userId);
         await this.hooks.emit('access.revoked', { kind: 'team', teamId, userId: actor.user.id as string });
         return target;
       }
@@ -113,6 +172,7 @@ export class TeamService {
     }
     target.role = role;
     await em.flush();
+    this.forgetTeamsOf(userId);
     await this.hooks.emit('access.revoked', { kind: 'team', teamId, userId });
     return target;
   }
@@ -126,6 +186,7 @@ export class TeamService {
     if (target.role === 'owner') throw new TrellisError('conflict', 'last_owner', 'The owner cannot leave; transfer ownership or delete the team.');
     if (target.role === 'admin' && actor.role !== 'owner' && !leaving) throw new TrellisError('forbidden', 'team_role_required', 'Only the owner can remove an admin.');
     await em.removeAndFlush(target);
+    this.forgetTeamsOf(userId);
     await this.hooks.emit('access.revoked', { kind: 'team', teamId, userId });
   }
 }

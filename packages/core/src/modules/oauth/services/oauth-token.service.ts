@@ -42,6 +42,7 @@ import '../hooks.js';
 import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from '../token-prefixes.js';
 import { OAuthAuditService } from './oauth-audit.service.js';
 import { inTransaction } from '../../../kernel/transaction.js';
+import { GroupCommit } from '../../../kernel/group-commit.js';
 
 /** RFC 6749 §5.1. */
 export interface TokenResponse {
@@ -71,6 +72,8 @@ const grants: Readonly<Record<string, readonly TokenCheck[]>> = {
 @injectable()
 export class OAuthTokenService {
   private readonly log: Logger;
+  /** Rotations share commits on SQLite (see GroupCommit); on PostgreSQL each is its own transaction. */
+  private readonly rotations: GroupCommit;
 
   constructor(
     @inject(oauthConfigServiceIdentifier) private readonly config: OAuthConfig,
@@ -84,6 +87,7 @@ export class OAuthTokenService {
     @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
   ) {
     this.log = log.child({ module: 'oauth' });
+    this.rotations = new GroupCommit(() => this.orm.em.fork(), sql.dialect === 'sqlite');
   }
 
   /** POST /oauth/token: runs the grant's checks in order, then issues a token pair. */
@@ -213,17 +217,26 @@ export class OAuthTokenService {
     const app = request.app!;
     const family = old.tokenFamily;
     const now = this.clock.now();
-    const issued = await inTransaction(em, async (tx) => {
-      if (!request.graceReplay) {
-        const claimed = await claimRefreshTokenOnce(this.sql, tx, old.id, now, meta.ip.slice(0, 64), meta.userAgent.slice(0, 512));
-        if (!claimed) return null;
-      }
-      // A reuse or an app change may have revoked the family since the checks read it.
-      if (!(await familyIsLive(this.sql, tx, family.id, app.tokenEpoch))) throw new InvalidGrant(invalidRefreshDescription);
-      const { response, tokens } = this.issuePair(family.id, app.id, old.user.id, request.scopes!, now, family.expiresAt);
-      await insertTokens(this.sql, tx, tokens);
-      return response;
-    });
+    const ip = meta.ip.slice(0, 64);
+    const userAgent = meta.userAgent.slice(0, 512);
+    // One unit of a group commit: concurrent rotations on SQLite share a transaction, each still
+    // claiming its own token with a conditional update, so a lost claim writes nothing.
+    const issued = await this.rotations.run(
+      async (tx) => {
+        if (request.graceReplay) {
+          // A benign double refresh claims nothing; the family must still be live.
+          if (!(await familyIsLive(this.sql, tx, family.id, app.tokenEpoch))) throw new InvalidGrant(invalidRefreshDescription);
+        } else if (!(await claimRefreshTokenOnce(this.sql, tx, { id: old.id, familyId: family.id, appEpoch: app.tokenEpoch }, now, ip, userAgent))) {
+          // Rotated by a concurrent request, or its family ended (a reuse, an app change) since the checks read it.
+          return null;
+        }
+        const { response, tokens } = this.issuePair(family.id, app.id, old.user.id, request.scopes!, now, family.expiresAt);
+        await insertTokens(this.sql, tx, tokens);
+        return response;
+      },
+      // Nothing is written before the family check that throws.
+      { atomic: (error) => error instanceof InvalidGrant },
+    );
     if (!issued) {
       // A concurrent request rotated this token first. Within the grace window that is a benign
       // double refresh; otherwise it is reuse.

@@ -22,6 +22,11 @@ export interface TokenRequest {
   code?: OAuthAuthorizationCode;
   /** refresh_token: the stored refresh token, with its family, app and user (set by `findRefreshToken`). */
   refreshToken?: RefreshTokenRecord;
+  /**
+   * refresh_token: what `checkClientId` read of the presented refresh token in its lookup of the
+   * app (null: none with that digest; undefined: not read, `findRefreshToken` looks it up).
+   */
+  prefetchedRefreshToken?: RefreshTokenRecord | null;
   /** refresh_token: the presented token was rotated within the grace window (set by `checkRotation`). */
   graceReplay?: boolean;
   /** The scopes the new tokens carry. */
