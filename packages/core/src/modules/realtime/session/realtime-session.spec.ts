@@ -239,3 +239,54 @@ describe('resultResponse', () => {
     }
   });
 });
+
+describe('RealtimeSession output', () => {
+  function withSocket(sendResult: boolean, buffered: number) {
+    const config = realtimeConfigSchema.parse({}, 'realtime', []) as RealtimeConfig;
+    const trellis = { realtime: config } as unknown as TrellisConfig;
+    const sent: string[] = [];
+    const closes: Array<[number | undefined, string | undefined]> = [];
+    let reads = 0;
+    const socket: SocketLike = {
+      send: (data) => (sent.push(String(data)), sendResult),
+      close: (code, reason) => void closes.push([code, reason]),
+      get bufferedAmount() {
+        reads++;
+        return buffered;
+      },
+      remoteAddress: '127.0.0.1',
+    };
+    const s = new RealtimeSession(
+      socket,
+      {
+        config,
+        methods: new Map(),
+        authenticate: async () => principal,
+        resolveTarget: async () => null,
+        hub: new PushHub(new InProcessPubSub(), trellis, pino({ level: 'silent' })),
+        registry: new ConnectionRegistry(trellis),
+        context: (info) => ({ log: pino({ level: 'silent' }), get: () => undefined as never, em: undefined as never, session: info }),
+        log: pino({ level: 'silent' }),
+        watch: () => () => undefined,
+      },
+      { kind: 'user', targetId: 'u1', principal, token: 'token' },
+    ).start();
+    return { s, sent, closes, reads: () => reads };
+  }
+
+  it('reads the send queue only when a send did not go straight out', () => {
+    const fast = withSocket(true, 0);
+    fast.s.onMessage('{"jsonrpc":"2.0","method":"ping","id":1}', false);
+    expect(fast.sent).toHaveLength(1);
+    expect(fast.reads()).toBe(0);
+  });
+
+  it('closes a slow consumer (4503) when a queued send leaves more than 1 MiB waiting', () => {
+    const slow = withSocket(false, 2 << 20);
+    slow.s.onMessage('{"jsonrpc":"2.0","method":"ping","id":1}', false);
+    expect(slow.closes).toEqual([[realtimeCloseCodes.slowConsumer, 'slow_consumer']]);
+    const queued = withSocket(false, 1024);
+    queued.s.onMessage('{"jsonrpc":"2.0","method":"ping","id":1}', false);
+    expect(queued.closes).toEqual([]);
+  });
+});

@@ -458,8 +458,9 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
 
   private send(text: string): void {
     if (this.closed) return;
-    this.socket.send(text, false);
-    if (this.socket.bufferedAmount > SLOW_CONSUMER_BYTES) this.close(realtimeCloseCodes.slowConsumer, 'slow_consumer');
+    // `send` answers true only when the message went out without queueing: the queue (a native
+    // call on uWS) needs a look only otherwise.
+    if (!this.socket.send(text, false) && this.socket.bufferedAmount > SLOW_CONSUMER_BYTES) this.close(realtimeCloseCodes.slowConsumer, 'slow_consumer');
   }
 
   /** Several messages in one write where the transport can cork. */
