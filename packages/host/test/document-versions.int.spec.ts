@@ -154,6 +154,36 @@ describe.each(testDatabases())('document versions on $name', (db) => {
     expect(text).not.toContain('first edit');
     expect((await current(d.id)).content_hash).toBe(v4);
   });
+  it('keeps the hashes of content stored before the json migration valid (PostgreSQL: jsonb to json), and edits on from them', async () => {
+    const blocks = Array.from({ length: 6 }, (_, i) => paragraph(`j${i}`, `stored as jsonb ${i} `.repeat(12)));
+    const d = await createDocument(t, owner.token, projectId, { content: doc(paragraph('a', 'one'), ...blocks) });
+    const before = await t.kernel.migrate.status();
+    const mine = before.executed.findIndex((name) => name.endsWith('_documents_content_json'));
+    expect(mine).toBeGreaterThanOrEqual(0);
+    await t.kernel.migrate.down({ steps: before.executed.length - mine });
+    const postgres = db.name !== 'sqlite';
+    const columnTypes = async () =>
+      (await sql("select table_name, data_type from information_schema.columns where table_name in ('documents', 'document_versions') and column_name = 'content' order by table_name")).map((row) => row.data_type);
+    if (postgres) expect(await columnTypes()).toEqual(['jsonb', 'jsonb']);
+    // Written as the release before made it: jsonb keeps its own key order and spacing, not the canonical text.
+    const old = doc(paragraph('a', 'two'), ...blocks);
+    await sql('update documents set content = ?, content_hash = ? where id = ?', [JSON.stringify(old), contentHash(old), d.id]);
+    expect(await t.kernel.migrate.up()).toEqual(before.executed.slice(mine));
+    if (postgres) expect(await columnTypes()).toEqual(['json', 'json']);
+
+    const read = await current(d.id);
+    expect(read.content_hash).toBe(contentHash(old));
+    expect(contentHash(read.content)).toBe(read.content_hash);
+    expect(canonicalJson(read.content)).toBe(canonicalJson(old));
+    // The stored hash is still the version clients send back as base_version.
+    const v = await edit(d.id, contentHash(old), [{ op: 'str_replace', blockId: 'a', old_str: 'two', new_str: 'three' }]);
+    const after = await current(d.id);
+    expect(after.content_hash).toBe(v);
+    expect(contentHash(after.content)).toBe(v);
+    const stale = await t.request('POST', `/documents/${d.id}/edit`, { token: owner.token, body: { base_version: contentHash(old), mode: 'commands', commands: [{ op: 'str_replace', blockId: 'a', old_str: 'three', new_str: 'four' }] } });
+    expect(stale.status).toBe(409);
+  });
+
   // Last: it takes the schema back to before deltas and up again.
   it('keeps documents and versions written before deltas readable after the migration, and goes on with deltas', async () => {
     const d = await createDocument(t, owner.token, projectId, { content: doc(paragraph('a', 'one'), ...Array.from({ length: 8 }, (_, i) => paragraph(`k${i}`, `kept ${i} `.repeat(10)))) });

@@ -40,7 +40,8 @@ export const DocumentVersionSchema = new EntitySchema<DocumentVersion>({
     id: { type: 'uuid', primary: true },
     document: { kind: 'm:1', entity: () => Document, deleteRule: 'cascade' },
     contentHash: { type: 'string', length: 8 },
-    content: { type: 'json' },
+    // `json` on PostgreSQL (not `jsonb`): the canonical text is stored as written, with no binary conversion per write.
+    content: { type: 'json', columnType: 'json' },
     baseId: { type: 'uuid', nullable: true },
     delta: { type: 'text', nullable: true },
     chainLength: { type: 'integer', default: 0 },

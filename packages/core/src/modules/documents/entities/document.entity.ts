@@ -35,7 +35,8 @@ export const DocumentSchema = new EntitySchema<Document>({
     project: { kind: 'm:1', entity: () => Project, deleteRule: 'cascade', index: true },
     title: { type: 'string', length: 500, nullable: true },
     docType: { type: 'string', length: 64, default: 'document' },
-    content: { type: 'json' },
+    // `json` on PostgreSQL (not `jsonb`): the canonical text is stored as written, with no binary conversion per write.
+    content: { type: 'json', columnType: 'json' },
     contentHash: { type: 'string', length: 8 },
     headVersionId: { type: 'uuid', nullable: true },
     createdBy: { kind: 'm:1', entity: () => User, nullable: true, deleteRule: 'set null' },

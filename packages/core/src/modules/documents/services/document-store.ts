@@ -5,7 +5,7 @@ import type { EntityManager } from '@mikro-orm/core';
  * own statements (`nativeUpdate`, `flush`, and `Connection.execute(sql, params)` too) format each
  * value into the SQL text, escaping it with regular expressions: for a 1 MB document that is the
  * JSON text copied and scanned several times per write. Here the content goes to the driver as a
- * bound string (a `?::jsonb` parameter on PostgreSQL), once. Statements run on the entity
+ * bound string (a `?::json` parameter on PostgreSQL), once. Statements run on the entity
  * manager's connection, inside its transaction when it has one, and are reported to the ORM logger
  * (query metrics and tracing) without their values.
  */
@@ -39,7 +39,8 @@ async function run(em: EntityManager, sql: string, bindings: readonly unknown[])
 }
 
 const isPostgres = (em: EntityManager) => em.getPlatform().constructor.name.toLowerCase().includes('postgre');
-const jsonParam = (em: EntityManager) => (isPostgres(em) ? '?::jsonb' : '?');
+// The content columns are `json` on PostgreSQL: the text is checked and stored as it is (no jsonb conversion).
+const jsonParam = (em: EntityManager) => (isPostgres(em) ? '?::json' : '?');
 const dateValue = (em: EntityManager, date: Date): unknown => em.getPlatform().processDateProperty(date);
 
 /**

@@ -19,7 +19,7 @@ import {
 import type { ChannelSession, ChannelUpgradeRequest, SocketLike } from '../../../kernel/ws/channel.js';
 import { channelTargetResolverServiceIdentifier, type ChannelTarget, type ChannelTargetResolver } from '../channel-targets.js';
 import { realtimeSection, type RealtimeConfig } from '../realtime.config.js';
-import { RealtimeSession, type AcceptedConnection, type RealtimeSessionEnv } from '../session/realtime-session.js';
+import { RealtimeSession, type AcceptedConnection, type RealtimeSessionEnv, type RealtimeSessionInfo } from '../session/realtime-session.js';
 import { channelKinds, type ChannelKind } from '../topics.js';
 import { ConnectionRegistry } from './connection-registry.js';
 import { PushHub } from './push-hub.js';
@@ -84,7 +84,7 @@ export class RealtimeGateway {
       resolveTarget: (id) => this.resolve(id),
       hub: this.hub,
       registry: this.registry,
-      context: () => this.rpcContext(),
+      context: (session) => this.rpcContext(session),
       watch: (subject, watcher) => this.revocations.watch(subject, watcher),
       log: this.log.child({ module: 'realtime' }),
     });
@@ -124,10 +124,12 @@ export class RealtimeGateway {
     return resolver.resolve(this.orm.em.fork(), id);
   }
 
-  private rpcContext(): RpcContext {
+  /** One method call's context: `em` is forked when the method first reads it, not before. */
+  private rpcContext(session: RealtimeSessionInfo): RpcContext & { session: RealtimeSessionInfo } {
     let em: EntityManager | undefined;
     const orm = this.orm;
     return {
+      session,
       log: this.sessionEnv().log,
       get: (id) => this.kernel.get(id),
       get em() {

@@ -67,7 +67,7 @@ export function parseRequest(value: unknown): RpcRequest | { invalid: RpcRespons
   if (typeof message.method !== 'string' || message.method.length === 0) return fail(id, 'method must be a non-empty string');
   if ('params' in message && (typeof message.params !== 'object' || message.params === null)) return fail(id, 'params must be an object or an array');
   if ('result' in message || 'error' in message) return fail(id, 'a client sends requests, not responses');
-  return { method: message.method, params: message.params, ...(hasId ? { id } : {}), notification: !hasId };
+  return hasId ? { method: message.method, params: message.params, id, notification: false } : { method: message.method, params: message.params, notification: true };
 }
 
 /** Turns anything a method threw into a JSON-RPC error object; unexpected errors reveal nothing. */

@@ -10,7 +10,7 @@ import type { RealtimeConfig } from '../realtime.config.js';
 import type { TrackedConnection } from '../services/connection-registry.js';
 import type { Attachment, PushHub, PushSubscriber, ResumePoint } from '../services/push-hub.js';
 import type { ChannelKind } from '../topics.js';
-import { parseErrorResponse, parseRequest, RpcError, rpcCodes, toRpcError, type RpcRequest, type RpcResponse } from './json-rpc.js';
+import { parseErrorResponse, parseRequest, RpcError, rpcCodes, toRpcError, type RpcId, type RpcRequest, type RpcResponse } from './json-rpc.js';
 
 /** Close codes of the realtime channels (documented in docs/http/websocket.md). */
 export const realtimeCloseCodes = {
@@ -61,8 +61,8 @@ export interface RealtimeSessionEnv {
   resolveTarget(id: string): Promise<ChannelTarget | null>;
   hub: PushHub;
   registry: { add(connection: TrackedConnection): boolean; remove(connection: TrackedConnection): void };
-  /** A fresh context for one method call. */
-  context(): RpcContext;
+  /** A fresh context for one method call of `session` (its `em` is forked on first use only). */
+  context(session: RealtimeSessionInfo): RpcContext & { session: RealtimeSessionInfo };
   /** Registers the socket for access-revoked signals (every process); returns the unregistering function. */
   watch(subject: () => AccessSubject, watcher: (signal: AccessRevokedSignal) => void): () => void;
   log: Logger;
@@ -101,6 +101,8 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
   private authToken: string | null = null;
   private unwatch?: () => void;
   private sessionInfo?: RealtimeSessionInfo;
+  /** The methods of this socket's kind of channel, looked up once (not per message). */
+  private readonly methods: ReadonlyMap<string, RpcMethodDefinition>;
 
   constructor(
     private readonly socket: SocketLike,
@@ -111,6 +113,7 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
     this.targetId = accepted.targetId;
     this.upgradePrincipal = accepted.principal;
     this.upgradeToken = accepted.token;
+    this.methods = env.methods.get(accepted.kind) ?? noMethods;
   }
 
   /** What module methods see as `ctx.session` (built on first use). */
@@ -189,8 +192,10 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
   onMessage(data: string | Uint8Array, _isBinary: boolean): void {
     if (this.closed) return;
     this.lastActivity = Date.now();
-    const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
-    if (size > this.env.config.maxMessageBytes) {
+    const { maxMessageBytes } = this.env.config;
+    // A string of n UTF-16 units has at most 3n UTF-8 bytes: short ones need no count.
+    const size = typeof data === 'string' ? (data.length * 3 <= maxMessageBytes ? 0 : Buffer.byteLength(data)) : data.byteLength;
+    if (size > maxMessageBytes) {
       this.close(realtimeCloseCodes.messageTooBig, 'message_too_big');
       return;
     }
@@ -199,7 +204,15 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
     try {
       message = JSON.parse(text);
     } catch {
-      this.sendJson(parseErrorResponse());
+      this.send(PARSE_ERROR);
+      return;
+    }
+    if (!this.gate && !Array.isArray(message) && !isAuth(message)) {
+      // One request, no auth running: a synchronous method is answered before this returns (in
+      // the transport's message callback, where uWS joins the writes), with no promise at all.
+      const answer = this.call(message, noSteps);
+      if (typeof answer === 'string') this.send(answer);
+      else if (answer !== null) answer.then((text) => text !== null && this.send(text), (error: unknown) => this.handleFailed(error));
       return;
     }
     const run = () => this.handle(message);
@@ -215,7 +228,11 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
         if (this.gate === gate) this.gate = undefined;
       });
     }
-    task.catch((error: unknown) => this.env.log.error({ err: error, channel: this.kind, targetId: this.targetId }, 'realtime: handling a message failed'));
+    task.catch((error: unknown) => this.handleFailed(error));
+  }
+
+  private handleFailed(error: unknown): void {
+    this.env.log.error({ err: error, channel: this.kind, targetId: this.targetId }, 'realtime: handling a message failed');
   }
 
   onClose(_code: number, _reason: string): void {
@@ -255,68 +272,98 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
 
   // --- JSON-RPC ----------------------------------------------------------------------------
 
+  /** A batch, or a message with `auth` in it (what waits for an `auth` runs here too). */
   private async handle(message: unknown): Promise<void> {
     const after: Array<() => void> = [];
     if (Array.isArray(message)) {
       if (message.length === 0) {
-        this.sendJson(invalid('an empty batch is not a request'));
+        this.send(invalid('an empty batch is not a request'));
         return;
       }
       if (message.length > this.env.config.maxBatchSize) {
-        this.sendJson({
-          jsonrpc: '2.0',
-          id: null,
-          error: {
-            code: rpcCodes.invalidRequest,
-            message: `Invalid Request: a batch holds at most ${this.env.config.maxBatchSize} requests`,
-            data: { error: 'batch_too_large', max: this.env.config.maxBatchSize },
-          },
-        });
+        this.send(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            id: null,
+            error: {
+              code: rpcCodes.invalidRequest,
+              message: `Invalid Request: a batch holds at most ${this.env.config.maxBatchSize} requests`,
+              data: { error: 'batch_too_large', max: this.env.config.maxBatchSize },
+            },
+          }),
+        );
         return;
       }
-      const responses: RpcResponse[] = [];
+      // In order, one after the other; each answer is serialized once and the batch joined from them.
+      const responses: string[] = [];
       for (const item of message) {
-        const response = await this.call(item, after);
-        if (response) responses.push(response);
+        const answer = this.call(item, after);
+        const text = typeof answer === 'string' || answer === null ? answer : await answer;
+        if (text !== null) responses.push(text);
       }
-      if (responses.length > 0) this.sendJson(responses);
+      if (responses.length > 0) this.send(`[${responses.join(',')}]`);
     } else {
-      const response = await this.call(message, after);
-      if (response) this.sendJson(response);
+      const answer = this.call(message, after);
+      const text = typeof answer === 'string' || answer === null ? answer : await answer;
+      if (text !== null) this.send(text);
     }
     for (const step of after) step();
   }
 
-  private async call(item: unknown, after: Array<() => void>): Promise<RpcResponse | null> {
+  /**
+   * One request: its serialized response (`null` for a notification), synchronously when the
+   * method answered synchronously, else a promise of it.
+   */
+  private call(item: unknown, after: Array<() => void>): string | null | Promise<string | null> {
     const request = parseRequest(item);
-    if ('invalid' in request) return request.invalid;
+    if ('invalid' in request) return JSON.stringify(request.invalid);
+    let result: unknown;
     try {
-      const result = await this.dispatch(request, after);
-      return request.notification ? null : { jsonrpc: '2.0', id: request.id ?? null, result: result === undefined ? null : result };
+      result = this.dispatch(request, after);
     } catch (thrown) {
-      const { error, unexpected } = toRpcError(thrown);
-      if (unexpected) this.env.log.error({ err: thrown, method: request.method, channel: this.kind, targetId: this.targetId }, 'realtime: method failed');
-      return request.notification ? null : { jsonrpc: '2.0', id: request.id ?? null, error };
+      return this.failure(request, thrown);
+    }
+    if (isThenable(result)) {
+      return Promise.resolve(result).then(
+        (value) => this.success(request, value),
+        (thrown: unknown) => this.failure(request, thrown),
+      );
+    }
+    return this.success(request, result);
+  }
+
+  private success(request: RpcRequest, result: unknown): string | null {
+    if (request.notification) return null;
+    try {
+      return resultResponse(request.id ?? null, result);
+    } catch (thrown) {
+      // A result JSON cannot hold (a cycle, a BigInt): answer an internal error, say why in the log.
+      return this.failure(request, thrown);
     }
   }
 
-  private async dispatch(request: RpcRequest, after: Array<() => void>): Promise<unknown> {
+  private failure(request: RpcRequest, thrown: unknown): string | null {
+    const { error, unexpected } = toRpcError(thrown);
+    if (unexpected) this.env.log.error({ err: thrown, method: request.method, channel: this.kind, targetId: this.targetId }, 'realtime: method failed');
+    return request.notification ? null : JSON.stringify({ jsonrpc: '2.0', id: request.id ?? null, error });
+  }
+
+  /** The method's result, or a promise of it when the method (or its params' validation) is asynchronous. */
+  private dispatch(request: RpcRequest, after: Array<() => void>): unknown {
     if (request.method === 'auth') return this.auth(request.params, after);
     if (request.method === 'ping') return 'pong';
-    const definition = this.env.methods.get(this.kind)?.get(request.method);
     if (!this.principal) throw this.authFailed('not_authenticated', 'send the auth request first');
+    const definition = this.methods.get(request.method);
     if (!definition) {
       throw new RpcError(rpcCodes.methodNotFound, `Method not found: ${request.method}`, { error: 'method_not_found' });
     }
+    if (!definition.params) return definition.handler(request.params, this.env.context(this.info));
     let params = request.params;
-    if (definition.params) {
-      if (params === undefined) params = {};
-      if (typeof params !== 'object' || params === null || Array.isArray(params)) {
-        throw new RpcError(rpcCodes.invalidParams, 'Invalid params: expected an object', { error: 'invalid_params' });
-      }
-      params = await validateInput(definition.params, params, 'params', { status: 422, code: 'invalid_params' });
+    if (params === undefined) params = {};
+    if (typeof params !== 'object' || params === null || Array.isArray(params)) {
+      throw new RpcError(rpcCodes.invalidParams, 'Invalid params: expected an object', { error: 'invalid_params' });
     }
-    return definition.handler(params, { ...this.env.context(), session: this.info });
+    return validateInput(definition.params, params, 'params', { status: 422, code: 'invalid_params' }).then((valid) => definition.handler(valid, this.env.context(this.info)));
   }
 
   private async auth(params: unknown, after: Array<() => void>): Promise<unknown> {
@@ -409,14 +456,11 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
 
   // --- output ------------------------------------------------------------------------------
 
-  private sendJson(value: unknown): void {
-    this.send(JSON.stringify(value));
-  }
-
   private send(text: string): void {
     if (this.closed) return;
-    this.socket.send(text, false);
-    if (this.socket.bufferedAmount > SLOW_CONSUMER_BYTES) this.close(realtimeCloseCodes.slowConsumer, 'slow_consumer');
+    // `send` answers true only when the message went out without queueing: the queue (a native
+    // call on uWS) needs a look only otherwise.
+    if (!this.socket.send(text, false) && this.socket.bufferedAmount > SLOW_CONSUMER_BYTES) this.close(realtimeCloseCodes.slowConsumer, 'slow_consumer');
   }
 
   /** Several messages in one write where the transport can cork. */
@@ -442,8 +486,25 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
   }
 }
 
-function invalid(why: string): RpcResponse {
-  return { jsonrpc: '2.0', id: null, error: { code: rpcCodes.invalidRequest, message: `Invalid Request: ${why}`, data: { error: 'invalid_request' } } };
+function invalid(why: string): string {
+  return JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: rpcCodes.invalidRequest, message: `Invalid Request: ${why}`, data: { error: 'invalid_request' } } } satisfies RpcResponse);
+}
+
+const PARSE_ERROR = JSON.stringify(parseErrorResponse());
+const noMethods: ReadonlyMap<string, RpcMethodDefinition> = new Map();
+/** What a request outside `auth` schedules after its reply: nothing (`auth` is the only one that does). */
+const noSteps: Array<() => void> = [];
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  value !== null && (typeof value === 'object' || typeof value === 'function') && typeof (value as { then?: unknown }).then === 'function';
+
+/**
+ * A success response as text, in one pass: the same bytes as `JSON.stringify({ jsonrpc, id, result })`
+ * (an `undefined` result answers `null`). Throws where `JSON.stringify` of the result throws.
+ */
+export function resultResponse(id: RpcId, result: unknown): string {
+  const value = result === 'pong' ? '"pong"' : (JSON.stringify(result) as string | undefined);
+  return `{"jsonrpc":"2.0","id":${id === null ? 'null' : JSON.stringify(id)},"result":${value === undefined ? 'null' : value}}`;
 }
 
 function invalidParams(why: string): RpcError {
@@ -461,7 +522,8 @@ function readResumePoint(p: Record<string, unknown>): ResumePoint | undefined {
   return { epoch: p.epoch, lastSeq: p.lastSeq };
 }
 
+const isAuth = (item: unknown): boolean => typeof item === 'object' && item !== null && (item as { method?: unknown }).method === 'auth';
+
 function containsAuth(message: unknown): boolean {
-  const isAuth = (item: unknown) => typeof item === 'object' && item !== null && (item as { method?: unknown }).method === 'auth';
   return Array.isArray(message) ? message.some(isAuth) : isAuth(message);
 }
