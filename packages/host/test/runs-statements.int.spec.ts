@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityManagerServiceIdentifier } from '@trellis/core';
+import { entityManagerServiceIdentifier, preparedStatementsServiceIdentifier, type PreparedStatements, type SqlStatement } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { actor, createProject, type Actor } from './documents.fixtures.js';
 import { wf } from './runs.fixtures.js';
@@ -36,6 +36,15 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       const em = t.kernel.container.get(entityManagerServiceIdentifier);
       const knex = (em.getConnection() as unknown as { getKnex(): { on(event: 'query', listener: (query: { sql: string }) => void): void } }).getKnex();
       knex.on('query', (query) => trace?.sql.push(query.sql));
+      // Prepared statements run on the driver's connections, past knex's query event: counted here.
+      const prepared = t.kernel.container.get(preparedStatementsServiceIdentifier) as { -readonly [K in keyof PreparedStatements]: PreparedStatements[K] };
+      for (const method of ['all', 'first', 'run'] as const) {
+        const original = prepared[method] as (statement: SqlStatement, ...rest: unknown[]) => Promise<never>;
+        (prepared as unknown as Record<string, unknown>)[method] = (statement: SqlStatement, ...rest: unknown[]) => {
+          trace?.sql.push(statement.text.replace(/\s+/g, ' ').trim());
+          return original(statement, ...rest);
+        };
+      }
     });
     afterAll(() => t?.close());
 
@@ -56,6 +65,7 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       const { body, sql } = runs.reduce((a, b) => (b.sql.length < a.sql.length ? b : a));
       const report = sql.map((s, i) => `${i + 1}. ${s.slice(0, 120)}`).join('\n');
       const count = (pattern: RegExp) => sql.filter((s) => pattern.test(s)).length;
+      if (process.env.TRELLIS_PRINT_RUN_STATEMENTS) console.log(`${db.name} ${transport}:\n${report}`);
 
       expect(body).toMatchObject({ status: 'completed', output: 'bench=42', timedOut: false, error: null });
       expect(body.sessions.map((s: Json) => s.status)).toEqual(['completed', 'completed', 'completed']);
