@@ -8,10 +8,11 @@ import { wf } from './runs.fixtures.js';
  * What one trivial run (input → code → output through `POST /block/{bid}/api` with
  * `stream: false`, the benchmark's workflow) costs the database: every SQL statement the host
  * sends while the run is accepted, executed and answered is counted, so the cheap path cannot
- * silently regress. The budget (docs/runs.md, "What a run costs"): the Block API's lookups (2;
- * the deployed version is kept in memory), the credit hold with the run record (1 transaction),
- * the claim (1 transaction), and the final record with every event, `run_complete` and the
- * settlement (1 transaction). The input and code blocks need no checkpoint of their own.
+ * silently regress (the ORM's statements and the prepared ones). The budget (docs/runs.md, "What a
+ * run costs"): the Block API's lookups (2; the deployed version is kept in memory), the credit
+ * hold with the run record, stored already claimed when an in-process queue slot is free (1
+ * transaction), and the final record with every event, `run_complete` and the settlement (1
+ * transaction). The input and code blocks need no checkpoint of their own.
  */
 
 type Json = Record<string, any>;
@@ -70,19 +71,21 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       expect(body).toMatchObject({ status: 'completed', output: 'bench=42', timedOut: false, error: null });
       expect(body.sessions.map((s: Json) => s.status)).toEqual(['completed', 'completed', 'completed']);
       // Each transaction is a commit (SQLite: a sync of the WAL, shared with the other runs' writes of the moment).
-      expect(count(/^begin/i), report).toBeLessThanOrEqual(3);
+      expect(count(/^begin/i), report).toBeLessThanOrEqual(2);
       // The event log is written once, with the final record, and never read back for a run executed here.
       expect(count(/^insert into .run_events./i), report).toBe(1);
       expect(count(/^select .* from .run_events./i), report).toBe(0);
-      // The run: inserted, claimed (from memory, not read back), the final record.
+      // The run: inserted already claimed (no claim of its own, not read back), the final record.
       expect(count(/^insert into .runs./i), report).toBe(1);
-      expect(count(/^update .runs./i), report).toBe(2);
+      expect(count(/^update .runs./i), report).toBe(1);
       expect(count(/^select .* from .runs./i), report).toBe(0);
       // Billing: no existence count of the team's subscription once it exists; one reservation, one settlement.
       expect(count(/billing_subscriptions/i), report).toBe(0);
       expect(count(/^insert into .billing_credit_ledger./i), report).toBe(2);
+      // No savepoints: the hold and the settlement run in the run's own transactions.
+      expect(count(/savepoint/i), report).toBe(0);
       // PostgreSQL also takes the team's share lock in each billing transaction.
-      expect(sql.length, report).toBeLessThanOrEqual(db.name === 'postgres' ? 29 : 27);
+      expect(sql.length, report).toBeLessThanOrEqual(db.name === 'postgres' ? 17 : 15);
 
       // The answer given from memory is the stored run.
       const stored = await t.request('GET', `/documents/${bid}/runs/${body.runId}`, { token: owner.token });
