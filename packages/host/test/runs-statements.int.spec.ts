@@ -9,7 +9,8 @@ import { wf } from './runs.fixtures.js';
  * `stream: false`, the benchmark's workflow) costs the database: every SQL statement the host
  * sends while the run is accepted, executed and answered is counted, so the cheap path cannot
  * silently regress (the ORM's statements and the prepared ones). The budget (docs/runs.md, "What a
- * run costs"): the Block API's lookups (2; the deployed version is kept in memory), the credit
+ * run costs"): the Block API's lookup (1 read of the block, its project and its document for a
+ * caller without a credential; the deployed version is kept in memory), the credit
  * hold with the run record, stored already claimed when an in-process queue slot is free (1
  * transaction), and the final record with every event, `run_complete` and the settlement (1
  * transaction). The input and code blocks need no checkpoint of their own.
@@ -85,7 +86,9 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       // No savepoints: the hold and the settlement run in the run's own transactions.
       expect(count(/savepoint/i), report).toBe(0);
       // PostgreSQL also takes the team's share lock in each billing transaction.
-      expect(sql.length, report).toBeLessThanOrEqual(db.name === 'postgres' ? 17 : 15);
+      expect(count(/from .blocks./i), report).toBe(1);
+      expect(count(/from .documents./i), report).toBe(0);
+      expect(sql.length, report).toBeLessThanOrEqual(db.name === 'postgres' ? 16 : 14);
 
       // The answer given from memory is the stored run.
       const stored = await t.request('GET', `/documents/${bid}/runs/${body.runId}`, { token: owner.token });
