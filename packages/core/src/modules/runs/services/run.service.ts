@@ -501,12 +501,11 @@ export class RunService {
 
   /** Executes one queued run; its result when it ended or paused here (null when it did not run, or stopped unfinished). */
   private async execute(job: RunJob, signal: AbortSignal): Promise<RunResult | null> {
-    const em = this.fork();
     const local = this.local.get(job.runId);
     const stored = local?.stored;
     // Stored already claimed for this first attempt (see `start`): no claim, no read back.
     const preclaimed = local?.claimed === true && stored !== undefined && stored.attempt === 1;
-    const run = preclaimed || (stored && stored.attempt === 0) ? stored! : await em.findOne(Run, { id: job.runId });
+    const run = preclaimed || (stored && stored.attempt === 0) ? stored! : await this.fork().findOne(Run, { id: job.runId });
     if (!run || !activeStatuses.includes(run.status)) return null;
     if (signal.aborted) {
       // The queue gave up on the run (its workers kept dying): fail it rather than continue.
