@@ -120,7 +120,9 @@ async function deployWorkflow(url) {
   return { token: user.token, projectId: project.id, blockId: block.id };
 }
 
+/** Loads `path` for `seconds`; the answer carries `cpuMs`: this process's CPU time per answer (host and load generator). */
 function load(url, path, seconds) {
+  const cpu = process.cpuUsage();
   return new Promise((resolve, reject) => {
     autocannon(
       {
@@ -132,13 +134,17 @@ function load(url, path, seconds) {
         body: JSON.stringify({ stream: false, inputs: { n: 21 } }),
         timeout: 60,
       },
-      (error, result) => (error ? reject(error) : resolve(result)),
+      (error, result) => {
+        if (error) return reject(error);
+        const used = process.cpuUsage(cpu);
+        resolve(Object.assign(result, { cpuMs: (used.user + used.system) / 1000 / Math.max(1, result.requests.total) }));
+      },
     );
   });
 }
 
 const row = (label, r) =>
-  `  ${label.padEnd(40)} ${Math.round(r.requests.average).toLocaleString('en').padStart(8)} /s   p50 ${String(r.latency.p50).padStart(5)} ms   p99 ${String(r.latency.p99).padStart(5)} ms   ${r.non2xx || r.errors ? `(${r.non2xx} non-2xx, ${r.errors} errors)` : ''}`;
+  `  ${label.padEnd(40)} ${Math.round(r.requests.average).toLocaleString('en').padStart(8)} /s   p50 ${String(r.latency.p50).padStart(5)} ms   p99 ${String(r.latency.p99).padStart(5)} ms   CPU ${r.cpuMs.toFixed(2).padStart(6)} ms/answer   ${r.non2xx || r.errors ? `(${r.non2xx} non-2xx, ${r.errors} errors)` : ''}`;
 
 const results = [];
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityManagerServiceIdentifier } from '@trellis/core';
+import { entityManagerServiceIdentifier, preparedStatementsServiceIdentifier, type PreparedStatements, type SqlStatement } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { actor, createProject, type Actor } from './documents.fixtures.js';
 import { wf } from './runs.fixtures.js';
@@ -8,10 +8,12 @@ import { wf } from './runs.fixtures.js';
  * What one trivial run (input → code → output through `POST /block/{bid}/api` with
  * `stream: false`, the benchmark's workflow) costs the database: every SQL statement the host
  * sends while the run is accepted, executed and answered is counted, so the cheap path cannot
- * silently regress. The budget (docs/runs.md, "What a run costs"): the Block API's lookups (2;
- * the deployed version is kept in memory), the credit hold with the run record (1 transaction),
- * the claim (1 transaction), and the final record with every event, `run_complete` and the
- * settlement (1 transaction). The input and code blocks need no checkpoint of their own.
+ * silently regress (the ORM's statements and the prepared ones). The budget (docs/runs.md, "What a
+ * run costs"): the Block API's lookup (1 read of the block, its project and its document for a
+ * caller without a credential; the deployed version is kept in memory), the credit
+ * hold with the run record, stored already claimed when an in-process queue slot is free (1
+ * transaction), and the final record with every event, `run_complete` and the settlement (1
+ * transaction). The input and code blocks need no checkpoint of their own.
  */
 
 type Json = Record<string, any>;
@@ -36,6 +38,15 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       const em = t.kernel.container.get(entityManagerServiceIdentifier);
       const knex = (em.getConnection() as unknown as { getKnex(): { on(event: 'query', listener: (query: { sql: string }) => void): void } }).getKnex();
       knex.on('query', (query) => trace?.sql.push(query.sql));
+      // Prepared statements run on the driver's connections, past knex's query event: counted here.
+      const prepared = t.kernel.container.get(preparedStatementsServiceIdentifier) as { -readonly [K in keyof PreparedStatements]: PreparedStatements[K] };
+      for (const method of ['all', 'first', 'run'] as const) {
+        const original = prepared[method] as (statement: SqlStatement, ...rest: unknown[]) => Promise<never>;
+        (prepared as unknown as Record<string, unknown>)[method] = (statement: SqlStatement, ...rest: unknown[]) => {
+          trace?.sql.push(statement.text.replace(/\s+/g, ' ').trim());
+          return original(statement, ...rest);
+        };
+      }
     });
     afterAll(() => t?.close());
 
@@ -56,23 +67,28 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       const { body, sql } = runs.reduce((a, b) => (b.sql.length < a.sql.length ? b : a));
       const report = sql.map((s, i) => `${i + 1}. ${s.slice(0, 120)}`).join('\n');
       const count = (pattern: RegExp) => sql.filter((s) => pattern.test(s)).length;
+      if (process.env.TRELLIS_PRINT_RUN_STATEMENTS) console.log(`${db.name} ${transport}:\n${report}`);
 
       expect(body).toMatchObject({ status: 'completed', output: 'bench=42', timedOut: false, error: null });
       expect(body.sessions.map((s: Json) => s.status)).toEqual(['completed', 'completed', 'completed']);
       // Each transaction is a commit (SQLite: a sync of the WAL, shared with the other runs' writes of the moment).
-      expect(count(/^begin/i), report).toBeLessThanOrEqual(3);
+      expect(count(/^begin/i), report).toBeLessThanOrEqual(2);
       // The event log is written once, with the final record, and never read back for a run executed here.
       expect(count(/^insert into .run_events./i), report).toBe(1);
       expect(count(/^select .* from .run_events./i), report).toBe(0);
-      // The run: inserted, claimed (from memory, not read back), the final record.
+      // The run: inserted already claimed (no claim of its own, not read back), the final record.
       expect(count(/^insert into .runs./i), report).toBe(1);
-      expect(count(/^update .runs./i), report).toBe(2);
+      expect(count(/^update .runs./i), report).toBe(1);
       expect(count(/^select .* from .runs./i), report).toBe(0);
       // Billing: no existence count of the team's subscription once it exists; one reservation, one settlement.
       expect(count(/billing_subscriptions/i), report).toBe(0);
       expect(count(/^insert into .billing_credit_ledger./i), report).toBe(2);
+      // No savepoints: the hold and the settlement run in the run's own transactions.
+      expect(count(/savepoint/i), report).toBe(0);
       // PostgreSQL also takes the team's share lock in each billing transaction.
-      expect(sql.length, report).toBeLessThanOrEqual(db.name === 'postgres' ? 29 : 27);
+      expect(count(/from .blocks./i), report).toBe(1);
+      expect(count(/from .documents./i), report).toBe(0);
+      expect(sql.length, report).toBeLessThanOrEqual(db.name === 'postgres' ? 16 : 14);
 
       // The answer given from memory is the stored run.
       const stored = await t.request('GET', `/documents/${bid}/runs/${body.runId}`, { token: owner.token });

@@ -15,6 +15,9 @@ import { billingConfigServiceIdentifier } from '../tokens.js';
 import { BillingAccountService } from './billing-account.service.js';
 import { CreditLedger, teamIdOf } from './credit-ledger.js';
 import { inTransaction } from '../../../kernel/transaction.js';
+import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
+import type { PreparedStatements } from '../../../ports/database.js';
+import { closeHeldReservation, CreditWriteIncomplete, giveCreditsBack, insertHeldReservation, lockTeamShared, recordLedgerEntry, takeGrantCredits } from '../queries.js';
 
 export interface ReserveInput {
   teamId: string;
@@ -26,6 +29,14 @@ export interface ReserveInput {
   userId?: string | null;
   /** Seconds until the expiry job releases the reservation (default `billing.reservationTtlSeconds`). */
   ttlSeconds?: number;
+}
+
+/** A reservation made by `CreditService.hold`. */
+export interface CreditHold {
+  id: string;
+  amount: number;
+  grantPart: number;
+  purchasePart: number;
 }
 
 export interface BalanceSnapshot {
@@ -56,7 +67,111 @@ export class CreditService {
     @inject(billingConfigServiceIdentifier) private readonly config: BillingConfig,
     @inject(idsServiceIdentifier) private readonly ids: Ids,
     @inject(clockServiceIdentifier) private readonly clock: Clock,
+    @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
   ) {}
+
+  /**
+   * `reserve` for the run hot path, in the caller's transaction `tx` (no savepoint of its own) and
+   * in prepared statements: when the team's grant credits cover `amount` (the common case), one
+   * statement takes them under the balance's row lock, then the ledger entry and the reservation
+   * are inserted (PostgreSQL first takes the team's share lock, as `reserve` does). Otherwise
+   * (purchase credits needed, too few credits, no balance yet) it is `reserve`. Balances, ledger
+   * entries and the reservation are the same as `reserve` makes.
+   *
+   * When it throws a `TrellisError` (402 `insufficient_credits`, no team, invalid amount) nothing
+   * was written. Any other error (a driver error, `CreditWriteIncomplete`) may leave part of its
+   * writes in `tx`, which the caller must then roll back.
+   */
+  async hold(tx: EntityManager, input: ReserveInput): Promise<CreditHold> {
+    if (!Number.isSafeInteger(input.amount) || input.amount < 1) {
+      throw new TrellisError('validation', 'invalid_amount', 'A reservation is a whole number of credits, at least 1.');
+    }
+    const now = this.clock.now();
+    if (!(await lockTeamShared(this.sql, tx, input.teamId))) throw billingErrors.noTeam('The team no longer exists.');
+    const after = await takeGrantCredits(this.sql, tx, input.teamId, input.amount, now);
+    if (!after) {
+      const reserved = await this.reserve(tx, input);
+      return { id: reserved.id, amount: reserved.amount, grantPart: reserved.grantPart, purchasePart: reserved.purchasePart };
+    }
+    const id = this.ids.next();
+    const reason = input.reason.slice(0, 500);
+    await recordLedgerEntry(this.sql, tx, {
+      id: this.ids.next(),
+      teamId: input.teamId,
+      kind: 'reservation',
+      grantDelta: -input.amount,
+      purchaseDelta: 0,
+      after,
+      reason: `Reserved for ${reason}`,
+      reservationId: id,
+      createdAt: now,
+    });
+    await insertHeldReservation(this.sql, tx, {
+      id,
+      teamId: input.teamId,
+      amount: input.amount,
+      grantPart: input.amount,
+      purchasePart: 0,
+      grantPeriodEnd: after.periodEnd,
+      reason,
+      userId: input.userId ?? null,
+      expiresAt: new Date(now.getTime() + (input.ttlSeconds ?? this.config.reservationTtlSeconds) * 1000),
+      createdAt: now,
+    });
+    return { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 };
+  }
+
+  /**
+   * `settleOnly` (or, with `release`, `release` without answering the reservation) for the run hot
+   * path, in the caller's transaction `tx` (no savepoint) and in prepared statements: the
+   * reservation is closed and read in one statement, the credits given back in another (the
+   * balance's row lock and the change), then the ledger entry is inserted. Same balances and
+   * ledger entries as `settle` and `release`.
+   *
+   * When it throws a `TrellisError` (reservation missing or closed, more used than reserved)
+   * nothing was written. Any other error (a driver error, `CreditWriteIncomplete`) may leave part
+   * of its writes in `tx`, which the caller must then roll back.
+   */
+  async closeOnly(tx: EntityManager, reservationId: string, close: { used: number; release?: boolean; reason?: string }): Promise<void> {
+    const status = close.release ? 'released' : 'settled';
+    const used = close.release ? 0 : close.used;
+    if (!Number.isSafeInteger(used) || used < 0) {
+      throw new TrellisError('validation', 'invalid_amount', 'Used credits are a whole number, at least 0.');
+    }
+    if (!isUuid(reservationId)) throw billingErrors.reservationNotFound();
+    const now = this.clock.now();
+    const reservation = await closeHeldReservation(this.sql, tx, { id: reservationId, status, used, now });
+    if (!reservation) {
+      // Nothing was written: tell why as `close` does.
+      const current = await tx.findOne(CreditReservation, { id: reservationId }, { refresh: true });
+      if (!current) throw billingErrors.reservationNotFound();
+      if (current.status !== 'held') throw billingErrors.reservationClosed(current.status);
+      throw billingErrors.settleExceedsReservation(used, current.amount);
+    }
+    // From here on the reservation is closed in `tx`: a failure is not a TrellisError (the caller rolls back).
+    if (!(await lockTeamShared(this.sql, tx, reservation.teamId))) throw new CreditWriteIncomplete('the team of the reservation no longer exists');
+    const usedGrant = Math.min(used, reservation.grantPart);
+    const usedPurchase = used - usedGrant;
+    const grantBack = reservation.grantPart - usedGrant;
+    const purchaseBack = reservation.purchasePart - usedPurchase;
+    const after = await giveCreditsBack(this.sql, tx, { teamId: reservation.teamId, grantBack, grantPeriodEnd: reservation.grantPeriodEnd, purchaseBack, now });
+    if (!after) throw new CreditWriteIncomplete('the credit balance of the reservation\'s team');
+    const sameMonth = after.periodEnd.getTime() === reservation.grantPeriodEnd.getTime();
+    let why = close.reason ? `: ${close.reason}` : '';
+    if (!sameMonth && grantBack > 0) why += ` (${grantBack} plan credits not returned: their month ended)`;
+    const label = status === 'settled' ? `Settled ${used} of ${reservation.amount} reserved for ${reservation.reason}` : `Released ${reservation.amount} reserved for ${reservation.reason}`;
+    await recordLedgerEntry(this.sql, tx, {
+      id: this.ids.next(),
+      teamId: reservation.teamId,
+      kind: status === 'settled' ? 'settlement' : 'release',
+      grantDelta: sameMonth ? grantBack : 0,
+      purchaseDelta: purchaseBack,
+      after,
+      reason: `${label}${why}`,
+      reservationId,
+      createdAt: now,
+    });
+  }
 
   /** Holds `amount` credits of a team. 402 `insufficient_credits` (with balance, required, shortfall) when it has fewer. */
   async reserve(em: EntityManager, input: ReserveInput): Promise<CreditReservation> {

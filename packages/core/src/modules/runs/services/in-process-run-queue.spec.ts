@@ -76,4 +76,49 @@ describe('InProcessRunQueue', () => {
     await queue.close();
     expect(aborted).toBe(true);
   });
+
+  it('claims a free slot for a job about to exist, and none while the slots are taken or jobs wait', async () => {
+    const queue = new InProcessRunQueue({ concurrency: 2 });
+    expect(queue.claim('early')).toBeNull(); // no handler yet
+    const seen: string[] = [];
+    const gates = new Map<string, () => void>();
+    await queue.process(async (job) => {
+      seen.push(job.runId);
+      await new Promise<void>((resolve) => gates.set(job.runId, resolve));
+    });
+    const first = queue.claim('c1')!;
+    expect(first).not.toBeNull();
+    expect(queue.active).toBe(1);
+    // A cancelled claim gives its slot back.
+    const cancelled = queue.claim('c2')!;
+    expect(queue.claim('c3')).toBeNull();
+    cancelled.cancel();
+    expect(queue.active).toBe(1);
+    first.start({ runId: 'c1', teamId: 't' });
+    await tick();
+    expect(seen).toEqual(['c1']);
+    // Both slots busy: a job waits in its line, and no claim passes it.
+    await queue.enqueue({ runId: 'q1', teamId: 'u' });
+    await queue.enqueue({ runId: 'q2', teamId: 'u' });
+    await tick();
+    expect(seen).toEqual(['c1', 'q1']);
+    expect(queue.waiting).toBe(1);
+    gates.get('c1')!();
+    await tick();
+    expect(seen).toEqual(['c1', 'q1', 'q2']);
+    expect(queue.claim('c4')).toBeNull();
+    gates.get('q1')!();
+    await tick();
+    const later = queue.claim('c4')!;
+    expect(later).not.toBeNull();
+    gates.get('q2')!();
+    await tick();
+    await queue.close();
+    // Started after close: dropped, not run.
+    const dropped: string[] = [];
+    queue.onDropped((job) => dropped.push(job.runId));
+    later.start({ runId: 'c4', teamId: 't' });
+    expect(dropped).toEqual(['c4']);
+    expect(seen).toEqual(['c1', 'q1', 'q2']);
+  });
 });

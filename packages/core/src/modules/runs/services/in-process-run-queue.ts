@@ -7,6 +7,14 @@ export interface InProcessRunQueueOptions {
   closeGraceMs?: number;
 }
 
+/** A slot of the in-process queue taken for one job (see `InProcessRunQueue.claim`). */
+export interface SlotClaim {
+  /** Runs the job in the slot now. */
+  start(job: RunJob): void;
+  /** Gives the slot back (the job will not exist). */
+  cancel(): void;
+}
+
 /**
  * The embedded RunQueue: jobs wait in memory and run in this process with bounded concurrency.
  * Each team has its own FIFO line and the lines take turns (round robin), so one team's burst
@@ -79,20 +87,58 @@ export class InProcessRunQueue implements RunQueue {
       const job = this.take();
       if (!job) return;
       const abort = new AbortController();
-      const handler = this.handler;
-      const promise = (async () => {
-        try {
-          await handler(job, abort.signal);
-        } catch {
-          // The handler records failures on the run itself.
-        } finally {
-          this.running.delete(job.runId);
-          this.known.delete(job.runId);
-          this.pump();
-        }
-      })();
-      this.running.set(job.runId, { promise, abort });
+      const entry = { promise: Promise.resolve(), abort };
+      this.running.set(job.runId, entry);
+      entry.promise = this.execute(this.handler, job, abort);
     }
+  }
+
+  private async execute(handler: RunJobHandler, job: RunJob, abort: AbortController): Promise<void> {
+    try {
+      await handler(job, abort.signal);
+    } catch {
+      // The handler records failures on the run itself.
+    } finally {
+      this.running.delete(job.runId);
+      this.known.delete(job.runId);
+      this.pump();
+    }
+  }
+
+  /**
+   * Takes a free slot for a job that is about to exist (its run is being stored), when one is free
+   * and no job waits (so no team is passed over): the caller then `start`s the job in it at once,
+   * without a trip through the lines, or `cancel`s the claim. Null when no slot is free, jobs wait,
+   * no handler runs jobs, or the queue is closed.
+   */
+  claim(runId: string): SlotClaim | null {
+    if (!this.handler || this.closed || this.known.has(runId) || this.running.size >= this.options.concurrency || this.turn.length) return null;
+    const abort = new AbortController();
+    const entry = { promise: Promise.resolve(), abort };
+    this.running.set(runId, entry);
+    this.known.add(runId);
+    let settled = false;
+    const release = () => {
+      this.running.delete(runId);
+      this.known.delete(runId);
+      this.pump();
+    };
+    return {
+      start: (job) => {
+        if (settled) return;
+        settled = true;
+        if (this.closed || !this.handler) {
+          release();
+          return this.drop(job);
+        }
+        entry.promise = this.execute(this.handler, job, abort);
+      },
+      cancel: () => {
+        if (settled) return;
+        settled = true;
+        release();
+      },
+    };
   }
 
   async close(): Promise<void> {

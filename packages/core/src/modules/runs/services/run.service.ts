@@ -25,6 +25,9 @@ import { Run, terminalRunStatuses, type RunSource, type RunStatus } from '../ent
 import { runErrors, runFailure } from '../errors.js';
 import type { RunsConfig } from '../runs.config.js';
 import { runsConfigServiceIdentifier } from '../tokens.js';
+import { finishRun, insertRun } from '../queries.js';
+import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
+import type { PreparedStatements } from '../../../ports/database.js';
 import { followRun, followRunBatches, LocalEventSink, runControlTopic, SEQ_BLOCK, StoredEventSink, type RunEventRecord } from './event-log.js';
 import { GroupCommit } from './group-commit.js';
 import { InProcessRunQueue } from './in-process-run-queue.js';
@@ -99,12 +102,17 @@ class HoldFailed extends Error {
   }
 }
 
+/** A failed hold wrote nothing when it failed with a TrellisError (see `CreditService.hold`); otherwise its transaction must roll back. */
+const holdWroteNothing = (error: unknown): boolean => error instanceof HoldFailed && error.cause instanceof TrellisError;
+
 /** A run this process executes: its result, handed to a waiting `stream: false` caller from memory (null: read it from the store). */
 interface LocalRun {
   promise: Promise<RunResult | null>;
   resolve(result: RunResult | null): void;
   /** The run as it was stored (queued, attempt 0): its first execution here needs not read it back. */
   stored?: Run;
+  /** The run was stored already claimed for its first attempt, in a slot of the in-process queue. */
+  claimed?: boolean;
 }
 
 /** What closing a run's credit reservation does (worked out before the final write, applied in it). */
@@ -140,6 +148,7 @@ export class RunService {
     @inject(DocumentService) private readonly documents: DocumentService,
     @inject(kernelServiceIdentifier) private readonly kernel: Kernel,
     @inject(loggerServiceIdentifier) log: Logger,
+    @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
   ) {
     this.log = log.child({ module: 'runs' });
     const executors: BlockExecutor[] = [
@@ -195,7 +204,7 @@ export class RunService {
     const teamId = input.teamId;
     const hold = async (tx: EntityManager): Promise<string> => {
       try {
-        return (await this.credits.reserve(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds })).id;
+        return (await this.credits.hold(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds })).id;
       } catch (error) {
         throw new HoldFailed(error);
       }
@@ -211,7 +220,7 @@ export class RunService {
     if (!input.store) {
       let reservationId: string | null = null;
       try {
-        if (amount > 0) reservationId = await this.group.run(hold, { atomic: true });
+        if (amount > 0) reservationId = await this.group.run(hold, { atomic: holdWroteNothing });
       } catch (error) {
         throw error instanceof HoldFailed ? holdFailed(error) : error;
       }
@@ -258,6 +267,10 @@ export class RunService {
     const initial = initialState({ id: runId, documentId: input.documentId, userId: input.userId, blocks, inputs: values, onError, startedAt: now.getTime(), timeoutSeconds });
     run.sessions = initial.sessions;
     run.ctx = initial.ctx;
+    // A free slot of the in-process queue: the run is stored already claimed for its first attempt
+    // (as `execute` would claim it) and starts in the slot at once, without a claim of its own.
+    const slot = this.consuming && this.queue instanceof InProcessRunQueue ? this.queue.claim(runId) : null;
+    if (slot) Object.assign(run, { status: 'running', attempt: 1, startedAt: now, deadlineAt: new Date(now.getTime() + timeoutSeconds * 1000) });
     // The credit hold and the run's record are one transaction: a hold without its run is never stored.
     try {
       await this.group.run(
@@ -266,16 +279,22 @@ export class RunService {
             run.reservationId = await hold(tx);
             run.reservedCredits = amount;
           }
-          await tx.insert(Run, run);
+          // The claim reserves the attempt's sequence numbers (see StoredEventSink.reserved); the run kept here has them from 0.
+          await insertRun(this.sql, tx, slot ? { ...run, seqCeiling: SEQ_BLOCK } : run);
         },
-        // A failed hold wrote nothing (its own transaction); a failed insert comes after the hold.
-        { atomic: (error) => error instanceof HoldFailed },
+        // A hold that failed with a domain error wrote nothing; a failed insert comes after the hold.
+        { atomic: holdWroteNothing },
       );
     } catch (error) {
+      slot?.cancel();
       throw error instanceof HoldFailed ? holdFailed(error) : error;
     }
     // The in-process queue executes the run here: its result can come from memory.
-    if (this.consuming && this.queue instanceof InProcessRunQueue) this.localRun(runId).stored = run;
+    if (this.consuming && this.queue instanceof InProcessRunQueue) Object.assign(this.localRun(runId), { stored: run, claimed: slot !== null });
+    if (slot) {
+      slot.start({ runId, teamId: input.teamId });
+      return this.handle(runId, input.documentId);
+    }
     try {
       await this.queue.enqueue({ runId, teamId: input.teamId });
     } catch (error) {
@@ -408,11 +427,12 @@ export class RunService {
   private async applyCreditClose(tx: EntityManager, close: CreditClose | null, state: RunState): Promise<number | null> {
     if (!close) return null;
     try {
-      // The credit service's own transaction is a savepoint of `tx`: a failure leaves the final write alone.
-      if (close.release) await this.credits.release(tx, close.reservationId, `run ${state.status}`);
-      else await this.credits.settleOnly(tx, close.reservationId, close.used, `run ${state.id}`);
+      await this.credits.closeOnly(tx, close.reservationId, close.release ? { used: 0, release: true, reason: `run ${state.status}` } : { used: close.used, reason: `run ${state.id}` });
       return close.used;
     } catch (error) {
+      // Any other failure may have written part of the settlement: it fails the whole write (rolled back).
+      if (!(error instanceof TrellisError)) throw error;
+      // The reservation was closed already, or is gone: nothing was written, the final write goes on.
       this.log.warn({ err: error, runId: state.id }, 'could not close the credit reservation of a run');
       return null;
     }
@@ -420,7 +440,8 @@ export class RunService {
 
   /** Settles a completed run's real usage (at most what was reserved); releases the credits of a run that did not complete. */
   private async closeCredits(reservationId: string | null, reserved: number, state: RunState): Promise<number | null> {
-    return this.applyCreditClose(this.fork(), await this.creditClose(reservationId, reserved, state), state);
+    const close = await this.creditClose(reservationId, reserved, state);
+    return close ? this.group.run((tx) => this.applyCreditClose(tx, close, state)) : null;
   }
 
   /** `POST /documents/:id/run`: execute permission on the document, its project's team pays. */
@@ -480,9 +501,11 @@ export class RunService {
 
   /** Executes one queued run; its result when it ended or paused here (null when it did not run, or stopped unfinished). */
   private async execute(job: RunJob, signal: AbortSignal): Promise<RunResult | null> {
-    const em = this.fork();
-    const stored = this.local.get(job.runId)?.stored;
-    const run = stored && stored.attempt === 0 ? stored : await em.findOne(Run, { id: job.runId });
+    const local = this.local.get(job.runId);
+    const stored = local?.stored;
+    // Stored already claimed for this first attempt (see `start`): no claim, no read back.
+    const preclaimed = local?.claimed === true && stored !== undefined && stored.attempt === 1;
+    const run = preclaimed || (stored && stored.attempt === 0) ? stored! : await this.fork().findOne(Run, { id: job.runId });
     if (!run || !activeStatuses.includes(run.status)) return null;
     if (signal.aborted) {
       // The queue gave up on the run (its workers kept dying): fail it rather than continue.
@@ -490,24 +513,26 @@ export class RunService {
       if (reason?.code === 'run_worker_lost') await this.endWithoutEngine(run, 'failed');
       return null;
     }
-    if (run.cancelRequested) return this.endWithoutEngine(run, 'cancelled').then(() => null);
-    if (run.attempt >= this.config.maxAttempts) return this.endWithoutEngine(run, 'failed').then(() => null);
-    const now = this.clock.now();
-    const attempt = run.attempt + 1;
-    const startedAt = run.startedAt ?? now;
-    const deadlineAt = run.deadlineAt ?? new Date(now.getTime() + run.timeoutSeconds * 1000);
-    // The claim also reserves the attempt's sequence numbers (see StoredEventSink.reserved).
-    const claimed = await this.group.run(
-      (tx) =>
-        tx.nativeUpdate(
-          Run,
-          { id: run.id, attempt: run.attempt, status: { $in: activeStatuses } },
-          { attempt, status: 'running', heartbeatAt: now, startedAt, deadlineAt, updatedAt: now, seqCeiling: run.seqCeiling + SEQ_BLOCK },
-        ),
-      { atomic: true },
-    );
-    if (!claimed) return null;
-    Object.assign(run, { attempt, startedAt, deadlineAt });
+    if (!preclaimed) {
+      if (run.cancelRequested) return this.endWithoutEngine(run, 'cancelled').then(() => null);
+      if (run.attempt >= this.config.maxAttempts) return this.endWithoutEngine(run, 'failed').then(() => null);
+      const now = this.clock.now();
+      const attempt = run.attempt + 1;
+      const startedAt = run.startedAt ?? now;
+      const deadlineAt = run.deadlineAt ?? new Date(now.getTime() + run.timeoutSeconds * 1000);
+      // The claim also reserves the attempt's sequence numbers (see StoredEventSink.reserved).
+      const claimed = await this.group.run(
+        (tx) =>
+          tx.nativeUpdate(
+            Run,
+            { id: run.id, attempt: run.attempt, status: { $in: activeStatuses } },
+            { attempt, status: 'running', heartbeatAt: now, startedAt, deadlineAt, updatedAt: now, seqCeiling: run.seqCeiling + SEQ_BLOCK },
+          ),
+        { atomic: true },
+      );
+      if (!claimed) return null;
+      Object.assign(run, { attempt, startedAt, deadlineAt });
+    }
     const state = this.stateOf(run);
     const sink = StoredEventSink.reserved(this.group, this.pubsub, run, this.config.flushIntervalMs);
     const cancel = new AbortController();
@@ -618,13 +643,12 @@ export class RunService {
         const changed = await sink.flushWith(
           async (tx) => {
             const used = await this.applyCreditClose(tx, close, s);
-            return tx.nativeUpdate(Run, fence, {
+            return finishRun(this.sql, tx, fence, {
               cursor: s.cursor,
               sessions: s.sessions,
               ctx: s.ctx,
               usage: s.usage,
               status: s.status,
-              waiting: null,
               output: s.output ?? null,
               error: s.error,
               timedOut: s.timedOut,
