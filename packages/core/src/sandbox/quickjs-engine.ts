@@ -19,7 +19,8 @@ export interface EngineJob {
 }
 
 export interface EngineHooks {
-  emit(text: string): void;
+  /** A batch of the code's `emit`s, in order: the JSON text of a non-empty array of strings (as the sandbox wrote it, not parsed here). */
+  emits(json: string): void;
   console(level: ConsoleLevel, text: string): void;
   /** Polled while the code runs: true stops it (`sandbox_timeout`, "cancelled"). */
   aborted(): boolean;
@@ -243,7 +244,7 @@ export class QuickJsEngine {
       const hostEmit = own(
         ctx.newFunction('emit', (batchHandle) => {
           if (stop) return;
-          for (const text of JSON.parse(ctx.getString(batchHandle)) as string[]) hooks.emit(text);
+          hooks.emits(ctx.getString(batchHandle));
           if (hooks.aborted()) stop = 'abort';
         }),
       );
