@@ -5,7 +5,7 @@
 //
 //   pnpm bench:runs                 (builds the packages first)
 //   node bench/runs-stream.mjs [--chunks 10000] [--rounds 5] [--transport uws|node|both]
-//                              [--format sse|ndjson|both] [--cpu-prof]
+//                              [--format sse|ndjson|both] [--warmup 3] [--cpu-prof]
 //
 // Default: both transports and both formats, one host per transport. "events/s" counts events
 // (SSE frames or NDJSON lines: run_start, block_start, the chunks, block_complete, block_end,
@@ -13,8 +13,11 @@
 // a .cpuprofile of the measured rounds of each combination (the main thread) into the working
 // directory and prints the functions with the most self time; on uWS most of the time a request
 // waits shows as "(idle)" (the loop runs inside uWS' native code), so compare the CPU seconds, not
-// the share of idle. Not a test: it prints figures and never fails on them.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// the share of idle. Besides wall time it prints the CPU time each request took, of the whole
+// process (every thread: the sandbox worker, the client in this process) and of the main thread
+// alone (Linux), which a loaded machine disturbs far less. Not a test: it prints figures and
+// never fails on them.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,6 +30,7 @@ const { values: args } = parseArgs({
   options: {
     chunks: { type: 'string', default: '10000' },
     rounds: { type: 'string', default: '5' },
+    warmup: { type: 'string', default: '3' },
     transport: { type: 'string', default: 'both' },
     format: { type: 'string', default: 'both' },
     'cpu-prof': { type: 'boolean', default: false },
@@ -37,6 +41,7 @@ const formats = args.format === 'both' ? ['sse', 'ndjson'] : [args.format];
 for (const format of formats) if (!['sse', 'ndjson'].includes(format)) throw new Error(`--format: sse, ndjson or both, not ${format}`);
 const chunks = Number(args.chunks);
 const rounds = Math.max(1, Number(args.rounds));
+const warmup = Math.max(0, Number(args.warmup));
 
 for (const pkg of ['core', 'host', 'adapters/db-sqlite']) {
   if (!existsSync(join(here, '..', 'packages', pkg, 'dist', 'index.js'))) {
@@ -71,15 +76,20 @@ const bareModule = defineModule({
   ],
 });
 
-/** Reads a whole streamed body; returns its text and the wall time. */
+/** CPU time of the main thread in ms (Linux: its schedstat, in ns), or NaN elsewhere. */
+const mainSchedstat = `/proc/self/task/${process.pid}/schedstat`;
+const mainThreadMs = existsSync(mainSchedstat) ? () => Number(readFileSync(mainSchedstat, 'utf8').split(' ')[0]) / 1e6 : () => Number.NaN;
+
+/** Reads a whole streamed body; returns its text, the wall time, the process' and the main thread's CPU time. */
 async function timed(url, init) {
   const cpu = process.cpuUsage();
+  const main = mainThreadMs();
   const started = performance.now();
   const response = await fetch(url, init);
   const text = await response.text();
   const ms = performance.now() - started;
   const used = process.cpuUsage(cpu);
-  return { ms, cpuMs: (used.user + used.system) / 1000, text, status: response.status };
+  return { ms, cpuMs: (used.user + used.system) / 1000, mainMs: mainThreadMs() - main, text, status: response.status };
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -171,8 +181,8 @@ for (const transport of transports) {
       const bares = [];
       const prof = await profiler(`${transport}-${format}`);
       let cpu = null;
-      // One warm-up round of each, then interleaved rounds.
-      for (let round = -1; round < rounds; round++) {
+      // Warm-up rounds of each (the JIT), then interleaved rounds.
+      for (let round = -warmup; round < rounds; round++) {
         if (round === 0) {
           await prof.start();
           cpu = process.cpuUsage();
@@ -187,8 +197,8 @@ for (const transport of transports) {
         const baseline = await timed(`${host.url}/documents/${empty.id}/run`, runInit);
         if (round >= 0) {
           fixed.push(baseline);
-          runs.push({ ms: run.ms, cpuMs: run.cpuMs, events: frames.length, bytes: Buffer.byteLength(run.text) });
-          bares.push({ ms: bare.ms, cpuMs: bare.cpuMs, events: frames.length });
+          runs.push({ ms: run.ms, cpuMs: run.cpuMs, mainMs: run.mainMs, events: frames.length, bytes: Buffer.byteLength(run.text) });
+          bares.push({ ms: bare.ms, cpuMs: bare.cpuMs, mainMs: bare.mainMs, events: frames.length });
         }
       }
       const used = process.cpuUsage(cpu);
@@ -202,11 +212,15 @@ for (const transport of transports) {
       const bareCpu = median(bares.map((r) => r.cpuMs));
       const fixedCpu = median(fixed.map((r) => r.cpuMs));
       const cpuRatio = bareCpu / Math.max(0.001, runCpu - fixedCpu);
+      const runMain = median(runs.map((r) => r.mainMs));
+      const bareMain = median(bares.map((r) => r.mainMs));
+      const fixedMain = median(fixed.map((r) => r.mainMs));
+      const mainRatio = bareMain / Math.max(0.001, runMain - fixedMain);
       const events = runs[0].events;
       const runRate = events / (runMs / 1000);
       const bareRate = events / (bareMs / 1000);
       const perEventRate = (events - 5) / Math.max(0.001, (runMs - fixedMs) / 1000);
-      results.push({ transport, format, runMs, bareMs, fixedMs, runRate, bareRate, perEventRate, cpuRatio });
+      results.push({ transport, format, runMs, bareMs, fixedMs, runRate, bareRate, perEventRate, cpuRatio, mainRatio });
       console.log(`runs streaming bench (${transport} transport, ${format}, ${chunks} chunks, ${events} events, ${(runs[0].bytes / 1024).toFixed(0)} KiB, median of ${rounds} rounds)\n`);
       console.log(`  run (code block → event log → ${format.padEnd(6)})  ${runMs.toFixed(1).padStart(8)} ms  ${Math.round(runRate).toLocaleString('en').padStart(10)} events/s`);
       console.log(`  bare ${format.padEnd(6)} of the same bytes        ${bareMs.toFixed(1).padStart(8)} ms  ${Math.round(bareRate).toLocaleString('en').padStart(10)} events/s`);
@@ -214,7 +228,8 @@ for (const transport of transports) {
       console.log(`  streaming path alone (run − fixed)    ${(runMs - fixedMs).toFixed(1).padStart(8)} ms  ${Math.round(perEventRate).toLocaleString('en').padStart(10)} events/s`);
       console.log(`\n  run / bare, whole run:        ${(runRate / bareRate).toFixed(2)}`);
       console.log(`  run / bare, per-event cost:   ${(perEventRate / bareRate).toFixed(2)} (target: at least 0.50)`);
-      console.log(`  CPU ms: run ${runCpu.toFixed(1)}, no chunks ${fixedCpu.toFixed(1)}, bare ${bareCpu.toFixed(1)}; bare / (run − no chunks): ${cpuRatio.toFixed(2)}\n`);
+      console.log(`  CPU ms, process: run ${runCpu.toFixed(1)}, no chunks ${fixedCpu.toFixed(1)}, bare ${bareCpu.toFixed(1)}; bare / (run − no chunks): ${cpuRatio.toFixed(2)}`);
+      console.log(`  CPU ms, main thread: run ${runMain.toFixed(1)}, no chunks ${fixedMain.toFixed(1)}, bare ${bareMain.toFixed(1)}; bare / (run − no chunks): ${mainRatio.toFixed(2)}\n`);
     }
   } finally {
     await host.stop().catch(() => undefined);
@@ -224,10 +239,10 @@ for (const transport of transports) {
 
 if (results.length > 1) {
   console.log('summary (per-event cost against the bare response of the same run; target at least 0.50)\n');
-  console.log('  transport  format   run ms  bare ms  fixed ms   streaming events/s   bare events/s   whole   per-event   per-event (CPU)');
+  console.log('  transport  format   run ms  bare ms  fixed ms   streaming events/s   bare events/s   whole   per-event   per-event CPU: process  main thread');
   for (const r of results) {
     console.log(
-      `  ${r.transport.padEnd(9)}  ${r.format.padEnd(6)} ${r.runMs.toFixed(1).padStart(7)} ${r.bareMs.toFixed(1).padStart(8)} ${r.fixedMs.toFixed(1).padStart(9)}   ${Math.round(r.perEventRate).toLocaleString('en').padStart(18)}   ${Math.round(r.bareRate).toLocaleString('en').padStart(13)}   ${(r.runRate / r.bareRate).toFixed(2).padStart(5)}   ${(r.perEventRate / r.bareRate).toFixed(2).padStart(9)}   ${r.cpuRatio.toFixed(2).padStart(15)}`,
+      `  ${r.transport.padEnd(9)}  ${r.format.padEnd(6)} ${r.runMs.toFixed(1).padStart(7)} ${r.bareMs.toFixed(1).padStart(8)} ${r.fixedMs.toFixed(1).padStart(9)}   ${Math.round(r.perEventRate).toLocaleString('en').padStart(18)}   ${Math.round(r.bareRate).toLocaleString('en').padStart(13)}   ${(r.runRate / r.bareRate).toFixed(2).padStart(5)}   ${(r.perEventRate / r.bareRate).toFixed(2).padStart(9)}   ${r.cpuRatio.toFixed(2).padStart(21)}  ${r.mainRatio.toFixed(2).padStart(11)}`,
     );
   }
 }
