@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityManagerServiceIdentifier } from '@trellis/core';
+import { entityManagerServiceIdentifier, preparedStatementsServiceIdentifier, type PreparedStatements } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { actor, createProject, type Actor } from './documents.fixtures.js';
 import { wf } from './runs.fixtures.js';
@@ -36,6 +36,15 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       const em = t.kernel.container.get(entityManagerServiceIdentifier);
       const knex = (em.getConnection() as unknown as { getKnex(): { on(event: 'query', listener: (query: { sql: string }) => void): void } }).getKnex();
       knex.on('query', (query) => trace?.sql.push(query.sql));
+      // Prepared statements (the event log's rows) do not pass through knex: counted here.
+      const statements = t.kernel.container.get(preparedStatementsServiceIdentifier) as { -readonly [K in keyof PreparedStatements]: PreparedStatements[K] };
+      for (const method of ['all', 'first', 'run'] as const) {
+        const inner = statements[method].bind(statements) as (...args: unknown[]) => Promise<never>;
+        statements[method] = ((statement: { text: string }, ...rest: unknown[]) => {
+          trace?.sql.push(statement.text);
+          return inner(statement, ...rest);
+        }) as never;
+      }
     });
     afterAll(() => t?.close());
 
