@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { describe, expect, it } from 'vitest';
 import type { PreparedStatements, SqlStatement, SqlValue } from '../../../ports/database.js';
-import { InProcessPubSub } from '../../../ports/pubsub.js';
+import { InProcessPubSub, type PubSub, type PubSubListener } from '../../../ports/pubsub.js';
 import { ndjsonLines, sseFrames } from '../routes.js';
 import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, StoredEventSink, type RunEventText } from './event-log.js';
 import type { GroupCommit } from './group-commit.js';
@@ -51,6 +51,20 @@ class MemoryLog implements PreparedStatements {
 const group = { run: (work: (tx: EntityManager) => Promise<unknown>) => work({ nativeUpdate: async () => 1 } as unknown as EntityManager) } as unknown as GroupCommit;
 /** What the reader asks the ORM (the run's status at a quiet moment). */
 const fork = (status = 'running') => () => ({ findOne: async () => ({ status, seqCeiling: 0 }) }) as unknown as EntityManager;
+
+/** A process' own PubSub client on a shared bus (as Redis clients of two processes are): not the in-process PubSub. */
+class ProcessPubSub implements PubSub {
+  published = 0;
+  constructor(private readonly bus: InProcessPubSub) {}
+  publish(topic: string, message: Uint8Array | string): Promise<void> {
+    this.published++;
+    return this.bus.publish(topic, message);
+  }
+  subscribe(topic: string, listener: PubSubListener): Promise<() => Promise<void>> {
+    return this.bus.subscribe(topic, listener);
+  }
+  async close(): Promise<void> {}
+}
 
 const RUN = '00000000-0000-4000-8000-000000000001';
 const tick = () => new Promise((resolve) => setImmediate(resolve));
@@ -138,11 +152,11 @@ describe('StoredEventSink', () => {
 describe('followRunBatches', () => {
   it('reads the log once at the start, then follows PubSub without reading it again', async () => {
     const log = new MemoryLog();
-    const pubsub = new InProcessPubSub();
-    const sink = StoredEventSink.reserved(group, pubsub, log, { id: RUN, seqCeiling: 0 }, 5);
+    const bus = new InProcessPubSub();
+    const sink = StoredEventSink.reserved(group, new ProcessPubSub(bus), log, { id: RUN, seqCeiling: 0 }, 5);
     sink.emit('run_start', { runId: RUN });
     await sink.flush();
-    const reading = collect(followRunBatches(fork(), pubsub, RUN, 0, { endWhenWaiting: true, sql: log }));
+    const reading = collect(followRunBatches(fork(), new ProcessPubSub(bus), RUN, 0, { endWhenWaiting: true, sql: log }));
     await new Promise((resolve) => setTimeout(resolve, 20));
     const readsAtStart = log.reads;
     for (let burst = 0; burst < 20; burst++) {
@@ -156,9 +170,13 @@ describe('followRunBatches', () => {
     expect(log.reads).toBe(readsAtStart);
   });
 
-  it('a reader that joins mid-run gets exactly the events after `after`: stored, published-but-not-yet-stored, and live', async () => {
+  it.each([
+    ['another process', (bus: InProcessPubSub) => [new ProcessPubSub(bus), new ProcessPubSub(bus)]],
+    ['the same process', (bus: InProcessPubSub) => [bus, bus]],
+  ])('a reader in %s that joins mid-run gets exactly the events after `after`: stored, published-but-not-yet-stored, and live', async (_, pubsubs) => {
     const log = new MemoryLog();
-    const pubsub = new InProcessPubSub();
+    const [writer, reader] = pubsubs(new InProcessPubSub()) as [PubSub, PubSub];
+    const pubsub = writer;
     const sink = StoredEventSink.reserved(group, pubsub, log, { id: RUN, seqCeiling: 0 }, 30);
     sink.emit('run_start', { runId: RUN });
     for (let i = 0; i < ROW_EVENTS + 500; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `${i}` });
@@ -166,7 +184,7 @@ describe('followRunBatches', () => {
     // One row is stored; 501 events are published and wait for the timer. A reader joins now,
     // after an event of the stored row.
     expect(log.rows).toHaveLength(1);
-    const reading = collect(followRunBatches(fork(), pubsub, RUN, 1_500, { endWhenWaiting: true, sql: log }));
+    const reading = collect(followRunBatches(fork(), reader, RUN, 1_500, { endWhenWaiting: true, sql: log }));
     for (let i = 0; i < 300; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `late ${i}` });
     await tick();
     sink.emitStored('run_complete', {});
@@ -177,10 +195,46 @@ describe('followRunBatches', () => {
     expect(events.map((e) => e.json)).toEqual(log.events(RUN).slice(1_500).map((e) => JSON.stringify(e.data)));
   });
 
+  it('hands events to readers of the same PubSub in this process directly, skipping its own messages', async () => {
+    const log = new MemoryLog();
+    const bus = new InProcessPubSub();
+    const here = new ProcessPubSub(bus);
+    const sink = StoredEventSink.reserved(group, here, log, { id: RUN, seqCeiling: 0 }, 5);
+    const local = collect(followRunBatches(fork(), here, RUN, 0, { endWhenWaiting: true, sql: log }));
+    const remote = collect(followRunBatches(fork(), new ProcessPubSub(bus), RUN, 0, { endWhenWaiting: true, sql: log }));
+    let parsedHere = 0;
+    // The local reader's subscription sees the messages, and drops them on their header alone.
+    await here.subscribe(runEventsTopic(RUN), (message) => void (parsedHere += String(message).split('\n').length - 1));
+    await tick();
+    sink.emit('run_start', { runId: RUN });
+    for (let i = 0; i < 500; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `${i}` });
+    await tick();
+    sink.emitStored('run_complete', {});
+    await sink.flush();
+    const [a, b] = await Promise.all([local, remote]);
+    expect(a.map((e) => e.seq)).toEqual(Array.from({ length: 502 }, (_, i) => i + 1));
+    expect(b).toEqual(a);
+    expect(parsedHere).toBe(502);
+    // With the in-process PubSub and no one else listening, nothing is published at all.
+    const quiet = new InProcessPubSub();
+    const published: unknown[] = [];
+    const original = quiet.publish.bind(quiet);
+    quiet.publish = (topic, message) => (published.push(message), original(topic, message));
+    const other = '00000000-0000-4000-8000-000000000002';
+    const inProcess = StoredEventSink.reserved(group, quiet, log, { id: other, seqCeiling: 0 }, 5);
+    const reading = collect(followRunBatches(fork(), quiet, other, 0, { endWhenWaiting: true, sql: log }));
+    await tick();
+    inProcess.emit('run_start', { runId: other });
+    inProcess.emitStored('run_complete', {});
+    await inProcess.flush();
+    expect((await reading).map((e) => e.type)).toEqual(['run_start', 'run_complete']);
+    expect(published).toEqual([]);
+  });
+
   it('fills a hole from the log (a message PubSub dropped), each event once', async () => {
     const log = new MemoryLog();
     const pubsub = new InProcessPubSub();
-    const reading = collect(followRunBatches(fork(), pubsub, RUN, 0, { endWhenWaiting: true, sql: log }));
+    const reading = collect(followRunBatches(fork(), new ProcessPubSub(pubsub), RUN, 0, { endWhenWaiting: true, sql: log }));
     await tick();
     const line = (seq: number, type: string, data: object) => JSON.stringify({ seq, type, data });
     const store = (from: number, to: number) =>

@@ -1,8 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { RunEvent, type StoredRunEvent } from '../entities/run-event.entity.js';
 import { Run } from '../entities/run.entity.js';
 import { sqlStatement, type PreparedStatements } from '../../../ports/database.js';
-import type { PubSub } from '../../../ports/pubsub.js';
+import { InProcessPubSub, type PubSub } from '../../../ports/pubsub.js';
 import type { GroupCommit } from './group-commit.js';
 
 /** One event of a run's stream: the spec's event name as `type`, its fields as `data`. */
@@ -38,8 +39,37 @@ const selectEventRowsBelow = sqlStatement(
   'select "seq", "last_seq", "events" from "run_events" where "run_id" = ? and "last_seq" > ? and "seq" < ? order by "seq" limit 20',
 );
 
-/** The first line of a PubSub message of run events (the event lines follow, one JSON object each). */
-const MESSAGE_HEADER = '{"format":"run-events","version":2}';
+/**
+ * The first line of a PubSub message of run events (the event lines follow, one JSON object
+ * each): `{"format":"run-events","version":2,"from":"<tap id>"}`.
+ */
+const headerOf = (from: string) => `{"format":"run-events","version":2,"from":${JSON.stringify(from)}}`;
+
+/**
+ * The sinks and readers of one PubSub instance in this process: a sink hands its events to the
+ * readers of its run here directly (no message to parse), and those readers skip the PubSub
+ * messages of this tap (`from` in the header). Readers of other processes, or of another PubSub
+ * instance of this process, get the messages.
+ */
+interface Tap {
+  id: string;
+  readers: Map<string, Set<(events: readonly RunEventText[]) => void>>;
+}
+
+const taps = new WeakMap<PubSub, Tap>();
+
+function tapOf(pubsub: PubSub): Tap {
+  let tap = taps.get(pubsub);
+  if (!tap) taps.set(pubsub, (tap = { id: randomUUID(), readers: new Map() }));
+  return tap;
+}
+
+/** Whether a PubSub message came from a sink of this tap (read from its header line only). */
+function fromTap(message: Uint8Array | string, tap: Tap): boolean {
+  const text = typeof message === 'string' ? message : Buffer.from(message.buffer, message.byteOffset, Math.min(message.byteLength, 200)).toString('latin1');
+  const end = text.indexOf('\n');
+  return end > 0 && end < 200 && text.slice(0, end) === headerOf(tap.id);
+}
 
 /** `{"seq":1,"type":"block_chunk","data":{...}}`: an event as one JSON text, in the log and on PubSub. */
 const lineOf = (seq: number, type: string, json: string) => `{"seq":${seq},"type":${JSON.stringify(type)},"data":${json}}`;
@@ -107,12 +137,8 @@ const EVENT_FLUSH_MS = 250;
 /** Events stored in one row of the log at most; chunks are also stored as soon as this many wait. */
 export const ROW_EVENTS = 2_000;
 
-/** An event of the sink: serialized once, at `emit`. */
-interface SinkEvent {
-  seq: number;
-  /** The event as one JSON text (see `lineOf`): the form it is published and stored in. */
-  line: string;
-}
+/** An event of the sink: its fields serialized once, at `emit`. */
+type SinkEvent = RunEventText;
 
 /**
  * The sink of a stored run: every event gets the next sequence number, is serialized once, is
@@ -177,7 +203,7 @@ export class StoredEventSink implements RunEventSink {
   /** Emits an event that is published only after the next flush stored it (e.g. `run_complete` after the final record). */
   emitStored(type: string, data: Record<string, unknown>): number {
     const seq = this.next++;
-    const event: SinkEvent = { seq, line: lineOf(seq, type, JSON.stringify(data)) };
+    const event: SinkEvent = { seq, type, json: JSON.stringify(data) };
     this.pending.push(event);
     if (seq >= this.ceiling) void this.reserve().catch(() => undefined);
     this.afterStore.push(event);
@@ -186,7 +212,7 @@ export class StoredEventSink implements RunEventSink {
 
   emit(type: string, data: Record<string, unknown>): number {
     const seq = this.next++;
-    const event: SinkEvent = { seq, line: lineOf(seq, type, JSON.stringify(data)) };
+    const event: SinkEvent = { seq, type, json: JSON.stringify(data) };
     this.pending.push(event);
     if (seq < this.ceiling && !this.held.length) {
       this.outbox.push(event);
@@ -224,8 +250,15 @@ export class StoredEventSink implements RunEventSink {
     const events = this.outbox;
     if (!events.length) return;
     this.outbox = [];
-    let message = MESSAGE_HEADER;
-    for (const event of events) message += '\n' + event.line;
+    // The readers of this process first, straight from here.
+    const tap = tapOf(this.pubsub);
+    const readers = tap.readers.get(this.runId);
+    if (readers) for (const reader of readers) reader(events);
+    // Everyone else through PubSub. With the in-process PubSub the readers are all local; the
+    // message is still sent to whoever else may listen on the topic.
+    if (this.pubsub instanceof InProcessPubSub && !this.pubsub.hasListeners(runEventsTopic(this.runId))) return;
+    let message = headerOf(tap.id);
+    for (const event of events) message += '\n' + lineOf(event.seq, event.type, event.json);
     void this.pubsub.publish(runEventsTopic(this.runId), message).catch(() => undefined);
   }
 
@@ -286,7 +319,10 @@ export class StoredEventSink implements RunEventSink {
             for (let i = 0; i < events.length; i += ROW_EVENTS) {
               const end = Math.min(events.length, i + ROW_EVENTS);
               let text = '[';
-              for (let j = i; j < end; j++) text += (j === i ? '' : ',') + events[j]!.line;
+              for (let j = i; j < end; j++) {
+                const event = events[j]!;
+                text += (j === i ? '' : ',') + lineOf(event.seq, event.type, event.json);
+              }
               await this.sql.run(insertEventRow, [runId, events[i]!.seq, events[end - 1]!.seq, text + ']', now], tx);
             }
           }
@@ -376,23 +412,43 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
   const pollMs = options.pollMs ?? 1_000;
   const gapWaitMs = options.gapWaitMs ?? 3_000;
   const { sql } = options;
-  let live: RunEventText[] = [];
+  const live: RunEventText[] = [];
   let liveAt = 0;
   let wake: (() => void) | null = null;
-  const unsubscribe = await pubsub.subscribe(runEventsTopic(runId), (message) => {
-    let events: RunEventText[];
-    try {
-      events = parseEventMessage(message);
-    } catch {
-      // Not a message of this version or the last: the log fills the hole.
-      return;
-    }
-    if (liveAt === live.length) {
-      live = events;
-      liveAt = 0;
-    } else for (const event of events) live.push(event);
+  // The sinks of this process hand their events over directly.
+  const tap = tapOf(pubsub);
+  const fromSink = (events: readonly RunEventText[]) => {
+    for (const event of events) live.push(event);
     wake?.();
-  });
+  };
+  let tapped = tap.readers.get(runId);
+  if (!tapped) tap.readers.set(runId, (tapped = new Set()));
+  tapped.add(fromSink);
+  const untap = () => {
+    tapped.delete(fromSink);
+    if (!tapped.size && tap.readers.get(runId) === tapped) tap.readers.delete(runId);
+  };
+  // Other processes' sinks publish on PubSub (the in-process PubSub has no other process).
+  let unsubscribe: () => Promise<void> = async () => undefined;
+  try {
+    if (!(pubsub instanceof InProcessPubSub)) {
+      unsubscribe = await pubsub.subscribe(runEventsTopic(runId), (message) => {
+        if (fromTap(message, tap)) return;
+        let events: RunEventText[];
+        try {
+          events = parseEventMessage(message);
+        } catch {
+          // Not a message of this version or the last: the log fills the hole.
+          return;
+        }
+        for (const event of events) live.push(event);
+        wake?.();
+      });
+    }
+  } catch (error) {
+    untap();
+    throw error;
+  }
   const onAbort = () => wake?.();
   options.signal?.addEventListener('abort', onAbort);
   let last = after;
@@ -448,6 +504,10 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
       let progressed = false;
       while (liveAt < live.length) {
         const event = live[liveAt++]!;
+        if (liveAt === live.length) {
+          live.length = 0;
+          liveAt = 0;
+        }
         if (event.seq <= last) continue;
         if (event.seq > last + 1) {
           // A hole: the events before this one are (or are about to be) in the log.
@@ -510,6 +570,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
     }
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
+    untap();
     await unsubscribe();
   }
 }
