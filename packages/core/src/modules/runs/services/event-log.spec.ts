@@ -171,11 +171,11 @@ describe('followRunBatches', () => {
   });
 
   it.each([
-    ['another process', (bus: InProcessPubSub) => [new ProcessPubSub(bus), new ProcessPubSub(bus)]],
-    ['the same process', (bus: InProcessPubSub) => [bus, bus]],
+    ['another process', (bus: InProcessPubSub): [PubSub, PubSub] => [new ProcessPubSub(bus), new ProcessPubSub(bus)]],
+    ['the same process', (bus: InProcessPubSub): [PubSub, PubSub] => [bus, bus]],
   ])('a reader in %s that joins mid-run gets exactly the events after `after`: stored, published-but-not-yet-stored, and live', async (_, pubsubs) => {
     const log = new MemoryLog();
-    const [writer, reader] = pubsubs(new InProcessPubSub()) as [PubSub, PubSub];
+    const [writer, reader] = pubsubs(new InProcessPubSub());
     const pubsub = writer;
     const sink = StoredEventSink.reserved(group, pubsub, log, { id: RUN, seqCeiling: 0 }, 30);
     sink.emit('run_start', { runId: RUN });
