@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entityManagerServiceIdentifier } from '@trellis/core';
 import { startTestKernel, testDatabases, type TestKernel } from '@trellis/test-support';
 import { RunEvent } from '../src/modules/runs/entities/run-event.entity.js';
-import { GroupCommit } from '../src/modules/runs/services/group-commit.js';
+import { GroupCommit } from '../src/kernel/group-commit.js';
 
 /**
  * The runs' group commit on a real database: units that arrive together share one transaction on

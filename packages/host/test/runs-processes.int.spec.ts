@@ -45,6 +45,34 @@ describe.each(testDatabases())('runs across hosts through Redis on $name', (base
     expect(replay.events).toEqual(all);
   });
 
+  it('clients that drop a burst of chunks mid-run and reconnect to either host get each missed event once, chunks stored in batches included', async () => {
+    const owner = await actor(a);
+    // 6,000 chunks over about a second: past three batches of the log (2,000 each), with readers
+    // reconnecting while chunks are published but not yet stored.
+    const code = "for (let i = 0; i < 6000; i++) { emit('c' + i + ' '); if (i % 20 === 19) { const until = Date.now() + 3; while (Date.now() < until) {} } }\nreturn 'done';";
+    const { documentId } = await workflowDocument(a, owner.token, wf.doc(wf.code('burst', code), wf.output('out', '{{ burst }}')));
+    const first = await readNdjson(`${a.url}/documents/${documentId}/run`, { token: owner.token, body: { format: 'ndjson' }, stopAfter: 900 });
+    const runId = first.events[0]!.data.runId;
+    const all = [...first.events];
+    // Reconnect, drop again, alternating hosts and formats, until the run completes.
+    for (let round = 0; all.at(-1)!.type !== 'run_complete'; round++) {
+      expect(round).toBeLessThan(20);
+      const host = round % 2 === 0 ? b : a;
+      const url = `${host.url}/documents/${documentId}/runs/${runId}/events`;
+      const next =
+        round % 2 === 0
+          ? await readSse(url, { token: owner.token, lastEventId: all.at(-1)!.seq, stopAfter: 1_300 })
+          : await readNdjson(`${url}?format=ndjson&after=${all.at(-1)!.seq}`, { method: 'GET', token: owner.token, stopAfter: 1_300 });
+      all.push(...next.events);
+    }
+    expectDense(all.map((e) => e.seq));
+    const chunks = all.filter((e) => e.type === 'block_chunk').map((e) => e.data.delta);
+    expect(chunks.join('')).toBe(Array.from({ length: 6000 }, (_, i) => `c${i} `).join(''));
+    // run_complete was visible: the stored log is complete, and replays the same events from either host.
+    const replay = await readNdjson(`${b.url}/documents/${documentId}/runs/${runId}/events?format=ndjson`, { method: 'GET', token: owner.token });
+    expect(replay.events).toEqual(all);
+  });
+
   it('a cancel sent to host B stops the run executing on host A', async () => {
     const owner = await actor(a);
     const { documentId } = await workflowDocument(a, owner.token, wf.doc(wf.llm('ticks', 'slow', 'count')));

@@ -36,8 +36,8 @@ const MAX_GROUP = 64;
  * transaction) and must not wait for anything but the database. On PostgreSQL (many connections,
  * each commit its own) `grouped` is false and a unit is a transaction of its own.
  *
- * Used by the OAuth token endpoint (refresh-token rotations). The runs module has its own copy
- * (`modules/runs/services/group-commit.ts`, same interface), which can become a re-export of this one.
+ * Used by the OAuth token endpoint (refresh-token rotations) and the runs (a run's record, its
+ * claim, its events and checkpoints, its credit hold and settlement).
  */
 export class GroupCommit {
   private queue: Unit[] = [];

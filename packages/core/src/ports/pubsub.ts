@@ -29,6 +29,11 @@ export class InProcessPubSub implements PubSub {
     }
   }
 
+  /** Whether anyone listens on `topic` now (a publisher can skip building a message no one reads). */
+  hasListeners(topic: string): boolean {
+    return this.topics.has(topic);
+  }
+
   async subscribe(topic: string, listener: PubSubListener): Promise<() => Promise<void>> {
     let listeners = this.topics.get(topic);
     if (!listeners) this.topics.set(topic, (listeners = new Set()));

@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CodeSandboxRequest } from '../ports/code-sandbox.js';
 import { CodeSandboxError, QuickJsCodeSandbox } from './quickjs-code-sandbox.js';
+import { joinJsonArrays } from './quickjs-worker.js';
 
 const sandbox = new QuickJsCodeSandbox();
 const MiB = 1024 * 1024;
@@ -95,6 +96,44 @@ describe('QuickJsCodeSandbox', () => {
     expect(received[9_999]).toBe('chunk 9999');
     expect(received.slice(10_000)).toEqual(['{"n":1}', '7']);
     for (let i = 0; i < 10_000; i++) if (received[i] !== `chunk ${i}`) throw new Error(`emit ${i} out of order: ${received[i]}`);
+  });
+
+  it('delivers a burst of emits in a few batches (one JSON text each), every text intact, interleaved with console lines', async () => {
+    const received: string[] = [];
+    /** Each worker message is delivered in one task: count the tasks onEmit was called in. */
+    let task = 0;
+    const tasks = new Set<number>();
+    const ticker = setInterval(() => task++, 0);
+    const odd = ['quote " and \\ backslash', 'line\nbreak\r\u2028', '✓ ünïcödé 😀', '', ']', '","'];
+    try {
+      const result = await run(
+        `const odd = ${JSON.stringify(odd)};
+         for (let i = 0; i < 20000; i++) { emit(i % 1000 === 0 ? odd[(i / 1000) % odd.length] : 'e' + i); if (i % 5000 === 0) console.log('at', i); }
+         return 'ok';`,
+        {
+          onEmit: (text) => {
+            tasks.add(task);
+            received.push(text);
+          },
+          timeoutMs: 10_000,
+        },
+      );
+      expect(result.value).toBe('ok');
+      expect(result.console).toEqual([0, 5000, 10000, 15000].map((i) => ({ level: 'log', text: `at ${i}` })));
+    } finally {
+      clearInterval(ticker);
+    }
+    expect(received).toHaveLength(20_000);
+    for (let i = 0; i < 20_000; i++) {
+      const expected = i % 1000 === 0 ? odd[(i / 1000) % odd.length] : `e${i}`;
+      if (received[i] !== expected) throw new Error(`emit ${i}: ${JSON.stringify(received[i])}, expected ${JSON.stringify(expected)}`);
+    }
+    expect(tasks.size).toBeLessThan(200);
+  });
+
+  it('joins the sandbox\'s JSON batches into one array text', () => {
+    expect(joinJsonArrays(['["a"]'])).toBe('["a"]');
+    expect(JSON.parse(joinJsonArrays(['["a","b"]', '[]', '["c,\\"]"]']))).toEqual(['a', 'b', 'c,"]']);
   });
 
   it('keeps the message of a thrown error, of a thrown string and of a syntax error', async () => {

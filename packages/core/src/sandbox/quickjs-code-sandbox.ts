@@ -263,14 +263,12 @@ export class QuickJsCodeSandbox implements CodeSandbox {
         active.hardStop = setTimeout(() => this.stop(slot, active, 'deadline'), active.request.timeoutMs);
         break;
       case 'output':
-        for (const item of message.items) {
-          if (typeof item !== 'string') {
-            active.console.push({ level: item[0], text: item[1] });
-            continue;
-          }
-          if (active.stopping || active.request.signal?.aborted) continue;
+        for (const [level, text] of message.console) active.console.push({ level, text });
+        if (!message.emits || active.stopping || active.request.signal?.aborted) break;
+        for (const text of JSON.parse(message.emits) as string[]) {
+          if (active.stopping) break;
           try {
-            active.request.onEmit?.(item);
+            active.request.onEmit?.(text);
           } catch (error) {
             // The listener's failure ends the run with that error; the code cannot catch it away.
             active.hostError = { error };

@@ -3,7 +3,9 @@ import { QuickJsEngine, type ConsoleLevel, type EngineJob, type EngineOutcome } 
 
 /**
  * Entry of a sandbox worker thread: runs the jobs the main thread sends, one at a time, and
- * streams their emits and console lines back as they happen. The main thread aborts a job
+ * streams their emits and console lines back as they happen: the emits of a batch as one JSON
+ * text (the sandbox's own batches joined, never parsed here), so a burst of thousands of emits
+ * costs the main thread a few messages and one `JSON.parse` each. The main thread aborts a job
  * through the shared flag (seen by the interpreter's interrupt handler) and, if the job does not
  * stop within the grace period, terminates the whole thread.
  */
@@ -17,17 +19,34 @@ export interface WorkerJob extends EngineJob {
 }
 
 export type ToWorker = { type: 'run'; id: number; job: WorkerJob };
-/** Emits (a string) and console lines (`[level, text]`), in the order the code produced them. */
-export type OutputItem = string | [ConsoleLevel, string];
+/** A console line: `[level, text]`. */
+export type ConsoleItem = [ConsoleLevel, string];
 
+/**
+ * A batch of output: `emits`, the JSON text of the array of emitted strings, in order ('' when
+ * none), and the console lines, in order (the two are separate streams).
+ */
 export type FromWorker =
   | { type: 'started'; id: number }
-  | { type: 'output'; id: number; items: OutputItem[] }
+  | { type: 'output'; id: number; emits: string; console: ConsoleItem[] }
   | { type: 'done'; id: number; outcome: EngineOutcome };
 
-/** Output is sent in batches: when this many items wait, or when the oldest waited this long. */
-const BATCH_ITEMS = 512;
+/** Output is sent in batches: when this much waits, or when the oldest waited this long. */
+const BATCH_CHARS = 256 * 1024;
+const BATCH_CONSOLE = 512;
 const BATCH_MS = 2;
+
+/** Joins JSON arrays (`["a"]`, `["b","c"]`) into one (`["a","b","c"]`). */
+export function joinJsonArrays(parts: readonly string[]): string {
+  if (parts.length === 1) return parts[0]!;
+  let text = '[';
+  for (const part of parts) {
+    const inner = part.slice(1, -1);
+    if (!inner) continue;
+    text += (text.length > 1 ? ',' : '') + inner;
+  }
+  return `${text}]`;
+}
 
 const port = parentPort;
 if (port) {
@@ -53,20 +72,31 @@ if (port) {
       send({ type: 'started', id });
       let consoleChars = 0;
       let consoleFull = false;
-      let batch: OutputItem[] = [];
+      let emits: string[] = [];
+      let emitChars = 0;
+      let lines: ConsoleItem[] = [];
       let batchStarted = 0;
+      const waiting = () => emits.length > 0 || lines.length > 0;
       const flush = () => {
-        if (batch.length === 0) return;
-        send({ type: 'output', id, items: batch });
-        batch = [];
+        if (!waiting()) return;
+        send({ type: 'output', id, emits: emits.length ? joinJsonArrays(emits) : '', console: lines });
+        emits = [];
+        emitChars = 0;
+        lines = [];
       };
-      const push = (item: OutputItem) => {
-        if (batch.length === 0) batchStarted = performance.now();
-        batch.push(item);
-        if (batch.length >= BATCH_ITEMS || performance.now() - batchStarted >= BATCH_MS) flush();
+      const due = () => emitChars >= BATCH_CHARS || lines.length >= BATCH_CONSOLE || performance.now() - batchStarted >= BATCH_MS;
+      const push = (item: ConsoleItem) => {
+        if (!waiting()) batchStarted = performance.now();
+        lines.push(item);
+        if (due()) flush();
       };
       const outcome = engine.run(job, {
-        emit: (text) => push(text),
+        emits: (json) => {
+          if (!waiting()) batchStarted = performance.now();
+          emits.push(json);
+          emitChars += json.length;
+          if (due()) flush();
+        },
         console: (level, text) => {
           if (consoleFull) return;
           if (consoleChars + text.length > job.maxConsoleChars) {
@@ -80,7 +110,7 @@ if (port) {
         aborted: () => {
           // Polled while the code runs: output that waited long enough goes out even if the
           // code is busy computing rather than writing.
-          if (batch.length > 0 && performance.now() - batchStarted >= BATCH_MS) flush();
+          if (waiting() && performance.now() - batchStarted >= BATCH_MS) flush();
           return Atomics.load(flag, 0) !== 0;
         },
       });

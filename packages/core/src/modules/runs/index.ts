@@ -5,8 +5,8 @@ export { Run, RunSchema, runSources, runStatuses, terminalRunStatuses, type RunS
 export { RunEvent, RunEventSchema } from './entities/run-event.entity.js';
 export { RunService, type StartRunInput, type StartedRun, type RunResult, type DocumentRunBody } from './services/run.service.js';
 export { InProcessRunQueue, type InProcessRunQueueOptions } from './services/in-process-run-queue.js';
-export { followRun, followRunBatches, runEventsTopic, runControlTopic, type RunEventRecord } from './services/event-log.js';
-export { runReply, runResponseSpec, sseOf, ndjsonOf } from './routes.js';
+export { eventData, followRun, followRunBatches, runEventsTopic, runControlTopic, type RunEventRecord, type RunEventText } from './services/event-log.js';
+export { runReply, runResponseSpec, sseOf, ndjsonOf, sseFrames, ndjsonLines } from './routes.js';
 export { toRunView } from './views.js';
 export { runErrors, runFailure } from './errors.js';
 export { blockNodeTypes, inputTypes, parseWorkflow, inputDefinitions, validateInputs, type BlockKind, type WorkflowBlock, type InputDefinition, type InputType } from './blocks/workflow.js';

@@ -4,28 +4,46 @@ import { defineRoute, type RouteDefinition, type RouteResponseSpec } from '../..
 import { combinedAuth, documentValidation } from '../documents/routes.js';
 import { DocumentRunBody, ResumeBody, RunDocumentParams, RunEventsQuery, RunListQuery, RunParams } from './dto/run.dto.js';
 import { runEventSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
-import type { RunEventRecord } from './services/event-log.js';
+import type { RunEventText } from './services/event-log.js';
 import { RunService, type StartedRun } from './services/run.service.js';
 import { toRunView } from './views.js';
 
 const tags = ['Runs'];
 const missing = 'No such document, or no access to it (document_not_found)';
 
-const sseFrame = (event: RunEventRecord) => `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event.data)}\n\n`;
-const ndjsonLine = (event: RunEventRecord) => `${JSON.stringify({ seq: event.seq, type: event.type, ...event.data })}\n`;
+/** The SSE frames of a batch of events, as one string: `id:` is the sequence number, `event:` the type, `data:` the fields' JSON text as emitted. */
+export function sseFrames(batch: readonly RunEventText[]): string {
+  let text = '';
+  for (const event of batch) text += `id: ${event.seq}\nevent: ${event.type}\ndata: ${event.json}\n\n`;
+  return text;
+}
 
-/** SSE frames of run events (`id:` is the sequence number, `event:` the type), one write per batch. */
-export function sseOf(batches: AsyncIterable<RunEventRecord[]>): Reply {
+/**
+ * The NDJSON lines of a batch of events, as one string: `{"seq":..,"type":..,<fields>}`. The
+ * fields' JSON text is spliced in as emitted (a field named `seq` or `type` comes after, and wins
+ * when parsed, as with `{ seq, type, ...fields }`).
+ */
+export function ndjsonLines(batch: readonly RunEventText[]): string {
+  let text = '';
+  for (const event of batch) {
+    const head = `{"seq":${event.seq},"type":${JSON.stringify(event.type)}`;
+    text += event.json.length > 2 ? `${head},${event.json.slice(1)}\n` : `${head}}\n`;
+  }
+  return text;
+}
+
+/** SSE of run events: one string, and one write, per batch of events. */
+export function sseOf(batches: AsyncIterable<readonly RunEventText[]>): Reply {
   async function* frames() {
-    for await (const batch of batches) if (batch.length) yield batch.map(sseFrame).join('');
+    for await (const batch of batches) if (batch.length) yield sseFrames(batch);
   }
   return Reply.stream(frames(), 'text/event-stream; charset=utf-8', { 'x-accel-buffering': 'no' });
 }
 
-/** NDJSON lines of run events (`{ seq, type, ...fields }`), one write per batch. */
-export function ndjsonOf(batches: AsyncIterable<RunEventRecord[]>): Reply {
+/** NDJSON of run events: one string, and one write, per batch of events. */
+export function ndjsonOf(batches: AsyncIterable<readonly RunEventText[]>): Reply {
   async function* lines() {
-    for await (const batch of batches) if (batch.length) yield batch.map(ndjsonLine).join('');
+    for await (const batch of batches) if (batch.length) yield ndjsonLines(batch);
   }
   return Reply.stream(lines(), 'application/x-ndjson');
 }

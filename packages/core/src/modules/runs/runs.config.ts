@@ -39,7 +39,7 @@ export const runsConfigSchema = s.object({
     .int()
     .range(1, 5_000)
     .default(20)
-    .describe('Chunk events are written to the event log in batches at most this old; other events go with the checkpoint or final record they belong to, and are at most 250 ms (or this, if longer) old.'),
+    .describe('Chunk events are written to the event log in rows of up to 2,000, as soon as that many wait and otherwise at most this old; other events go with the checkpoint or final record they belong to, and are at most 250 ms (or this, if longer) old.'),
   heartbeatSeconds: s.int().range(1, 3_600).default(10).describe('How often an executing run marks itself alive.'),
   staleAfterSeconds: s
     .int()

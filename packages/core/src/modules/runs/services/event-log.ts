@@ -1,11 +1,123 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { RunEvent, type StoredRunEvent } from '../entities/run-event.entity.js';
 import { Run } from '../entities/run.entity.js';
-import type { PubSub } from '../../../ports/pubsub.js';
-import type { GroupCommit } from './group-commit.js';
+import { sqlStatement, type PreparedStatements } from '../../../ports/database.js';
+import { InProcessPubSub, type PubSub } from '../../../ports/pubsub.js';
+import type { GroupCommit } from '../../../kernel/group-commit.js';
 
 /** One event of a run's stream: the spec's event name as `type`, its fields as `data`. */
 export type RunEventRecord = StoredRunEvent;
+
+/**
+ * An event as the stream writers take it: its fields as JSON text (`json`), serialized once where
+ * the event was emitted and never parsed on its way to the client. `data` is there when the
+ * event was at hand as an object anyway (debug runs).
+ */
+export interface RunEventText {
+  seq: number;
+  type: string;
+  json: string;
+  data?: Record<string, unknown>;
+}
+
+/** The fields of a streamed event as an object (parsed from its text when it has no object). */
+export const eventData = (event: RunEventText): Record<string, unknown> => event.data ?? (JSON.parse(event.json) as Record<string, unknown>);
+
+/**
+ * The log's statements (prepared once per connection). A row holds the JSON array of its events
+ * as written by the sink (`[{"seq":..,"type":..,"data":{..}},..]`), so storing a batch costs one
+ * string join, not a serialization of every event.
+ */
+const insertEventRow = sqlStatement('runs.event_log_insert', 'insert into "run_events" ("run_id", "seq", "last_seq", "events", "created_at") values (?, ?, ?, ?, ?)');
+const selectEventRows = sqlStatement(
+  'runs.event_log_after',
+  'select "seq", "last_seq", "events" from "run_events" where "run_id" = ? and "last_seq" > ? order by "seq" limit 20',
+);
+const selectEventRowsBelow = sqlStatement(
+  'runs.event_log_between',
+  'select "seq", "last_seq", "events" from "run_events" where "run_id" = ? and "last_seq" > ? and "seq" < ? order by "seq" limit 20',
+);
+
+/**
+ * The first line of a PubSub message of run events (the event lines follow, one JSON object
+ * each): `{"format":"run-events","version":2,"from":"<tap id>"}`.
+ */
+const headerOf = (from: string) => `{"format":"run-events","version":2,"from":${JSON.stringify(from)}}`;
+
+/**
+ * The sinks and readers of one PubSub instance in this process: a sink hands its events to the
+ * readers of its run here directly (no message to parse), and those readers skip the PubSub
+ * messages of this tap (`from` in the header). Readers of other processes, or of another PubSub
+ * instance of this process, get the messages.
+ */
+interface Tap {
+  id: string;
+  readers: Map<string, Set<(events: readonly RunEventText[]) => void>>;
+}
+
+const taps = new WeakMap<PubSub, Tap>();
+
+function tapOf(pubsub: PubSub): Tap {
+  let tap = taps.get(pubsub);
+  if (!tap) taps.set(pubsub, (tap = { id: randomUUID(), readers: new Map() }));
+  return tap;
+}
+
+/** Whether a PubSub message came from a sink of this tap (read from its header line only). */
+function fromTap(message: Uint8Array | string, tap: Tap): boolean {
+  const text = typeof message === 'string' ? message : Buffer.from(message.buffer, message.byteOffset, Math.min(message.byteLength, 200)).toString('latin1');
+  const end = text.indexOf('\n');
+  return end > 0 && end < 200 && text.slice(0, end) === headerOf(tap.id);
+}
+
+/** `{"seq":1,"type":"block_chunk","data":{...}}`: an event as one JSON text, in the log and on PubSub. */
+const lineOf = (seq: number, type: string, json: string) => `{"seq":${seq},"type":${JSON.stringify(type)},"data":${json}}`;
+
+/** Reads an event line back without parsing its fields (any other JSON object of the same meaning is parsed). */
+export function parseEventLine(line: string): RunEventText {
+  if (line.startsWith('{"seq":')) {
+    const comma = line.indexOf(',', 7);
+    const seq = Number(line.slice(7, comma));
+    if (comma > 7 && Number.isSafeInteger(seq) && line.startsWith(',"type":"', comma)) {
+      const typeEnd = line.indexOf('"', comma + 9);
+      const type = line.slice(comma + 9, typeEnd);
+      if (typeEnd > 0 && !type.includes('\\') && line.startsWith(',"data":{', typeEnd + 1) && line.endsWith('}}')) {
+        return { seq, type, json: line.slice(typeEnd + 9, -1) };
+      }
+    }
+  }
+  return textOf(JSON.parse(line) as StoredRunEvent);
+}
+
+const textOf = (event: StoredRunEvent): RunEventText => ({ seq: event.seq, type: event.type, json: JSON.stringify(event.data ?? {}) });
+
+/**
+ * The events of a PubSub message of a run's topic: the current form (a header line, then one
+ * event line each) or, from a process of an earlier version during a rolling upgrade, a JSON
+ * array of `{ seq, type, data }`.
+ */
+export function parseEventMessage(message: Uint8Array | string): RunEventText[] {
+  const text = typeof message === 'string' ? message : Buffer.from(message).toString('utf8');
+  if (text.startsWith('[')) return (JSON.parse(text) as StoredRunEvent[]).map(textOf);
+  const out: RunEventText[] = [];
+  let start = text.indexOf('\n') + 1;
+  if (start === 0) return out;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    if (end > start) out.push(parseEventLine(text.slice(start, end)));
+    start = end + 1;
+  }
+  return out;
+}
+
+/** The events of a row of the log (its `events` column: JSON text on SQLite, parsed by the driver on PostgreSQL). */
+function rowEvents(value: unknown): StoredRunEvent[] {
+  if (typeof value === 'string') return JSON.parse(value) as StoredRunEvent[];
+  if (value instanceof Uint8Array) return JSON.parse(Buffer.from(value).toString('utf8')) as StoredRunEvent[];
+  return value as StoredRunEvent[];
+}
 
 export const runEventsTopic = (runId: string) => `runs:events:${runId}`;
 export const runControlTopic = (runId: string) => `runs:control:${runId}`;
@@ -27,14 +139,19 @@ export interface RunEventSink {
 export const SEQ_BLOCK = 10_000;
 /** How late an event other than a chunk is stored at most when no checkpoint comes first. */
 const EVENT_FLUSH_MS = 250;
-/** Events stored in one row of the log at most. */
-const ROW_EVENTS = 2_000;
+/** Events stored in one row of the log at most; chunks are also stored as soon as this many wait. */
+export const ROW_EVENTS = 2_000;
+
+/** An event of the sink: its fields serialized once, at `emit`. */
+type SinkEvent = RunEventText;
 
 /**
- * The sink of a stored run: every event gets the next sequence number, is published at once on
- * the run's PubSub topic (the live tail of every reader in every process), and is appended to the
- * event log in batches (chunks at most `flushIntervalMs` late; callers flush before they go on
- * after any other event).
+ * The sink of a stored run: every event gets the next sequence number, is serialized once, is
+ * published at once on the run's PubSub topic (the live tail of every reader in every process:
+ * one message per turn of the event loop, a header line and one line per event), and is appended
+ * to the event log in batches: chunks when `ROW_EVENTS` of them wait or at most `flushMs` late;
+ * other events with the block's checkpoint or the run's final record (callers flush before they
+ * go on after any other event), or at most `EVENT_FLUSH_MS` late.
  *
  * Sequence numbers are reserved on the run (`seqCeiling`) before they are published, so a retry
  * after a lost worker starts above every number a reader could have seen.
@@ -43,23 +160,26 @@ export class StoredEventSink implements RunEventSink {
   private next: number;
   private ceiling: number;
   /** Events not yet stored. */
-  private pending: StoredRunEvent[] = [];
+  private pending: SinkEvent[] = [];
   /** Events not yet published (published together, once per turn of the event loop). */
-  private outbox: StoredRunEvent[] = [];
+  private outbox: SinkEvent[] = [];
   private publishScheduled = false;
   /** Events past the reserved numbers, published once the reservation is stored. */
-  private held: StoredRunEvent[] = [];
+  private held: SinkEvent[] = [];
   /** Events published only once they are stored (`emitStored`). */
-  private afterStore: StoredRunEvent[] = [];
+  private afterStore: SinkEvent[] = [];
   private reserving: Promise<void> | null = null;
   private flushing: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
+  /** The pending timer is a chunk's (the earliest any event sets: no other can move it closer). */
+  private chunkTimer = false;
   private timerDue = 0;
   private failed: unknown = null;
 
   private constructor(
     private readonly group: GroupCommit,
     private readonly pubsub: PubSub,
+    private readonly sql: PreparedStatements,
     private readonly runId: string,
     start: number,
     private readonly flushMs: number,
@@ -69,8 +189,8 @@ export class StoredEventSink implements RunEventSink {
   }
 
   /** A sink for the run's current attempt, continuing after the run's reserved numbers. */
-  static async open(group: GroupCommit, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): Promise<StoredEventSink> {
-    const sink = new StoredEventSink(group, pubsub, run.id, run.seqCeiling + 1, flushMs);
+  static async open(group: GroupCommit, pubsub: PubSub, sql: PreparedStatements, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): Promise<StoredEventSink> {
+    const sink = new StoredEventSink(group, pubsub, sql, run.id, run.seqCeiling + 1, flushMs);
     await sink.reserve();
     return sink;
   }
@@ -79,8 +199,8 @@ export class StoredEventSink implements RunEventSink {
    * A sink whose numbers were already reserved on the run (the claim of the attempt stored
    * `seqCeiling = run.seqCeiling + SEQ_BLOCK`): saves the reservation's own write.
    */
-  static reserved(group: GroupCommit, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): StoredEventSink {
-    const sink = new StoredEventSink(group, pubsub, run.id, run.seqCeiling + 1, flushMs);
+  static reserved(group: GroupCommit, pubsub: PubSub, sql: PreparedStatements, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): StoredEventSink {
+    const sink = new StoredEventSink(group, pubsub, sql, run.id, run.seqCeiling + 1, flushMs);
     sink.ceiling = run.seqCeiling + 1 + SEQ_BLOCK;
     return sink;
   }
@@ -88,7 +208,7 @@ export class StoredEventSink implements RunEventSink {
   /** Emits an event that is published only after the next flush stored it (e.g. `run_complete` after the final record). */
   emitStored(type: string, data: Record<string, unknown>): number {
     const seq = this.next++;
-    const event = { seq, type, data };
+    const event: SinkEvent = { seq, type, json: JSON.stringify(data) };
     this.pending.push(event);
     if (seq >= this.ceiling) void this.reserve().catch(() => undefined);
     this.afterStore.push(event);
@@ -97,7 +217,7 @@ export class StoredEventSink implements RunEventSink {
 
   emit(type: string, data: Record<string, unknown>): number {
     const seq = this.next++;
-    const event = { seq, type, data };
+    const event: SinkEvent = { seq, type, json: JSON.stringify(data) };
     this.pending.push(event);
     if (seq < this.ceiling && !this.held.length) {
       this.outbox.push(event);
@@ -109,22 +229,41 @@ export class StoredEventSink implements RunEventSink {
       this.held.push(event);
       void this.reserve().catch(() => undefined);
     }
-    // Chunks are stored at most `flushMs` late; other events go with the block's checkpoint or the
-    // run's final record, or after `EVENT_FLUSH_MS` (a reader that missed one live finds it in the log).
-    const due = Date.now() + (type === 'block_chunk' ? this.flushMs : Math.max(this.flushMs, EVENT_FLUSH_MS));
-    if (!this.timer || due < this.timerDue) {
-      if (this.timer) clearTimeout(this.timer);
-      this.timerDue = due;
-      this.timer = setTimeout(() => void this.flush().catch(() => undefined), due - Date.now());
+    if (type === 'block_chunk') {
+      // A full row of chunks is stored at once; fewer at most `flushMs` late.
+      if (this.pending.length >= ROW_EVENTS) void this.flush().catch(() => undefined);
+      else if (!this.chunkTimer) this.schedule(this.flushMs, true);
+    } else if (!this.chunkTimer) {
+      // Other events go with the block's checkpoint or the run's final record, or after
+      // `EVENT_FLUSH_MS` (a reader that missed one live finds it in the log).
+      this.schedule(Math.max(this.flushMs, EVENT_FLUSH_MS), false);
     }
     return seq;
   }
 
+  private schedule(delayMs: number, chunk: boolean): void {
+    const due = Date.now() + delayMs;
+    if (this.timer && due >= this.timerDue) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timerDue = due;
+    this.chunkTimer = chunk;
+    this.timer = setTimeout(() => void this.flush().catch(() => undefined), delayMs);
+  }
+
   private publish(): void {
     this.publishScheduled = false;
-    if (!this.outbox.length) return;
-    const message = JSON.stringify(this.outbox);
+    const events = this.outbox;
+    if (!events.length) return;
     this.outbox = [];
+    // The readers of this process first, straight from here.
+    const tap = tapOf(this.pubsub);
+    const readers = tap.readers.get(this.runId);
+    if (readers) for (const reader of readers) reader(events);
+    // Everyone else through PubSub. With the in-process PubSub the readers are all local; the
+    // message is still sent to whoever else may listen on the topic.
+    if (this.pubsub instanceof InProcessPubSub && !this.pubsub.hasListeners(runEventsTopic(this.runId))) return;
+    let message = headerOf(tap.id);
+    for (const event of events) message += '\n' + lineOf(event.seq, event.type, event.json);
     void this.pubsub.publish(runEventsTopic(this.runId), message).catch(() => undefined);
   }
 
@@ -160,6 +299,7 @@ export class StoredEventSink implements RunEventSink {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
+      this.chunkTimer = false;
     }
     this.publish();
     const batch = this.pending;
@@ -181,12 +321,15 @@ export class StoredEventSink implements RunEventSink {
           const events = held ? batch.filter((event) => !held.has(event)) : batch;
           if (events.length) {
             const now = new Date();
-            const rows: RunEvent[] = [];
             for (let i = 0; i < events.length; i += ROW_EVENTS) {
-              const slice = events.slice(i, i + ROW_EVENTS);
-              rows.push({ runId, seq: slice[0]!.seq, lastSeq: slice.at(-1)!.seq, events: slice, createdAt: now });
+              const end = Math.min(events.length, i + ROW_EVENTS);
+              let text = '[';
+              for (let j = i; j < end; j++) {
+                const event = events[j]!;
+                text += (j === i ? '' : ',') + lineOf(event.seq, event.type, event.json);
+              }
+              await this.sql.run(insertEventRow, [runId, events[i]!.seq, events[end - 1]!.seq, text + ']', now], tx);
             }
-            await this.group.insertLater(tx, RunEvent, rows);
           }
           return answer;
         });
@@ -220,13 +363,13 @@ export class StoredEventSink implements RunEventSink {
 /** The sink of a debug run (content given in the request): events go to the request's stream only. */
 export class LocalEventSink implements RunEventSink {
   private next = 1;
-  private queue: RunEventRecord[] = [];
+  private queue: (RunEventRecord & RunEventText)[] = [];
   private wake: (() => void) | null = null;
   private closed = false;
 
   emit(type: string, data: Record<string, unknown>): number {
     const seq = this.next++;
-    this.queue.push({ seq, type, data });
+    this.queue.push({ seq, type, data, json: JSON.stringify(data) });
     this.wake?.();
     return seq;
   }
@@ -243,7 +386,7 @@ export class LocalEventSink implements RunEventSink {
     this.wake?.();
   }
 
-  async *batches(): AsyncGenerator<RunEventRecord[]> {
+  async *batches(): AsyncGenerator<(RunEventRecord & RunEventText)[]> {
     for (;;) {
       if (this.queue.length) yield this.queue.splice(0);
       if (this.queue.length) continue;
@@ -257,49 +400,88 @@ export class LocalEventSink implements RunEventSink {
 export interface FollowOptions {
   /** End at `run_waiting` when the run is still waiting for an answer. */
   endWhenWaiting: boolean;
-  /** How often the log is read again when nothing arrives live (lost PubSub messages, a dead worker). */
+  /** How long the live tail may stay quiet before the log is read again (lost PubSub messages, a dead worker). */
   pollMs?: number;
   /** How long a hole in the sequence may stay unfilled before the reader moves on. */
   gapWaitMs?: number;
   signal?: AbortSignal;
+  /** The database's prepared statements, for reading the log (without: through the ORM). */
+  sql?: PreparedStatements;
 }
-
-/** Rows of the log read at a time. */
-const PAGE = 20;
 
 /**
  * Follows a run's event stream from just after `after`: the events of the log first, then the
- * live tail from PubSub, each sequence number exactly once and in order. A hole in the live
- * sequence (events published before they were stored, or a message PubSub dropped) is filled from
- * the log. The stream ends after `run_complete` (or `run_waiting`, see options).
+ * live tail from PubSub, each sequence number exactly once and in order. The log is read only at
+ * the start, to fill a hole in the live sequence (events published before this reader
+ * subscribed and stored since, or a message PubSub dropped), and when the live tail stays quiet
+ * for `pollMs`; otherwise events come straight from PubSub, as the text they were published in.
+ * The stream ends after `run_complete` (or `run_waiting`, see options).
  */
-export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSub, runId: string, after: number, options: FollowOptions): AsyncGenerator<RunEventRecord[]> {
-  let out: RunEventRecord[] = [];
+export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSub, runId: string, after: number, options: FollowOptions): AsyncGenerator<RunEventText[]> {
+  let out: RunEventText[] = [];
   const pollMs = options.pollMs ?? 1_000;
   const gapWaitMs = options.gapWaitMs ?? 3_000;
-  const live: RunEventRecord[] = [];
+  const { sql } = options;
+  const live: RunEventText[] = [];
   let liveAt = 0;
   let wake: (() => void) | null = null;
-  const unsubscribe = await pubsub.subscribe(runEventsTopic(runId), (message) => {
-    const events = JSON.parse(typeof message === 'string' ? message : Buffer.from(message).toString('utf8')) as RunEventRecord[];
+  // The sinks of this process hand their events over directly.
+  const tap = tapOf(pubsub);
+  const fromSink = (events: readonly RunEventText[]) => {
     for (const event of events) live.push(event);
     wake?.();
-  });
+  };
+  let tapped = tap.readers.get(runId);
+  if (!tapped) tap.readers.set(runId, (tapped = new Set()));
+  tapped.add(fromSink);
+  const untap = () => {
+    tapped.delete(fromSink);
+    if (!tapped.size && tap.readers.get(runId) === tapped) tap.readers.delete(runId);
+  };
+  // Other processes' sinks publish on PubSub (the in-process PubSub has no other process).
+  let unsubscribe: () => Promise<void> = async () => undefined;
+  try {
+    if (!(pubsub instanceof InProcessPubSub)) {
+      unsubscribe = await pubsub.subscribe(runEventsTopic(runId), (message) => {
+        if (fromTap(message, tap)) return;
+        let events: RunEventText[];
+        try {
+          events = parseEventMessage(message);
+        } catch {
+          // Not a message of this version or the last: the log fills the hole.
+          return;
+        }
+        for (const event of events) live.push(event);
+        wake?.();
+      });
+    }
+  } catch (error) {
+    untap();
+    throw error;
+  }
   const onAbort = () => wake?.();
   options.signal?.addEventListener('abort', onAbort);
   let last = after;
-  const load = async (from: number, below?: number): Promise<RunEventRecord[]> => {
-    const rows = await fork().find(
-      RunEvent,
-      below === undefined ? { runId, lastSeq: { $gt: from } } : { runId, lastSeq: { $gt: from }, seq: { $lt: below } },
-      { orderBy: { seq: 'asc' }, limit: PAGE, fields: ['seq', 'lastSeq', 'events'] },
-    );
-    const out: RunEventRecord[] = [];
-    for (const row of rows) for (const event of row.events) if (event.seq > from && (below === undefined || event.seq < below)) out.push(event);
-    return out;
+  /** Events of the log after `from` (and below `below`), a page of rows at a time. */
+  const load = async (from: number, below?: number): Promise<RunEventText[]> => {
+    let rows: { events: unknown }[];
+    if (sql) {
+      rows = below === undefined ? await sql.all(selectEventRows, [runId, from]) : await sql.all(selectEventRowsBelow, [runId, from, below]);
+    } else {
+      rows = await fork().find(
+        RunEvent,
+        below === undefined ? { runId, lastSeq: { $gt: from } } : { runId, lastSeq: { $gt: from }, seq: { $lt: below } },
+        { orderBy: { seq: 'asc' }, limit: 20, fields: ['seq', 'lastSeq', 'events'] },
+      );
+    }
+    const found: RunEventText[] = [];
+    for (const row of rows) {
+      for (const event of rowEvents(row.events)) if (event.seq > from && (below === undefined || event.seq < below)) found.push(textOf(event));
+    }
+    return found;
   };
-  const final = (event: RunEventRecord) => event.type === 'run_complete' || event.type === 'run_waiting';
-  const ends = async (event: RunEventRecord): Promise<boolean> => {
+  const final = (event: RunEventText) => event.type === 'run_complete' || event.type === 'run_waiting';
+  const ends = async (event: RunEventText): Promise<boolean> => {
     if (event.type === 'run_complete') return true;
     if (event.type === 'run_waiting' && options.endWhenWaiting) {
       const run = await fork().findOne(Run, { id: runId }, { fields: ['status', 'seqCeiling'] });
@@ -307,22 +489,27 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
     }
     return false;
   };
+  /** Sends the log's events after `last`, a page at a time; true when the stream ended (its last events wait in `out`). */
+  const catchUp = async function* (): AsyncGenerator<RunEventText[], boolean> {
+    let stored = await load(last);
+    while (stored.length) {
+      for (const event of stored) {
+        out.push(event);
+        last = event.seq;
+        if (final(event) && (await ends(event))) return true;
+      }
+      yield out;
+      out = [];
+      stored = await load(last);
+    }
+    return false;
+  };
   try {
+    // The log up to now (the live tail is buffered meanwhile).
+    if (yield* catchUp()) return yield out;
     let quietPolls = 0;
     for (;;) {
       if (options.signal?.aborted) return;
-      // The log after what was sent.
-      let stored = await load(last);
-      while (stored.length) {
-        for (const event of stored) {
-          out.push(event);
-          last = event.seq;
-          if (final(event) && (await ends(event))) return yield out;
-        }
-        yield out;
-        out = [];
-        stored = await load(last);
-      }
       // The live tail.
       let progressed = false;
       while (liveAt < live.length) {
@@ -333,12 +520,9 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
         }
         if (event.seq <= last) continue;
         if (event.seq > last + 1) {
+          // A hole: the events before this one are (or are about to be) in the log.
           const deadline = Date.now() + gapWaitMs;
           for (;;) {
-            if (out.length) {
-              yield out;
-              out = [];
-            }
             for (const missing of await load(last, event.seq)) {
               if (missing.seq !== last + 1) break;
               out.push(missing);
@@ -346,6 +530,10 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
               if (final(missing) && (await ends(missing))) return yield out;
             }
             if (last + 1 >= event.seq || Date.now() > deadline || options.signal?.aborted) break;
+            if (out.length) {
+              yield out;
+              out = [];
+            }
             await new Promise((resolve) => setTimeout(resolve, 10));
           }
         }
@@ -359,6 +547,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
         out = [];
       }
       if (progressed) quietPolls = 0;
+      if (liveAt < live.length) continue;
       let timedOut = false;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -372,7 +561,16 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
         if (liveAt < live.length || options.signal?.aborted) wake();
       });
       wake = null;
-      if (timedOut && ++quietPolls >= 3) {
+      if (!timedOut) continue;
+      // A quiet moment: the log may hold what PubSub did not deliver (a dropped message, events
+      // of another process that published nothing more).
+      const before = last;
+      if (yield* catchUp()) return yield out;
+      if (last !== before) {
+        quietPolls = 0;
+        continue;
+      }
+      if (++quietPolls >= 3) {
         // Nothing for a while: a run that ended without a final event in the log ends the stream.
         const run = await fork().findOne(Run, { id: runId }, { fields: ['status'] });
         const more = await load(last);
@@ -382,11 +580,14 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
     }
   } finally {
     options.signal?.removeEventListener('abort', onAbort);
+    untap();
     await unsubscribe();
   }
 }
 
-/** `followRunBatches`, one event at a time. */
+/** `followRunBatches`, one event at a time, with its fields as an object. */
 export async function* followRun(fork: () => EntityManager, pubsub: PubSub, runId: string, after: number, options: FollowOptions): AsyncGenerator<RunEventRecord> {
-  for await (const batch of followRunBatches(fork, pubsub, runId, after, options)) yield* batch;
+  for await (const batch of followRunBatches(fork, pubsub, runId, after, options)) {
+    for (const event of batch) yield { seq: event.seq, type: event.type, data: eventData(event) };
+  }
 }

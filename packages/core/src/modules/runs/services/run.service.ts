@@ -6,10 +6,12 @@ import { TrellisError } from '../../../kernel/errors.js';
 import type { Page, Paging } from '../../../kernel/http/dto/paging.js';
 import { pageOf } from '../../../kernel/http/dto/paging.js';
 import type { Kernel } from '../../../kernel/kernel.js';
+import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
 import { entityManagerServiceIdentifier, kernelServiceIdentifier, loggerServiceIdentifier } from '../../../kernel/tokens.js';
 import { aiGatewayServiceIdentifier } from '../../../ports/ai-provider.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { codeSandboxServiceIdentifier } from '../../../ports/code-sandbox.js';
+import type { PreparedStatements } from '../../../ports/database.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
 import { runQueueServiceIdentifier, type RunJob, type RunQueue } from '../../../ports/run-queue.js';
@@ -26,10 +28,8 @@ import { runErrors, runFailure } from '../errors.js';
 import type { RunsConfig } from '../runs.config.js';
 import { runsConfigServiceIdentifier } from '../tokens.js';
 import { finishRun, insertRun } from '../queries.js';
-import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
-import type { PreparedStatements } from '../../../ports/database.js';
-import { followRun, followRunBatches, LocalEventSink, runControlTopic, SEQ_BLOCK, StoredEventSink, type RunEventRecord } from './event-log.js';
-import { GroupCommit } from './group-commit.js';
+import { followRun, followRunBatches, LocalEventSink, runControlTopic, SEQ_BLOCK, StoredEventSink, type RunEventRecord, type RunEventText } from './event-log.js';
+import { GroupCommit } from '../../../kernel/group-commit.js';
 import { InProcessRunQueue } from './in-process-run-queue.js';
 import { completion, initialState, outputOf, publicSession, RunCancelled, RunEngine, RunSuperseded, type RunPersistence, type RunState, type StopReason } from './run-engine.js';
 
@@ -81,7 +81,7 @@ export interface StartedRun {
   stored: boolean;
   events(after?: number, signal?: AbortSignal): AsyncIterable<RunEventRecord>;
   /** The same events in the batches they arrive in (what the HTTP writers use: one write per batch). */
-  batches(after?: number, signal?: AbortSignal): AsyncIterable<RunEventRecord[]>;
+  batches(after?: number, signal?: AbortSignal): AsyncIterable<RunEventText[]>;
   /** Resolves when the run completes, fails or waits for an answer. */
   result(): Promise<RunResult>;
 }
@@ -317,7 +317,7 @@ export class RunService {
       documentId,
       stored: true,
       events: (after = 0, signal) => this.follow(runId, after, { endWhenWaiting: true, signal }),
-      batches: (after = 0, signal) => followRunBatches(this.fork, this.pubsub, runId, after, { endWhenWaiting: true, signal }),
+      batches: (after = 0, signal) => followRunBatches(this.fork, this.pubsub, runId, after, { endWhenWaiting: true, signal, sql: this.sql }),
       result: async () => {
         const local = this.local.get(runId);
         if (local) {
@@ -534,7 +534,7 @@ export class RunService {
       Object.assign(run, { attempt, startedAt, deadlineAt });
     }
     const state = this.stateOf(run);
-    const sink = StoredEventSink.reserved(this.group, this.pubsub, run, this.config.flushIntervalMs);
+    const sink = StoredEventSink.reserved(this.group, this.pubsub, this.sql, run, this.config.flushIntervalMs);
     const cancel = new AbortController();
     let why: StopReason = 'shutdown';
     const unsubscribe = await this.pubsub.subscribe(runControlTopic(run.id), (message) => {
@@ -680,7 +680,7 @@ export class RunService {
     if (terminalRunStatuses.has(fresh.status)) return;
     const state = this.stateOf(fresh);
     const failure = status === 'cancelled' ? runFailure.cancelled : runFailure.workerLost;
-    const sink = await StoredEventSink.open(this.group, this.pubsub, fresh, this.config.flushIntervalMs);
+    const sink = await StoredEventSink.open(this.group, this.pubsub, this.sql, fresh, this.config.flushIntervalMs);
     if (state.fresh) sink.emit('run_start', { runId: run.id, documentId: run.documentId });
     for (const session of state.sessions) {
       if (session.status === 'running' || session.status === 'waiting') {
@@ -778,13 +778,13 @@ export class RunService {
 
   /** The event stream of a stored run after `after` (see `followRun`). */
   follow(runId: string, after: number, options: { endWhenWaiting: boolean; signal?: AbortSignal; fromEnd?: boolean }): AsyncGenerator<RunEventRecord> {
-    return followRun(this.fork, this.pubsub, runId, after, { endWhenWaiting: options.endWhenWaiting, signal: options.signal });
+    return followRun(this.fork, this.pubsub, runId, after, { endWhenWaiting: options.endWhenWaiting, signal: options.signal, sql: this.sql });
   }
 
   /** The reconnect stream of a run of a document the caller may read. */
-  async events(em: EntityManager, principal: Principal, documentId: string, runId: string, after: number, signal?: AbortSignal): Promise<AsyncIterable<RunEventRecord[]>> {
+  async events(em: EntityManager, principal: Principal, documentId: string, runId: string, after: number, signal?: AbortSignal): Promise<AsyncIterable<RunEventText[]>> {
     await this.get(em, principal, documentId, runId);
-    return followRunBatches(this.fork, this.pubsub, runId, after, { endWhenWaiting: true, signal });
+    return followRunBatches(this.fork, this.pubsub, runId, after, { endWhenWaiting: true, signal, sql: this.sql });
   }
 
   resultOf(run: Run): RunResult {

@@ -1,0 +1,268 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { describe, expect, it } from 'vitest';
+import type { PreparedStatements, SqlStatement, SqlValue } from '../../../ports/database.js';
+import { InProcessPubSub, type PubSub, type PubSubListener } from '../../../ports/pubsub.js';
+import { ndjsonLines, sseFrames } from '../routes.js';
+import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, StoredEventSink, type RunEventText } from './event-log.js';
+import type { GroupCommit } from '../../../kernel/group-commit.js';
+
+/** The log's table in memory, behind the statements the event log uses. */
+class MemoryLog implements PreparedStatements {
+  readonly dialect = 'sqlite' as const;
+  rows: { runId: string; seq: number; lastSeq: number; events: string }[] = [];
+  reads = 0;
+  /** Holds the inserts back until released (a slow commit). */
+  gate: Promise<void> | null = null;
+
+  async all<R>(statement: SqlStatement, params: readonly SqlValue[] = []): Promise<R[]> {
+    this.reads++;
+    const [runId, after, below] = params as [string, number, number | undefined];
+    expect(statement.text).toMatch(/^select/);
+    return this.rows
+      .filter((row) => row.runId === runId && row.lastSeq > after && (below === undefined || row.seq < below))
+      .sort((x, y) => x.seq - y.seq)
+      .slice(0, 20)
+      .map((row) => ({ seq: row.seq, last_seq: row.lastSeq, events: row.events }) as R);
+  }
+
+  async first<R>(statement: SqlStatement, params?: readonly SqlValue[]): Promise<R | undefined> {
+    return (await this.all<R>(statement, params))[0];
+  }
+
+  async run(statement: SqlStatement, params: readonly SqlValue[] = []): Promise<number> {
+    expect(statement.text).toMatch(/^insert into "run_events"/);
+    if (this.gate) await this.gate;
+    const [runId, seq, lastSeq, events] = params as [string, number, number, string];
+    if (this.rows.some((row) => row.runId === runId && row.seq === seq)) throw new Error('duplicate key');
+    this.rows.push({ runId, seq, lastSeq, events });
+    return 1;
+  }
+
+  /** Every stored event, in order. */
+  events(runId: string): { seq: number; type: string; data: Record<string, unknown> }[] {
+    return this.rows
+      .filter((row) => row.runId === runId)
+      .sort((x, y) => x.seq - y.seq)
+      .flatMap((row) => JSON.parse(row.events));
+  }
+}
+
+/** A GroupCommit that runs each unit at once; the transaction's manager only answers `nativeUpdate` (the sequence reservation). */
+const group = { run: (work: (tx: EntityManager) => Promise<unknown>) => work({ nativeUpdate: async () => 1 } as unknown as EntityManager) } as unknown as GroupCommit;
+/** What the reader asks the ORM (the run's status at a quiet moment). */
+const fork = (status = 'running') => () => ({ findOne: async () => ({ status, seqCeiling: 0 }) }) as unknown as EntityManager;
+
+/** A process' own PubSub client on a shared bus (as Redis clients of two processes are): not the in-process PubSub. */
+class ProcessPubSub implements PubSub {
+  published = 0;
+  constructor(private readonly bus: InProcessPubSub) {}
+  publish(topic: string, message: Uint8Array | string): Promise<void> {
+    this.published++;
+    return this.bus.publish(topic, message);
+  }
+  subscribe(topic: string, listener: PubSubListener): Promise<() => Promise<void>> {
+    return this.bus.subscribe(topic, listener);
+  }
+  async close(): Promise<void> {}
+}
+
+const RUN = '00000000-0000-4000-8000-000000000001';
+const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+async function collect(stream: AsyncIterable<RunEventText[]>, until = (events: RunEventText[]) => events.at(-1)?.type === 'run_complete'): Promise<RunEventText[]> {
+  const out: RunEventText[] = [];
+  for await (const batch of stream) {
+    out.push(...batch);
+    if (until(out)) break;
+  }
+  return out;
+}
+
+describe('event lines and PubSub messages', () => {
+  it('reads its own lines without parsing the fields, and any other JSON object of the same meaning', () => {
+    expect(parseEventLine('{"seq":12,"type":"block_chunk","data":{"blockId":"c1","delta":"a}\\n\\"b"}}')).toEqual({ seq: 12, type: 'block_chunk', json: '{"blockId":"c1","delta":"a}\\n\\"b"}' });
+    expect(parseEventLine('{"type":"run_start","seq":1,"data":{"runId":"r"}}')).toEqual({ seq: 1, type: 'run_start', json: '{"runId":"r"}' });
+    expect(parseEventLine('{"seq":3,"type":"run_complete","data":{}}')).toEqual({ seq: 3, type: 'run_complete', json: '{}' });
+  });
+
+  it('reads the current message form (header line, event lines) and the array form of earlier versions', () => {
+    const current = '{"format":"run-events","version":2}\n{"seq":1,"type":"run_start","data":{"runId":"r"}}\n{"seq":2,"type":"block_chunk","data":{"delta":"x"}}';
+    expect(parseEventMessage(current)).toEqual([
+      { seq: 1, type: 'run_start', json: '{"runId":"r"}' },
+      { seq: 2, type: 'block_chunk', json: '{"delta":"x"}' },
+    ]);
+    const earlier = JSON.stringify([{ seq: 1, type: 'run_start', data: { runId: 'r' } }]);
+    expect(parseEventMessage(Buffer.from(earlier))).toEqual([{ seq: 1, type: 'run_start', json: '{"runId":"r"}' }]);
+  });
+
+  it('writes SSE frames and NDJSON lines from the event text, equal to serializing the fields', () => {
+    const events = [
+      { seq: 1, type: 'run_start', data: { runId: 'r', documentId: null } },
+      { seq: 2, type: 'block_chunk', data: { blockId: 'c1', delta: 'line\nbreak "quoted" ✓' } },
+      { seq: 3, type: 'run_complete', data: {} },
+    ];
+    const texts = events.map((e) => ({ seq: e.seq, type: e.type, json: JSON.stringify(e.data) }));
+    expect(sseFrames(texts)).toBe(events.map((e) => `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`).join(''));
+    expect(ndjsonLines(texts)).toBe(events.map((e) => `${JSON.stringify({ seq: e.seq, type: e.type, ...e.data })}\n`).join(''));
+  });
+});
+
+describe('StoredEventSink', () => {
+  it('publishes each turn\'s events as one message and stores chunks in rows of 2,000 as they fill', async () => {
+    const log = new MemoryLog();
+    const pubsub = new InProcessPubSub();
+    const messages: string[] = [];
+    await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+    const sink = StoredEventSink.reserved(group, pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+    sink.emit('run_start', { runId: RUN });
+    for (let i = 0; i < ROW_EVENTS * 2 + 10; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `d${i}` });
+    await tick();
+    // The long flushMs has not passed: only the full rows are stored.
+    expect(log.rows.map((r) => [r.seq, r.lastSeq])).toEqual([
+      [1, ROW_EVENTS],
+      [ROW_EVENTS + 1, 2 * ROW_EVENTS],
+    ]);
+    // Published as they came (a full row's flush publishes what waited), in order, once each.
+    const published = messages.flatMap(parseEventMessage);
+    expect(published.map((e) => e.seq)).toEqual(Array.from({ length: 2 * ROW_EVENTS + 11 }, (_, i) => i + 1));
+    expect(messages.length).toBeLessThanOrEqual(3);
+    sink.emitStored('run_complete', { status: 'completed' });
+    await tick();
+    expect(messages.flatMap(parseEventMessage).at(-1)!.type).toBe('block_chunk');
+    await sink.flush();
+    await tick();
+    // run_complete goes out once stored, after every event before it.
+    expect(messages.flatMap(parseEventMessage).at(-1)).toEqual({ seq: 2 * ROW_EVENTS + 12, type: 'run_complete', json: '{"status":"completed"}' });
+    const stored = log.events(RUN);
+    expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: 2 * ROW_EVENTS + 12 }, (_, i) => i + 1));
+    expect(stored[5]).toEqual({ seq: 6, type: 'block_chunk', data: { blockId: 'c1', delta: 'd4' } });
+  });
+
+  it('stores a trickle of chunks at most flushMs late', async () => {
+    const log = new MemoryLog();
+    const sink = StoredEventSink.reserved(group, new InProcessPubSub(), log, { id: RUN, seqCeiling: 0 }, 15);
+    sink.emit('block_chunk', { blockId: 'c1', delta: 'a' });
+    sink.emit('block_chunk', { blockId: 'c1', delta: 'b' });
+    expect(log.rows).toHaveLength(0);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(log.events(RUN).map((e) => e.data.delta)).toEqual(['a', 'b']);
+  });
+});
+
+describe('followRunBatches', () => {
+  it('reads the log once at the start, then follows PubSub without reading it again', async () => {
+    const log = new MemoryLog();
+    const bus = new InProcessPubSub();
+    const sink = StoredEventSink.reserved(group, new ProcessPubSub(bus), log, { id: RUN, seqCeiling: 0 }, 5);
+    sink.emit('run_start', { runId: RUN });
+    await sink.flush();
+    const reading = collect(followRunBatches(fork(), new ProcessPubSub(bus), RUN, 0, { endWhenWaiting: true, sql: log }));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    const readsAtStart = log.reads;
+    for (let burst = 0; burst < 20; burst++) {
+      for (let i = 0; i < 100; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `${burst}.${i}` });
+      await tick();
+    }
+    sink.emitStored('run_complete', {});
+    await sink.flush();
+    const events = await reading;
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: 2002 }, (_, i) => i + 1));
+    expect(log.reads).toBe(readsAtStart);
+  });
+
+  it.each([
+    ['another process', (bus: InProcessPubSub): [PubSub, PubSub] => [new ProcessPubSub(bus), new ProcessPubSub(bus)]],
+    ['the same process', (bus: InProcessPubSub): [PubSub, PubSub] => [bus, bus]],
+  ])('a reader in %s that joins mid-run gets exactly the events after `after`: stored, published-but-not-yet-stored, and live', async (_, pubsubs) => {
+    const log = new MemoryLog();
+    const [writer, reader] = pubsubs(new InProcessPubSub());
+    const pubsub = writer;
+    const sink = StoredEventSink.reserved(group, pubsub, log, { id: RUN, seqCeiling: 0 }, 30);
+    sink.emit('run_start', { runId: RUN });
+    for (let i = 0; i < ROW_EVENTS + 500; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `${i}` });
+    await tick();
+    // One row is stored; 501 events are published and wait for the timer. A reader joins now,
+    // after an event of the stored row.
+    expect(log.rows).toHaveLength(1);
+    const reading = collect(followRunBatches(fork(), reader, RUN, 1_500, { endWhenWaiting: true, sql: log }));
+    for (let i = 0; i < 300; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `late ${i}` });
+    await tick();
+    sink.emitStored('run_complete', {});
+    await sink.flush();
+    const events = await reading;
+    const last = ROW_EVENTS + 500 + 300 + 2;
+    expect(events.map((e) => e.seq)).toEqual(Array.from({ length: last - 1_500 }, (_, i) => 1_501 + i));
+    expect(events.map((e) => e.json)).toEqual(log.events(RUN).slice(1_500).map((e) => JSON.stringify(e.data)));
+  });
+
+  it('hands events to readers of the same PubSub in this process directly, skipping its own messages', async () => {
+    const log = new MemoryLog();
+    const bus = new InProcessPubSub();
+    const here = new ProcessPubSub(bus);
+    const sink = StoredEventSink.reserved(group, here, log, { id: RUN, seqCeiling: 0 }, 5);
+    const local = collect(followRunBatches(fork(), here, RUN, 0, { endWhenWaiting: true, sql: log }));
+    const remote = collect(followRunBatches(fork(), new ProcessPubSub(bus), RUN, 0, { endWhenWaiting: true, sql: log }));
+    let parsedHere = 0;
+    // The local reader's subscription sees the messages, and drops them on their header alone.
+    await here.subscribe(runEventsTopic(RUN), (message) => void (parsedHere += String(message).split('\n').length - 1));
+    await tick();
+    sink.emit('run_start', { runId: RUN });
+    for (let i = 0; i < 500; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `${i}` });
+    await tick();
+    sink.emitStored('run_complete', {});
+    await sink.flush();
+    const [a, b] = await Promise.all([local, remote]);
+    expect(a.map((e) => e.seq)).toEqual(Array.from({ length: 502 }, (_, i) => i + 1));
+    expect(b).toEqual(a);
+    expect(parsedHere).toBe(502);
+    // With the in-process PubSub and no one else listening, nothing is published at all.
+    const quiet = new InProcessPubSub();
+    const published: unknown[] = [];
+    const original = quiet.publish.bind(quiet);
+    quiet.publish = (topic, message) => (published.push(message), original(topic, message));
+    const other = '00000000-0000-4000-8000-000000000002';
+    const inProcess = StoredEventSink.reserved(group, quiet, log, { id: other, seqCeiling: 0 }, 5);
+    const reading = collect(followRunBatches(fork(), quiet, other, 0, { endWhenWaiting: true, sql: log }));
+    await tick();
+    inProcess.emit('run_start', { runId: other });
+    inProcess.emitStored('run_complete', {});
+    await inProcess.flush();
+    expect((await reading).map((e) => e.type)).toEqual(['run_start', 'run_complete']);
+    expect(published).toEqual([]);
+  });
+
+  it('fills a hole from the log (a message PubSub dropped), each event once', async () => {
+    const log = new MemoryLog();
+    const pubsub = new InProcessPubSub();
+    const reading = collect(followRunBatches(fork(), new ProcessPubSub(pubsub), RUN, 0, { endWhenWaiting: true, sql: log }));
+    await tick();
+    const line = (seq: number, type: string, data: object) => JSON.stringify({ seq, type, data });
+    const store = (from: number, to: number) =>
+      log.run({ name: 'x', text: 'insert into "run_events"' }, [RUN, from, to, `[${Array.from({ length: to - from + 1 }, (_, i) => line(from + i, 'block_chunk', { delta: from + i })).join(',')}]`, null]);
+    await store(1, 4);
+    // 1..2 arrive; 3..4 are lost; 5 arrives (in the array form of an earlier version).
+    await pubsub.publish(runEventsTopic(RUN), `{"format":"run-events","version":2}\n${line(1, 'block_chunk', { delta: 1 })}\n${line(2, 'block_chunk', { delta: 2 })}`);
+    await tick();
+    await pubsub.publish(runEventsTopic(RUN), JSON.stringify([{ seq: 5, type: 'block_chunk', data: { delta: 5 } }]));
+    await pubsub.publish(runEventsTopic(RUN), `{"format":"run-events","version":2}\n${line(4, 'block_chunk', { delta: 4 })}\n${line(6, 'run_complete', {})}`);
+    const events = await reading;
+    expect(events.map((e) => [e.seq, e.json])).toEqual([
+      [1, '{"delta":1}'],
+      [2, '{"delta":2}'],
+      [3, '{"delta":3}'],
+      [4, '{"delta":4}'],
+      [5, '{"delta":5}'],
+      [6, '{}'],
+    ]);
+  });
+
+  it('reads the log after a quiet moment: a final event whose message was lost still ends the stream', async () => {
+    const log = new MemoryLog();
+    const pubsub = new InProcessPubSub();
+    const reading = collect(followRunBatches(fork(), pubsub, RUN, 0, { endWhenWaiting: true, sql: log, pollMs: 30 }));
+    await tick();
+    await log.run({ name: 'x', text: 'insert into "run_events"' }, [RUN, 1, 2, '[{"seq":1,"type":"run_start","data":{}},{"seq":2,"type":"run_complete","data":{}}]', null]);
+    const events = await reading;
+    expect(events.map((e) => e.type)).toEqual(['run_start', 'run_complete']);
+  });
+});
