@@ -38,24 +38,39 @@ describe('InProcessRunQueue', () => {
     await queue.close();
   });
 
-  it('ignores a job whose run is already queued or running', async () => {
+  it('ignores a job whose run is already queued', async () => {
     const queue = new InProcessRunQueue({ concurrency: 1 });
     const seen: string[] = [];
-    let release!: () => void;
-    await queue.process(async (job) => {
-      seen.push(job.runId);
-      await new Promise<void>((resolve) => (release = resolve));
-    });
     await queue.enqueue({ runId: 'r', teamId: 't' });
     await queue.enqueue({ runId: 'r', teamId: 't' });
+    await queue.process(async (job) => void seen.push(job.runId));
     await tick();
-    release();
     await tick();
     expect(seen).toEqual(['r']);
+    await queue.close();
+  });
+
+  it('executes a run enqueued while it executes once more, after the current execution (a resume during the pause)', async () => {
+    const queue = new InProcessRunQueue({ concurrency: 1 });
+    const seen: string[] = [];
+    const releases: (() => void)[] = [];
+    await queue.process(async (job) => {
+      seen.push(job.runId);
+      await new Promise<void>((resolve) => releases.push(resolve));
+    });
     await queue.enqueue({ runId: 'r', teamId: 't' });
     await tick();
+    // Enqueued twice while executing: one more execution, and not before this one ended.
+    await queue.enqueue({ runId: 'r', teamId: 't' });
+    await queue.enqueue({ runId: 'r', teamId: 't' });
+    await tick();
+    expect(seen).toEqual(['r']);
+    releases.shift()!();
+    await tick();
     expect(seen).toEqual(['r', 'r']);
-    release();
+    releases.shift()!();
+    await tick();
+    expect(seen).toEqual(['r', 'r']);
     await queue.close();
   });
 

@@ -26,6 +26,8 @@ export class InProcessRunQueue implements RunQueue {
   /** Teams in round-robin order (a team is here while its line is not empty). */
   private readonly turn: string[] = [];
   private readonly known = new Set<string>();
+  /** Runs enqueued again while they executed: each executes once more when its execution ends. */
+  private readonly again = new Map<string, RunJob>();
   private readonly running = new Map<string, { promise: Promise<void>; abort: AbortController }>();
   private handler: RunJobHandler | null = null;
   private closed = false;
@@ -44,6 +46,12 @@ export class InProcessRunQueue implements RunQueue {
 
   async enqueue(job: RunJob): Promise<void> {
     if (this.closed) return this.drop(job);
+    if (this.running.has(job.runId)) {
+      // Executing (e.g. a resume that came while the attempt that paused was still ending): the
+      // port's contract asks for one more execution after this one, however often it is enqueued.
+      this.again.set(job.runId, job);
+      return;
+    }
     if (this.known.has(job.runId)) return;
     this.known.add(job.runId);
     let line = this.lines.get(job.teamId);
@@ -99,10 +107,20 @@ export class InProcessRunQueue implements RunQueue {
     } catch {
       // The handler records failures on the run itself.
     } finally {
-      this.running.delete(job.runId);
-      this.known.delete(job.runId);
-      this.pump();
+      this.release(job.runId);
     }
+  }
+
+  /** A job's slot is free: the next job runs, the same run first if it was enqueued meanwhile. */
+  private release(runId: string): void {
+    this.running.delete(runId);
+    this.known.delete(runId);
+    const again = this.again.get(runId);
+    if (again) {
+      this.again.delete(runId);
+      void this.enqueue(again);
+    }
+    this.pump();
   }
 
   /**
@@ -118,11 +136,7 @@ export class InProcessRunQueue implements RunQueue {
     this.running.set(runId, entry);
     this.known.add(runId);
     let settled = false;
-    const release = () => {
-      this.running.delete(runId);
-      this.known.delete(runId);
-      this.pump();
-    };
+    const release = () => this.release(runId);
     return {
       start: (job) => {
         if (settled) return;
@@ -146,6 +160,8 @@ export class InProcessRunQueue implements RunQueue {
     for (const line of this.lines.values()) for (const job of line) this.drop(job);
     this.lines.clear();
     this.turn.length = 0;
+    for (const job of this.again.values()) this.drop(job);
+    this.again.clear();
     const running = [...this.running.values()];
     if (!running.length) return;
     const all = Promise.allSettled(running.map((r) => r.promise));
