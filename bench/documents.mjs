@@ -14,7 +14,7 @@
 //
 // Targets (issue 14): p50 at most 20 ms on SQLite, at most 40 ms on PostgreSQL. Not a test: it
 // prints figures and ratios and never fails on them. The machine is shared: read the ratios.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -30,6 +30,8 @@ const { values: args } = parseArgs({
     transport: { type: 'string', default: 'uws' },
     db: { type: 'string', default: 'sqlite,postgres' },
     'postgres-url': { type: 'string', default: process.env.TRELLIS_BENCH_POSTGRES_URL ?? process.env.TRELLIS_TEST_POSTGRES_URL ?? '' },
+    // Written for `pnpm bench` (bench/run.mjs): its table rows, one per database.
+    json: { type: 'string' },
   },
 });
 const rounds = Number(args.rounds);
@@ -192,10 +194,13 @@ async function measure(kind) {
 }
 
 console.log(`documents bench: str_replace on a ${args['size-kb']} KB document, ${args.transport} transport, ${rounds} rounds after ${warmup} warm-up edits; load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}\n`);
+const rows = [];
 try {
   for (const kind of args.db.split(',').filter(Boolean)) {
+    const work = `str_replace on a ${args['size-kb']} KB document, ${kind === 'postgres' ? 'PostgreSQL' : 'SQLite'} (p50)`;
     if (kind === 'postgres' && !args['postgres-url']) {
       console.log(`  postgres: skipped (no --postgres-url or TRELLIS_BENCH_POSTGRES_URL)`);
+      rows.push({ work, note: 'skipped: no --postgres-url or TRELLIS_BENCH_POSTGRES_URL', target: `<= ${targets[kind]} ms` });
       continue;
     }
     const { bytes, edits, raws, smalls } = await measure(kind);
@@ -206,7 +211,10 @@ try {
     console.log(`    baseline: raw bound write, same bytes p50 ${ms(r50)}   p99 ${ms(percentile(raws, 99))}`);
     console.log(`    the same edit on a 2 KB document     p50 ${ms(percentile(smalls, 50))}   p99 ${ms(percentile(smalls, 99))}   (what any edit costs)`);
     console.log(`    edit / raw write: ${(e50 / r50).toFixed(2)}x   target: p50 at most ${targets[kind]} ms -> ${(e50 / targets[kind]).toFixed(2)} of target (${e50 <= targets[kind] ? 'met' : 'not met'})\n`);
+    // The ratio is the target over the p50 (at least 1 when met); the peer is the raw write of the same bytes.
+    rows.push({ work, trellis: `${e50.toFixed(1)} ms`, peer: `raw bound write, same bytes: ${r50.toFixed(1)} ms`, ratio: targets[kind] / e50, goal: 1, goalText: `<= ${targets[kind]} ms`, met: e50 <= targets[kind] });
   }
+  if (args.json) writeFileSync(args.json, JSON.stringify({ rows }, null, 2));
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }
