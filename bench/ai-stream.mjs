@@ -31,6 +31,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { request } from './lib.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const { values: args } = parseArgs({
@@ -213,16 +214,7 @@ async function main() {
     });
     await host.start();
     const url = host.url;
-    const call = async (method, path, body, token) => {
-      const response = await fetch(`${url}${path}`, {
-        method,
-        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const json = await response.json();
-      if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`);
-      return json;
-    };
+    const call = (method, path, body, token) => request(url, method, path, token, body);
     const user = await call('POST', '/auth/register', { email: `bench-${Date.now()}@example.com`, password: 'correct horse battery' });
     const token = user.token;
     const userId = user.user?.id ?? user.id;

@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { request } from './lib.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const { values: args } = parseArgs({
@@ -85,16 +86,7 @@ const config = {
   log: { level: 'fatal' },
 };
 
-async function json(url, method, path, token, body) {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const parsed = await response.json();
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(parsed).slice(0, 300)}`);
-  return parsed;
-}
+const json = request;
 
 /** About `bytes` of rich text: 1 KB paragraphs with a bold run each; block `p-mid` carries the counter. */
 function bigDocument(bytes) {

@@ -21,6 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, URLSearchParams } from 'node:url';
 import { parseArgs } from 'node:util';
+import { request } from './lib.mjs';
 
 const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0123';
 const REDIRECT_URI = 'http://127.0.0.1:9/callback';
@@ -57,16 +58,7 @@ async function serve() {
   });
   await host.start();
   const base = `http://127.0.0.1:${host.port}`;
-  const json = async (method, path, body, token) => {
-    const response = await fetch(`${base}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-    return JSON.parse(text);
-  };
+  const json = (method, path, body, token) => request(base, method, path, token, body);
   const user = await json('POST', '/auth/register', { email: `bench-${Date.now()}@example.com`, password: 'correct horse battery staple' });
   await host.kernel.get(UserService).update(host.kernel.fork(), user.user.id, { isSiteAdmin: true });
   const app = await json('POST', '/admin/oauth-apps', { name: 'Bench', description: 'bench', redirect_uris: [REDIRECT_URI], scopes: ['profile:read'] }, user.token);

@@ -8,6 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { selfTimes } from './lib.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const [name = 'trellis-uws-cached', seconds = '8'] = process.argv.slice(2);
@@ -49,18 +50,8 @@ try {
   });
   const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
   const profile = JSON.parse(readFileSync(join(dir, file), 'utf8'));
-  const self = new Map();
-  const dt = new Map();
-  for (let i = 0; i < profile.samples.length; i++) dt.set(profile.samples[i], (dt.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  let total = 0;
-  for (const node of profile.nodes) {
-    const t = dt.get(node.id) ?? 0;
-    total += t;
-    const { functionName, url, lineNumber } = node.callFrame;
-    const key = `${functionName || '(anonymous)'} ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/packages\//, '')}:${lineNumber + 1}`;
-    self.set(key, (self.get(key) ?? 0) + t);
-  }
-  const top = [...self.entries()].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.TOP ?? 30));
+  const { total, self } = selfTimes(profile);
+  const top = self.slice(0, Number(process.env.TOP ?? 30));
   for (const [key, t] of top) console.log(`${((t / total) * 100).toFixed(1).padStart(5)}%  ${key}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import { request, selfTimes } from './lib.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const { values: args } = parseArgs({
@@ -110,19 +111,9 @@ async function profiler(label) {
       session.disconnect();
       const file = `runs-stream-${label}-${Date.now()}.cpuprofile`;
       writeFileSync(file, JSON.stringify(profile));
-      const dt = new Map();
-      for (let i = 0; i < profile.samples.length; i++) dt.set(profile.samples[i], (dt.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
-      const self = new Map();
-      let total = 0;
-      for (const node of profile.nodes) {
-        const t = dt.get(node.id) ?? 0;
-        total += t;
-        const { functionName, url, lineNumber } = node.callFrame;
-        const key = `${functionName || '(anonymous)'} ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/packages\//, '')}:${lineNumber + 1}`;
-        self.set(key, (self.get(key) ?? 0) + t);
-      }
+      const { total, self } = selfTimes(profile);
       console.log(`    profile ${file}: ${(total / 1000).toFixed(0)} ms sampled, ${cpuMs.toFixed(0)} ms of process CPU; most self time:`);
-      for (const [key, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`      ${((100 * t) / total).toFixed(1).padStart(5)}%  ${(t / 1000).toFixed(1).padStart(7)} ms  ${key}`);
+      for (const [key, t] of self.slice(0, 25)) console.log(`      ${((100 * t) / total).toFixed(1).padStart(5)}%  ${(t / 1000).toFixed(1).padStart(7)} ms  ${key}`);
     },
   };
 }
@@ -141,16 +132,7 @@ for (const transport of transports) {
     modules: [...coreModules, bareModule],
   });
 
-  const json = async (method, path, token, body) => {
-    const response = await fetch(`${host.url}${path}`, {
-      method,
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const parsed = await response.json();
-    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(parsed)}`);
-    return parsed;
-  };
+  const json = (method, path, token, body) => request(host.url, method, path, token, body);
 
   try {
     await host.start();
