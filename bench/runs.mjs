@@ -7,17 +7,21 @@
 //   node bench/runs.mjs [--connections 16] [--duration 10] [--transport uws|node] [--db sqlite|postgres]
 //                       [--postgres-url postgres://...] [--redis-url redis://...] [--workers 1,2] [--credits-per-run 1]
 //
+// The load generator (autocannon) runs in a process of its own, so the host's figures are the
+// host's alone: "host CPU" is this process's CPU time per answer (every thread: the sandbox
+// workers, the SQLite driver's and the garbage collector's threads), "main thread" its event
+// loop's alone (Linux).
+//
 // Queue modes: `in-process` (the default RunQueue: the host executes its runs) always; with
 // --redis-url and the `@trellis/queue-bullmq` adapter installed, also BullMQ with 1 and 2
 // `trellis worker` processes (the host only accepts and streams). A mode that cannot run is
 // reported as skipped with the reason. Not a test: it prints figures and never fails on them.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import autocannon from 'autocannon';
 import { request } from './lib.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
@@ -112,31 +116,45 @@ async function deployWorkflow(url) {
   return { token: user.token, projectId: project.id, blockId: block.id };
 }
 
-/** Loads `path` for `seconds`; the answer carries `cpuMs`: this process's CPU time per answer (host and load generator). */
+/** CPU time of this process's main thread in ms (Linux: its schedstat, in ns), or NaN elsewhere. */
+const mainSchedstat = `/proc/self/task/${process.pid}/schedstat`;
+const mainThreadMs = existsSync(mainSchedstat) ? () => Number(readFileSync(mainSchedstat, 'utf8').split(' ')[0]) / 1e6 : () => Number.NaN;
+
+/** autocannon in a process of its own (so the host's event loop and CPU figures are the host's alone): prints its result as JSON. */
+const loader = `
+const { default: autocannon } = await import('autocannon');
+const options = JSON.parse(process.argv[1]);
+autocannon(options, (error, result) => {
+  if (error) { console.error(error); process.exit(1); }
+  process.stdout.write(JSON.stringify({ requests: result.requests, latency: result.latency, non2xx: result.non2xx, errors: result.errors }));
+});`;
+
+/**
+ * Loads `path` for `seconds` from a separate process; the answer carries `cpuMs` and `mainMs`:
+ * the host process's CPU time per answer (every thread: the sandbox workers, the SQLite driver's
+ * and the garbage collector's threads) and its main thread's alone.
+ */
 function load(url, path, seconds) {
+  const options = { url: `${url}${path}`, method: 'POST', connections, duration: seconds, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stream: false, inputs: { n: 21 } }), timeout: 60 };
   const cpu = process.cpuUsage();
+  const main = mainThreadMs();
   return new Promise((resolve, reject) => {
-    autocannon(
-      {
-        url: `${url}${path}`,
-        method: 'POST',
-        connections,
-        duration: seconds,
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ stream: false, inputs: { n: 21 } }),
-        timeout: 60,
-      },
-      (error, result) => {
-        if (error) return reject(error);
-        const used = process.cpuUsage(cpu);
-        resolve(Object.assign(result, { cpuMs: (used.user + used.system) / 1000 / Math.max(1, result.requests.total) }));
-      },
-    );
+    const child = spawn(process.execPath, ['--input-type=module', '-e', loader, JSON.stringify(options)], { cwd: here, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) return reject(new Error(`the load generator exited with ${code}`));
+      const used = process.cpuUsage(cpu);
+      const result = JSON.parse(out);
+      const answers = Math.max(1, result.requests.total);
+      resolve(Object.assign(result, { cpuMs: (used.user + used.system) / 1000 / answers, mainMs: (mainThreadMs() - main) / answers }));
+    });
   });
 }
 
 const row = (label, r) =>
-  `  ${label.padEnd(40)} ${Math.round(r.requests.average).toLocaleString('en').padStart(8)} /s   p50 ${String(r.latency.p50).padStart(5)} ms   p99 ${String(r.latency.p99).padStart(5)} ms   CPU ${r.cpuMs.toFixed(2).padStart(6)} ms/answer   ${r.non2xx || r.errors ? `(${r.non2xx} non-2xx, ${r.errors} errors)` : ''}`;
+  `  ${label.padEnd(40)} ${Math.round(r.requests.average).toLocaleString('en').padStart(8)} /s   p50 ${String(r.latency.p50).padStart(5)} ms   p99 ${String(r.latency.p99).padStart(5)} ms   host CPU ${r.cpuMs.toFixed(2).padStart(5)} ms/answer (main thread ${r.mainMs.toFixed(2)})   ${r.non2xx || r.errors ? `(${r.non2xx} non-2xx, ${r.errors} errors)` : ''}`;
 
 const results = [];
 

@@ -61,7 +61,7 @@ describe.each(transports)('promise hooks after writes, over %s', (transport) => 
     clearTimeout(timer);
   });
 
-  it('are off after start-up and stay off through registrations, logins, token grants, document edits, credit writes and runs', async () => {
+  it('are off after start-up and stay off through registrations, logins, token grants, document edits, credit writes, runs and paginated lists', async () => {
     // The probe reads 0 in a process without promise hooks, before and after the host started.
     expect(atStart).toBe(0);
     expect(await ask<Probe>({ cmd: 'probe' })).toEqual({ asyncId: 0, culprits: [] });
@@ -108,6 +108,18 @@ describe.each(transports)('promise hooks after writes, over %s', (transport) => 
     const run = await readNdjson(`${t.url}/documents/${workflow.id}/run`, { token: owner.token, body: { format: 'ndjson', inputs: { n: 4 } } });
     expect(run.status, run.text).toBe(200);
     expect(run.events.at(-1)?.type).toBe('run_complete');
+
+    // Paginated lists (MikroORM's findAndCount enters an async context of its own), one of them
+    // with a raw SQL fragment in its filter (the search's case-insensitive name match).
+    const runs = await t.request('GET', `/project/${project.id}/runs?size=5`, { token: owner.token });
+    expect(runs.status, runs.text).toBe(200);
+    expect(runs.body.total).toBeGreaterThanOrEqual(1);
+    const block = await t.request('POST', `/block/${project.id}`, { token: owner.token, body: { name: 'Probe Flow', type: 'workflow' } });
+    expect(block.status, block.text).toBe(201);
+    const found = await t.request('GET', `/project/${project.id}/search?type=page&q=probe%20f`, { token: owner.token });
+    expect(found.status, found.text).toBe(200);
+    expect(found.body.items.map((item: { id: string }) => item.id)).toEqual([block.body.id]);
+    expect(found.body.total).toBe(1);
 
     // JSON-RPC on /v3/wss: authenticate and ping.
     expect(await rpcRoundTrip(`${t.wsUrl}/v3/wss`, owner.token)).toBe('pong');

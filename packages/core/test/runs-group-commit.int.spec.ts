@@ -4,13 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entityManagerServiceIdentifier } from '@trellis/core';
 import { startTestKernel, testDatabases, type TestKernel } from '@trellis/test-support';
 import { RunEvent } from '../src/modules/runs/entities/run-event.entity.js';
-import { GroupCommit } from '../src/kernel/group-commit.js';
+import { GroupCommit, RunAlone } from '../src/kernel/group-commit.js';
 
 /**
  * The runs' group commit on a real database: units that arrive together share one transaction on
  * SQLite (one commit, one multi-row INSERT of their deferred rows), each caller hears of its own
  * unit only once it is committed, and a unit that fails takes nothing of the others with it. On
- * PostgreSQL every unit is a transaction of its own, with the same answers.
+ * PostgreSQL every unit is a transaction of its own, with the same answers. Concurrent units of a
+ * group run at the same time, their statements interleaved on the one connection.
  */
 
 describe.each(testDatabases())('group commit on $name', (db) => {
@@ -91,5 +92,103 @@ describe.each(testDatabases())('group commit on $name', (db) => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'refused before writing' });
     expect(await stored([a, b])).toEqual([a, b].sort());
+  });
+  it('runs concurrent units at the same time in one transaction (SQLite), and answers each once committed', async () => {
+    const commits = group();
+    const ids = Array.from({ length: 8 }, () => randomUUID());
+    let running = 0;
+    let most = 0;
+    sql = [];
+    const answers = await Promise.all(
+      ids.map((id, i) =>
+        commits.run(
+          async (tx) => {
+            most = Math.max(most, ++running);
+            await tx.insert(RunEvent, row(id, 1));
+            await tx.insert(RunEvent, row(id, 2));
+            running--;
+            return i;
+          },
+          { concurrent: true },
+        ),
+      ),
+    );
+    expect(answers).toEqual(ids.map((_, i) => i));
+    expect((await root.fork().find(RunEvent, { runId: { $in: ids } })).length).toBe(16);
+    // Several units had statements under way at once (on PostgreSQL too: a transaction each).
+    expect(most).toBeGreaterThan(1);
+    if (db.name === 'sqlite') expect(sql.filter((s) => /^begin/i.test(s)).length).toBeLessThanOrEqual(2);
+  });
+
+  it('runs a unit that is not concurrent alone, after the concurrent units before it', async () => {
+    const commits = group();
+    let running = 0;
+    let seenByLone = -1;
+    const concurrent = (id: string) =>
+      commits.run(
+        async (tx) => {
+          running++;
+          await tx.insert(RunEvent, row(id));
+          running--;
+        },
+        { concurrent: true },
+      );
+    const ids = Array.from({ length: 5 }, () => randomUUID());
+    await Promise.all([
+      concurrent(ids[0]!),
+      concurrent(ids[1]!),
+      commits.run(async (tx, alone) => {
+        expect(alone).toBe(true);
+        seenByLone = running;
+        await tx.insert(RunEvent, row(ids[2]!));
+      }),
+      concurrent(ids[3]!),
+      concurrent(ids[4]!),
+    ]);
+    if (db.name === 'sqlite') expect(seenByLone).toBe(0);
+    expect(await stored(ids)).toEqual([...ids].sort());
+  });
+
+  it('runs a concurrent unit that throws RunAlone again, alone, and answers its caller from there', async () => {
+    const commits = group();
+    const [a, b, lone] = [randomUUID(), randomUUID(), randomUUID()];
+    const calls: boolean[] = [];
+    const others = (id: string) => commits.run((tx) => tx.insert(RunEvent, row(id)), { concurrent: true });
+    const results = await Promise.all([
+      others(a),
+      commits.run(
+        async (tx, alone) => {
+          calls.push(alone);
+          if (!alone) throw new RunAlone();
+          await tx.insert(RunEvent, row(lone));
+          return 'alone';
+        },
+        { concurrent: true },
+      ),
+      others(b),
+    ]);
+    expect(results[1]).toBe('alone');
+    // On SQLite it first ran among the others and asked to go alone; on PostgreSQL a unit is always alone.
+    expect(calls).toEqual(db.name === 'sqlite' ? [false, true] : [true]);
+    expect(await stored([a, b, lone])).toEqual([a, b, lone].sort());
+  });
+
+  it('rolls the group back when a concurrent unit fails halfway, and runs every unit again alone', async () => {
+    const commits = group();
+    const [a, broken, c] = [randomUUID(), randomUUID(), randomUUID()];
+    const results = await Promise.allSettled([
+      commits.run((tx) => tx.insert(RunEvent, row(a)), { concurrent: true }),
+      commits.run(
+        async (tx) => {
+          await tx.insert(RunEvent, row(broken));
+          throw new Error('halfway');
+        },
+        { concurrent: true },
+      ),
+      commits.run((tx) => tx.insert(RunEvent, row(c)), { concurrent: true }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'halfway' });
+    expect(await stored([a, broken, c])).toEqual([a, c].sort());
   });
 });

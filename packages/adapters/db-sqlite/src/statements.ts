@@ -41,6 +41,14 @@ interface BetterStatement {
 interface AsyncDatabase {
   prepare(text: string, callback: (error: Error | null) => void): AsyncStatement;
 }
+/** A prepared copy of a statement and the calls it has under way. */
+interface AsyncCopy {
+  ready: Promise<AsyncStatement>;
+  busy: number;
+}
+/** Prepared copies of one statement per connection at most. */
+const MAX_COPIES = 16;
+
 interface AsyncStatement {
   all(params: unknown[], callback: (error: Error | null, rows: unknown[]) => void): void;
   run(params: unknown[], callback: (this: { changes: number }, error: Error | null) => void): void;
@@ -84,15 +92,50 @@ export function sqliteStatements(orm: MikroORM, driver: SqliteDriverName): Prepa
   const betterStatement = (connection: object, statement: SqlStatement) =>
     cached(connection, statement, () => (connection as BetterDatabase).prepare(statement.text));
 
-  const asyncStatement = (connection: object, statement: SqlStatement) =>
-    cached(
-      connection,
-      statement,
-      () =>
-        new Promise<AsyncStatement>((resolve, reject) => {
-          const prepared: AsyncStatement = (connection as AsyncDatabase).prepare(statement.text, (error) => (error ? reject(error) : resolve(prepared)));
-        }),
-    );
+  /**
+   * The prepared copies of a statement on an asynchronous connection. sqlite3 runs one call of a
+   * `Statement` at a time and starts the next one only from this thread, once the last one's
+   * answer was handled here; several copies let concurrent calls of the same statement (the units
+   * of a group commit) go to the connection one right after the other instead.
+   */
+  const asyncCopies = new WeakMap<object, Map<string, AsyncCopy[]>>();
+  const copiesOf = (connection: object, statement: SqlStatement): AsyncCopy[] => {
+    let byName = asyncCopies.get(connection);
+    if (!byName) asyncCopies.set(connection, (byName = new Map()));
+    let copies = byName.get(statement.name);
+    if (!copies) byName.set(statement.name, (copies = []));
+    return copies;
+  };
+  /** A copy of `statement` not in use (prepared when all are busy, up to `MAX_COPIES`), marked busy. */
+  function takeAsync(connection: object, statement: SqlStatement): AsyncCopy {
+    const copies = copiesOf(connection, statement);
+    for (const copy of copies) {
+      if (copy.busy === 0) {
+        copy.busy = 1;
+        return copy;
+      }
+    }
+    if (copies.length >= MAX_COPIES) {
+      // All busy: queue on the least busy one (sqlite3 runs its calls in order).
+      let least = copies[0]!;
+      for (const copy of copies) if (copy.busy < least.busy) least = copy;
+      least.busy++;
+      return least;
+    }
+    const copy: AsyncCopy = {
+      ready: new Promise<AsyncStatement>((resolve, reject) => {
+        const prepared: AsyncStatement = (connection as AsyncDatabase).prepare(statement.text, (error) => (error ? reject(error) : resolve(prepared)));
+      }),
+      busy: 1,
+    };
+    copies.push(copy);
+    // A failed preparation is not kept: the next call tries again.
+    copy.ready.catch(() => {
+      const at = copies.indexOf(copy);
+      if (at >= 0) copies.splice(at, 1);
+    });
+    return copy;
+  }
 
   function runBetter<T>(connection: object, statement: SqlStatement, values: unknown[], write: boolean): T {
     const prepared = betterStatement(connection, statement);
@@ -110,24 +153,22 @@ export function sqliteStatements(orm: MikroORM, driver: SqliteDriverName): Prepa
     try {
       const values = bindable(params);
       if (driver === 'better-sqlite3') return runBetter<T>(connection, statement, values, write);
-      let prepared: AsyncStatement;
+      const copy = takeAsync(connection, statement);
       try {
-        prepared = await asyncStatement(connection, statement);
-      } catch (error) {
-        // A failed preparation is not kept: the next call tries again.
-        statementsOf(connection).delete(statement.name);
-        throw error;
+        const prepared = await copy.ready;
+        return await new Promise<T>((resolve, reject) => {
+          if (write) {
+            prepared.run(values, function (error) {
+              if (error) reject(error);
+              else resolve(this.changes as T);
+            });
+          } else {
+            prepared.all(values, (error, rows) => (error ? reject(error) : resolve(rows as T)));
+          }
+        });
+      } finally {
+        copy.busy--;
       }
-      return await new Promise<T>((resolve, reject) => {
-        if (write) {
-          prepared.run(values, function (error) {
-            if (error) reject(error);
-            else resolve(this.changes as T);
-          });
-        } else {
-          prepared.all(values, (error, rows) => (error ? reject(error) : resolve(rows as T)));
-        }
-      });
     } finally {
       await from.releaseConnection(connection);
     }

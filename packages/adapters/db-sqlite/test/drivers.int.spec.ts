@@ -55,6 +55,31 @@ describe.each(['sqlite3', 'better-sqlite3'] as SqliteDriverName[])('the %s drive
     expect(row['created_at']).toBe(at.getTime());
   });
 
+  it('answers concurrent calls of one statement each with its own result, in a transaction and outside', async () => {
+    const sql = kernel.get(preparedStatementsServiceIdentifier);
+    const at = new Date('2026-03-04T05:06:07.000Z');
+    const ids = Array.from({ length: 40 }, (_, i) => `u-concurrent-${driver}-${i}`);
+    const tx = kernel.fork();
+    await tx.begin();
+    // sqlite3 runs one call of a prepared statement at a time: these go to several prepared copies.
+    const changes = await Promise.all(ids.map((id, i) => sql.run(insert, [id, `${id}@example.com`, 'C', 'active', false, i % 2 === 0, false, at, at], tx)));
+    expect(changes).toEqual(ids.map(() => 1));
+    const inside = await Promise.all(ids.map((id) => sql.first<Record<string, unknown>>(byId, [id], tx)));
+    expect(inside.map((row) => row?.['is_developer'])).toEqual(ids.map((_, i) => (i % 2 === 0 ? 1 : 0)));
+    await tx.commit();
+    const outside = await Promise.all(ids.map((id) => sql.first<Record<string, unknown>>(byId, [id])));
+    expect(outside.map((row) => row?.['created_at'])).toEqual(ids.map(() => at.getTime()));
+  });
+
+  it('does not keep a statement that failed to prepare', async () => {
+    const sql = kernel.get(preparedStatementsServiceIdentifier);
+    const broken = sqlStatement(`test.broken_${driver}`, 'select "id" from "no_such_table"');
+    const failures = await Promise.allSettled([sql.all(broken), sql.all(broken), sql.all(broken)]);
+    expect(failures.map((f) => f.status)).toEqual(['rejected', 'rejected', 'rejected']);
+    await expect(sql.all(broken)).rejects.toThrow(/no_such_table/);
+    expect(Number((await sql.first<{ n: number }>(count))!.n)).toBeGreaterThan(0);
+  });
+
   it('loads sqlite-vec into the connection', async () => {
     const store = new SqliteVecVectorStore();
     const orm = kernel.container.get<{ em: unknown }>(Symbol.for('@trellis/core/MikroORM'));

@@ -11,11 +11,39 @@ export interface GroupWorkOptions {
    * default): a failure rolls the whole group back and every unit of it runs again alone.
    */
   atomic?: boolean | ((error: unknown) => boolean);
+  /**
+   * True when `work` may run at the same time as the other concurrent units of its group, its
+   * statements interleaved with theirs on the one connection: it opens no savepoint, changes no
+   * entity of the manager (prepared statements, `nativeUpdate`, `insertLater`), and each of its
+   * reads and writes is one statement whose outcome no other unit's statement can change halfway
+   * (conditional updates, `returning`), so the order in which the units' statements meet does not
+   * matter. The connection then never waits for this thread between two statements of the group
+   * (a statement's answer is handled here while the next one, of another unit, runs). False (the
+   * default): the unit runs alone, after the concurrent units before it ended. A concurrent unit
+   * that finds it needs to run alone throws `RunAlone` before its first write.
+   */
+  concurrent?: boolean;
 }
 
+/**
+ * Thrown by a concurrent unit, before its first write, when it finds it needs to run alone after
+ * all (it is about to open a savepoint or write entities): the group then executes it again, alone,
+ * and its caller never sees this error. `work`'s second argument says whether it runs alone.
+ */
+export class RunAlone extends Error {
+  constructor() {
+    super('This unit of work runs alone.');
+    this.name = 'RunAlone';
+  }
+}
+
+/** A unit of work: `alone` is false while other units of its group run at the same time (see `concurrent`). */
+export type GroupWork<T> = (tx: EntityManager, alone: boolean) => Promise<T>;
+
 interface Unit {
-  work: (tx: EntityManager) => Promise<unknown>;
+  work: GroupWork<unknown>;
   atomic: boolean | ((error: unknown) => boolean);
+  concurrent: boolean;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -51,10 +79,10 @@ export class GroupCommit {
   ) {}
 
   /** Runs `work` in a transaction (shared with others on SQLite); resolves with its answer once committed. */
-  run<T>(work: (tx: EntityManager) => Promise<T>, options: GroupWorkOptions = {}): Promise<T> {
-    if (!this.grouped) return inTransaction(this.fork(), work);
+  run<T>(work: GroupWork<T>, options: GroupWorkOptions = {}): Promise<T> {
+    if (!this.grouped) return inTransaction(this.fork(), (tx) => work(tx, true));
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, atomic: options.atomic ?? false, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ work, atomic: options.atomic ?? false, concurrent: options.concurrent ?? false, resolve: resolve as (value: unknown) => void, reject });
       if (!this.draining) void this.drain();
     });
   }
@@ -84,23 +112,58 @@ export class GroupCommit {
   private async commitGroup(): Promise<void> {
     const taken: Unit[] = [];
     const answers: { ok: boolean; value: unknown }[] = [];
+    /** Units of `taken` that asked to run alone: queued again, answered there. */
+    const superseded = new Set<number>();
     let redo = false;
     try {
       await inTransaction(this.fork(), async (tx) => {
         this.deferred = new Map();
+        /** Concurrent units still executing. */
+        const inFlight = new Set<Promise<void>>();
+        let failure: { error: unknown } | null = null;
+        /** Executes a unit, records its answer; never rejects (a failure that spoils the group is kept in `failure`). */
+        const execute = (unit: Unit, index: number): Promise<void> =>
+          unit.work(tx, !unit.concurrent).then(
+            (value) => {
+              answers[index] = { ok: true, value };
+            },
+            (error: unknown) => {
+              if (error instanceof RunAlone && unit.concurrent) {
+                // It wrote nothing: it goes again, alone (in this group when there is room).
+                answers[index] = { ok: false, value: error };
+                superseded.add(index);
+                this.queue.unshift({ ...unit, concurrent: false });
+                return;
+              }
+              answers[index] = { ok: false, value: error };
+              if (!(typeof unit.atomic === 'function' ? unit.atomic(error) : unit.atomic)) failure ??= { error };
+            },
+          );
+        const settleInFlight = async () => {
+          while (inFlight.size) await Promise.all(inFlight);
+        };
         // Units that arrive while the group executes join it (up to its size).
-        while (this.queue.length && taken.length < MAX_GROUP) {
-          const unit = this.queue.shift()!;
-          taken.push(unit);
-          try {
-            answers.push({ ok: true, value: await unit.work(tx) });
-          } catch (error) {
-            answers.push({ ok: false, value: error });
-            if (!(typeof unit.atomic === 'function' ? unit.atomic(error) : unit.atomic)) {
-              redo = true;
-              throw error;
+        for (;;) {
+          while (this.queue.length && taken.length < MAX_GROUP && !failure) {
+            const unit = this.queue.shift()!;
+            const index = taken.push(unit) - 1;
+            if (unit.concurrent) {
+              const running: Promise<void> = execute(unit, index).finally(() => inFlight.delete(running));
+              inFlight.add(running);
+            } else {
+              // A unit that runs alone waits for the concurrent ones before it.
+              await settleInFlight();
+              if (!failure) await execute(unit, index);
             }
           }
+          if (failure || !inFlight.size) break;
+          // One of the concurrent units ended: take in what arrived meanwhile.
+          await Promise.race(inFlight);
+        }
+        await settleInFlight();
+        if (failure) {
+          redo = true;
+          throw (failure as { error: unknown }).error;
         }
         const deferred = this.deferred;
         this.deferred = null;
@@ -120,15 +183,20 @@ export class GroupCommit {
         return;
       }
       // A unit failed halfway: the group was rolled back; each unit goes again in a transaction of its own.
-      for (const unit of taken) {
+      for (const [index, unit] of taken.entries()) {
+        if (superseded.has(index)) continue;
         try {
-          unit.resolve(await inTransaction(this.fork(), unit.work));
+          unit.resolve(await inTransaction(this.fork(), (tx) => unit.work(tx, true)));
         } catch (failure) {
           unit.reject(failure);
         }
       }
       return;
     }
-    taken.forEach((unit, i) => (answers[i]!.ok ? unit.resolve(answers[i]!.value) : unit.reject(answers[i]!.value)));
+    taken.forEach((unit, i) => {
+      if (superseded.has(i)) return;
+      if (answers[i]!.ok) unit.resolve(answers[i]!.value);
+      else unit.reject(answers[i]!.value);
+    });
   }
 }

@@ -1,4 +1,4 @@
-import { UnitOfWork, type EntityManager, type EntityMetadata, type MikroORM } from '@mikro-orm/core';
+import { RawQueryFragment, UnitOfWork, type EntityManager, type EntityMetadata, type CountOptions, type EntityName, type FilterQuery, type FindOptions, type Loaded, type MikroORM } from '@mikro-orm/core';
 
 /**
  * MikroORM (6.6, and 7 alike) marks "this code runs inside a flush" with a module-level
@@ -51,6 +51,20 @@ interface UnitOfWorkInternals {
 }
 
 type EntityManagerClass = new (...args: never[]) => EntityManager;
+
+/** Marks every raw SQL fragment used as a key in `where` (at any depth) as used once more. */
+function useRawFragmentsOnceMore(where: unknown): void {
+  if (typeof where !== 'object' || where === null) return;
+  if (Array.isArray(where)) {
+    for (const item of where) useRawFragmentsOnceMore(item);
+    return;
+  }
+  for (const key of Object.keys(where)) {
+    // A fragment's `toString` is what registers one use of it.
+    if (RawQueryFragment.isKnownFragment(key)) String(RawQueryFragment.getKnownFragment(key, false));
+    useRawFragmentsOnceMore((where as Record<string, unknown>)[key]);
+  }
+}
 const patched = new WeakSet<object>();
 
 /** `Base` (the driver's entity manager class) with the unit of work above in every instance and fork. */
@@ -59,6 +73,24 @@ function withoutAsyncFlushContext(Base: EntityManagerClass): EntityManagerClass 
     constructor(...args: unknown[]) {
       super(...args);
       (this as unknown as { unitOfWork: UnitOfWork }).unitOfWork = new UnitOfWorkWithoutAsyncContext(this);
+    }
+
+    /**
+     * MikroORM's `findAndCount` runs its two queries inside `RawQueryFragment.run`, an
+     * `AsyncLocalStorage#run` that keeps the raw SQL fragments of `where` known until both
+     * queries used them: the first paginated list of any kind switched promise hooks on. Here
+     * each raw fragment of `where` counts one use more instead (each query uses it once).
+     */
+    override async findAndCount<Entity extends object, Hint extends string = never, Fields extends string = '*', Excludes extends string = never>(
+      entityName: EntityName<Entity>,
+      where: FilterQuery<NoInfer<Entity>>,
+      options: FindOptions<Entity, Hint, Fields, Excludes> = {},
+    ): Promise<[Loaded<Entity, Hint, Fields, Excludes>[], number]> {
+      const em = this.getContext(false);
+      await em.tryFlush(entityName, options);
+      options.flushMode = 'commit';
+      useRawFragmentsOnceMore(where);
+      return Promise.all([em.find(entityName, where, options), em.count(entityName, where, options as CountOptions<Entity, Hint>)]);
     }
   };
   patched.add(Derived);

@@ -14,6 +14,7 @@ import { isUuid } from '../rows.js';
 import { billingConfigServiceIdentifier } from '../tokens.js';
 import { BillingAccountService } from './billing-account.service.js';
 import { CreditLedger, teamIdOf } from './credit-ledger.js';
+import { RunAlone } from '../../../kernel/group-commit.js';
 import { inTransaction } from '../../../kernel/transaction.js';
 import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
 import type { PreparedStatements } from '../../../ports/database.js';
@@ -75,14 +76,16 @@ export class CreditService {
    * in prepared statements: when the team's grant credits cover `amount` (the common case), one
    * statement takes them under the balance's row lock, then the ledger entry and the reservation
    * are inserted (PostgreSQL first takes the team's share lock, as `reserve` does). Otherwise
-   * (purchase credits needed, too few credits, no balance yet) it is `reserve`. Balances, ledger
-   * entries and the reservation are the same as `reserve` makes.
+   * (purchase credits needed, too few credits, no balance yet) it is `reserve`, which opens a
+   * savepoint: with `alone: false` (a concurrent unit of a group commit) it throws `RunAlone`
+   * instead, having written nothing. Balances, ledger entries and the reservation are the same as
+   * `reserve` makes.
    *
    * When it throws a `TrellisError` (402 `insufficient_credits`, no team, invalid amount) nothing
    * was written. Any other error (a driver error, `CreditWriteIncomplete`) may leave part of its
    * writes in `tx`, which the caller must then roll back.
    */
-  async hold(tx: EntityManager, input: ReserveInput): Promise<CreditHold> {
+  async hold(tx: EntityManager, input: ReserveInput, options: { alone?: boolean } = {}): Promise<CreditHold> {
     if (!Number.isSafeInteger(input.amount) || input.amount < 1) {
       throw new TrellisError('validation', 'invalid_amount', 'A reservation is a whole number of credits, at least 1.');
     }
@@ -90,6 +93,8 @@ export class CreditService {
     if (!(await lockTeamShared(this.sql, tx, input.teamId))) throw billingErrors.noTeam('The team no longer exists.');
     const after = await takeGrantCredits(this.sql, tx, input.teamId, input.amount, now);
     if (!after) {
+      // The general path opens a savepoint: a unit of a group commit must run alone for it.
+      if (options.alone === false) throw new RunAlone();
       const reserved = await this.reserve(tx, input);
       return { id: reserved.id, amount: reserved.amount, grantPart: reserved.grantPart, purchasePart: reserved.purchasePart };
     }

@@ -271,7 +271,7 @@ export class StoredEventSink implements RunEventSink {
     if (this.reserving) return this.reserving;
     this.reserving = (async () => {
       const ceiling = Math.max(this.ceiling, this.next) + SEQ_BLOCK;
-      await this.group.run((tx) => tx.nativeUpdate(Run, { id: this.runId }, { seqCeiling: ceiling - 1 }), { atomic: true });
+      await this.group.run((tx) => tx.nativeUpdate(Run, { id: this.runId }, { seqCeiling: ceiling - 1 }), { atomic: true, concurrent: true });
       this.ceiling = ceiling;
       const held = this.held;
       this.held = [];
@@ -332,7 +332,7 @@ export class StoredEventSink implements RunEventSink {
             }
           }
           return answer;
-        });
+        }, { concurrent: true });
       } catch (error) {
         if (batch.length) this.failed = error;
         throw error;

@@ -29,7 +29,7 @@ import type { RunsConfig } from '../runs.config.js';
 import { runsConfigServiceIdentifier } from '../tokens.js';
 import { finishRun, insertRun } from '../queries.js';
 import { followRun, followRunBatches, LocalEventSink, runControlTopic, SEQ_BLOCK, StoredEventSink, type RunEventRecord, type RunEventText } from './event-log.js';
-import { GroupCommit } from '../../../kernel/group-commit.js';
+import { GroupCommit, RunAlone } from '../../../kernel/group-commit.js';
 import { InProcessRunQueue } from './in-process-run-queue.js';
 import { completion, initialState, outputOf, publicSession, RunCancelled, RunEngine, RunSuperseded, type RunPersistence, type RunState, type StopReason } from './run-engine.js';
 
@@ -202,10 +202,11 @@ export class RunService {
     const runId = this.ids.next();
     const amount = await this.estimate(blocks);
     const teamId = input.teamId;
-    const hold = async (tx: EntityManager): Promise<string> => {
+    const hold = async (tx: EntityManager, alone: boolean): Promise<string> => {
       try {
-        return (await this.credits.hold(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds })).id;
+        return (await this.credits.hold(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds }, { alone })).id;
       } catch (error) {
+        if (error instanceof RunAlone) throw error;
         throw new HoldFailed(error);
       }
     };
@@ -220,7 +221,7 @@ export class RunService {
     if (!input.store) {
       let reservationId: string | null = null;
       try {
-        if (amount > 0) reservationId = await this.group.run(hold, { atomic: holdWroteNothing });
+        if (amount > 0) reservationId = await this.group.run(hold, { atomic: holdWroteNothing, concurrent: true });
       } catch (error) {
         throw error instanceof HoldFailed ? holdFailed(error) : error;
       }
@@ -274,16 +275,16 @@ export class RunService {
     // The credit hold and the run's record are one transaction: a hold without its run is never stored.
     try {
       await this.group.run(
-        async (tx) => {
+        async (tx, alone) => {
           if (amount > 0) {
-            run.reservationId = await hold(tx);
+            run.reservationId = await hold(tx, alone);
             run.reservedCredits = amount;
           }
           // The claim reserves the attempt's sequence numbers (see StoredEventSink.reserved); the run kept here has them from 0.
           await insertRun(this.sql, tx, slot ? { ...run, seqCeiling: SEQ_BLOCK } : run);
         },
         // A hold that failed with a domain error wrote nothing; a failed insert comes after the hold.
-        { atomic: holdWroteNothing },
+        { atomic: holdWroteNothing, concurrent: true },
       );
     } catch (error) {
       slot?.cancel();
@@ -441,7 +442,7 @@ export class RunService {
   /** Settles a completed run's real usage (at most what was reserved); releases the credits of a run that did not complete. */
   private async closeCredits(reservationId: string | null, reserved: number, state: RunState): Promise<number | null> {
     const close = await this.creditClose(reservationId, reserved, state);
-    return close ? this.group.run((tx) => this.applyCreditClose(tx, close, state)) : null;
+    return close ? this.group.run((tx) => this.applyCreditClose(tx, close, state), { concurrent: true }) : null;
   }
 
   /** `POST /documents/:id/run`: execute permission on the document, its project's team pays. */
@@ -528,7 +529,7 @@ export class RunService {
             { id: run.id, attempt: run.attempt, status: { $in: activeStatuses } },
             { attempt, status: 'running', heartbeatAt: now, startedAt, deadlineAt, updatedAt: now, seqCeiling: run.seqCeiling + SEQ_BLOCK },
           ),
-        { atomic: true },
+        { atomic: true, concurrent: true },
       );
       if (!claimed) return null;
       Object.assign(run, { attempt, startedAt, deadlineAt });
@@ -551,7 +552,7 @@ export class RunService {
       await sink.close();
       // A run that goes on later (waiting for an answer, or stopped by a shutdown) numbers its
       // events right after the last stored one; a finished run keeps its reservation.
-      if (!terminalRunStatuses.has(state.status)) await this.group.run((tx) => tx.nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { seqCeiling: sink.lastSeq }), { atomic: true });
+      if (!terminalRunStatuses.has(state.status)) await this.group.run((tx) => tx.nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { seqCeiling: sink.lastSeq }), { atomic: true, concurrent: true });
       if (state.status === 'running' || state.status === 'queued') return null;
       const durationMs = persistence.durationMs ?? this.clock.nowMs() - state.startedAt;
       return {
