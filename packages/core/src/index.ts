@@ -54,7 +54,7 @@ export { speechSynthesizerServiceIdentifier, type SpeechSynthesizer, type Synthe
 export { embedderServiceIdentifier, type Embedder } from './ports/embedder.js';
 export { vectorStoreServiceIdentifier, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from './ports/vector-store.js';
 export { dialects, toMigrationEntries, type DatabaseAdapter, type Dialect, type EntityDefinition, type MigrationDefinition, type MigrationEntry } from './ports/database.js';
-export { sqlBool, sqlDate, sqlStatement, type PreparedStatements, type SqlStatement, type SqlValue } from './ports/database.js';
+export { rowsPerInsert, sqlBool, sqlDate, sqlInsertRows, sqlRowTable, sqlStatement, type PreparedStatements, type RowSink, type SqlRowTable, type SqlStatement, type SqlValue } from './ports/database.js';
 export { preparedStatementsServiceIdentifier } from './kernel/prepared-statements.js';
 
 // Modules

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityManagerServiceIdentifier } from '@trellis/core';
+import { entityManagerServiceIdentifier, preparedStatementsServiceIdentifier, sqlRowTable } from '@trellis/core';
 import { startTestKernel, testDatabases, type TestKernel } from '@trellis/test-support';
 import { RunEvent } from '../src/modules/runs/entities/run-event.entity.js';
 import { GroupCommit, RunAlone } from '../src/kernel/group-commit.js';
@@ -27,7 +27,7 @@ describe.each(testDatabases())('group commit on $name', (db) => {
   });
   afterAll(() => t?.close());
 
-  const group = () => new GroupCommit(() => root.fork(), db.name === 'sqlite');
+  const group = () => new GroupCommit(() => root.fork(), db.name === 'sqlite', t.kernel.container.get(preparedStatementsServiceIdentifier));
   const row = (runId: string, seq = 1): RunEvent => ({ runId, seq, lastSeq: seq, events: [{ seq, type: 'test', data: { runId } }], createdAt: new Date() });
   const stored = async (runIds: string[]) => (await root.fork().find(RunEvent, { runId: { $in: runIds } })).map((r) => r.runId).sort();
 
@@ -190,5 +190,37 @@ describe.each(testDatabases())('group commit on $name', (db) => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'halfway' });
     expect(await stored([a, broken, c])).toEqual([a, c].sort());
+  });
+  it('inserts the rows of insertRow with one statement per table at the end of a group (SQLite), and at once otherwise', async () => {
+    const commits = group();
+    // The log's table, as the runs' event sink writes it.
+    const eventRows = sqlRowTable('test.run_event_rows', '"run_events" ("run_id", "seq", "last_seq", "events", "created_at")', '(?, ?, ?, ?, ?)', 4);
+    const values = (runId: string, seq: number) => [runId, seq, seq, JSON.stringify([{ seq, type: 'test', data: { runId } }]), new Date()];
+    const ids = Array.from({ length: 10 }, () => randomUUID());
+    sql = [];
+    await Promise.all(ids.map((id) => commits.run(async (tx) => {
+      await commits.insertRow(tx, eventRows, values(id, 1));
+      await commits.insertRow(tx, eventRows, values(id, 2));
+    }, { concurrent: true })));
+    expect((await root.fork().find(RunEvent, { runId: { $in: ids } })).length).toBe(20);
+    // Outside a group (a transaction of its own), the row goes in at once.
+    const alone = randomUUID();
+    const tx = root.fork();
+    await tx.begin();
+    await commits.insertRow(tx, eventRows, values(alone, 1));
+    await tx.commit();
+    expect(await stored([alone])).toEqual([alone]);
+    await expect(commits.insertRow(root.fork(), eventRows, [alone])).rejects.toThrow(/has 5 values, not 1/);
+  });
+
+  it('runs every unit again alone when the rows of insertRow break the insert, and fails only the unit that wrote the bad row', async () => {
+    const commits = group();
+    const eventRows = sqlRowTable('test.run_event_rows_2', '"run_events" ("run_id", "seq", "last_seq", "events", "created_at")', '(?, ?, ?, ?, ?)', 4);
+    const [a, taken, b] = [randomUUID(), randomUUID(), randomUUID()];
+    const values = (runId: string) => [runId, 1, 1, JSON.stringify([{ seq: 1, type: 'test', data: {} }]), new Date()];
+    await commits.run((tx) => commits.insertRow(tx, eventRows, values(taken)));
+    const results = await Promise.allSettled([a, taken, b].map((id) => commits.run((tx) => commits.insertRow(tx, eventRows, values(id)), { concurrent: true })));
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(await stored([a, b])).toEqual([a, b].sort());
   });
 });

@@ -1,4 +1,5 @@
 import type { EntityClass, EntityManager } from '@mikro-orm/core';
+import { rowsPerInsert, sqlInsertRows, type PreparedStatements, type RowSink, type SqlRowTable, type SqlValue } from '../ports/database.js';
 import { inTransaction } from './transaction.js';
 
 /** How a unit of work behaves when it fails (see `GroupCommit.run`). */
@@ -67,15 +68,20 @@ const MAX_GROUP = 64;
  * Used by the OAuth token endpoint (refresh-token rotations) and the runs (a run's record, its
  * claim, its events and checkpoints, its credit hold and settlement).
  */
-export class GroupCommit {
+export class GroupCommit implements RowSink {
   private queue: Unit[] = [];
   private draining = false;
   /** Rows of `insertLater` waiting for the end of the group executing now. */
   private deferred: Map<EntityClass<object>, object[]> | null = null;
+  /** Rows of `insertRow` waiting for the end of the group executing now, and its transaction. */
+  private rows: Map<SqlRowTable, SqlValue[]> | null = null;
+  private groupTx: EntityManager | null = null;
 
+  /** `sql`: for `insertRow`. */
   constructor(
     private readonly fork: () => EntityManager,
     private readonly grouped: boolean,
+    private readonly sql?: PreparedStatements,
   ) {}
 
   /** Runs `work` in a transaction (shared with others on SQLite); resolves with its answer once committed. */
@@ -92,6 +98,37 @@ export class GroupCommit {
    * units (one multi-row INSERT per table just before the commit); otherwise at once. The last
    * thing a unit does (what it wrote before cannot take these rows back).
    */
+  /**
+   * Inserts a row in `tx`: when `tx` is the transaction of the group executing now, together with
+   * the rows of the other units (one multi-row INSERT per table, tables in their `order`, just
+   * before the commit); otherwise at once, as its own statement. The last thing the unit writes.
+   */
+  async insertRow(tx: EntityManager, table: SqlRowTable, values: readonly SqlValue[]): Promise<void> {
+    if (values.length !== table.params) throw new Error(`A row of ${table.name} has ${table.params} values, not ${values.length}.`);
+    if (this.rows && tx === this.groupTx) {
+      const pending = this.rows.get(table);
+      if (pending) pending.push(...values);
+      else this.rows.set(table, [...values]);
+      return;
+    }
+    if (!this.sql) throw new Error('GroupCommit.insertRow: this group commit has no prepared statements.');
+    const changed = await this.sql.run(sqlInsertRows(table, 1), values, tx);
+    if (changed !== 1) throw new Error(`The insert into ${table.name} wrote ${changed} rows instead of 1.`);
+  }
+
+  /** Writes the rows `insertRow` deferred, table by table in their order. */
+  private async insertRows(tx: EntityManager, rows: Map<SqlRowTable, SqlValue[]>): Promise<void> {
+    for (const [table, values] of [...rows].sort(([a], [b]) => a.order - b.order)) {
+      const count = values.length / table.params;
+      const most = rowsPerInsert(table);
+      for (let first = 0; first < count; first += most) {
+        const n = Math.min(most, count - first);
+        const changed = await this.sql!.run(sqlInsertRows(table, n), values.slice(first * table.params, (first + n) * table.params), tx);
+        if (changed !== n) throw new Error(`The insert into ${table.name} wrote ${changed} rows instead of ${n}.`);
+      }
+    }
+  }
+
   async insertLater<T extends object>(tx: EntityManager, entity: EntityClass<T>, rows: T[]): Promise<void> {
     if (!rows.length) return;
     if (!this.deferred) return void (await tx.insertMany(entity, rows));
@@ -118,6 +155,8 @@ export class GroupCommit {
     try {
       await inTransaction(this.fork(), async (tx) => {
         this.deferred = new Map();
+        this.rows = new Map();
+        this.groupTx = tx;
         /** Concurrent units still executing. */
         const inFlight = new Set<Promise<void>>();
         let failure: { error: unknown } | null = null;
@@ -167,7 +206,11 @@ export class GroupCommit {
         }
         const deferred = this.deferred;
         this.deferred = null;
+        const rows = this.rows;
+        this.rows = null;
+        this.groupTx = null;
         try {
+          await this.insertRows(tx, rows);
           for (const [entity, rows] of deferred) await tx.insertMany(entity, rows);
         } catch (error) {
           // One unit's rows broke the insert: find which, alone.
@@ -177,6 +220,8 @@ export class GroupCommit {
       });
     } catch (error) {
       this.deferred = null;
+      this.rows = null;
+      this.groupTx = null;
       if (!redo) {
         // The commit itself failed: nothing of the group is stored.
         for (const unit of taken) unit.reject(error);

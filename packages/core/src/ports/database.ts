@@ -99,6 +99,46 @@ export function sqlStatement(name: string, text: string): SqlStatement {
 export type SqlValue = string | number | boolean | Date | null;
 
 /**
+ * A table a hot path inserts rows into, one at a time or many in one statement: `into` is
+ * `"table" ("a", "b", ...)`, `row` the values of one row (`(?, ?, 'held', null, ?)`: placeholders
+ * and literals), `order` the table's place when rows of several tables are written together
+ * (referenced tables first).
+ */
+export interface SqlRowTable {
+  readonly name: string;
+  readonly into: string;
+  readonly row: string;
+  readonly order: number;
+  /** Placeholders in `row`. */
+  readonly params: number;
+}
+
+export function sqlRowTable(name: string, into: string, row: string, order: number): SqlRowTable {
+  return Object.freeze({ name, into, row, order, params: row.split('?').length - 1 });
+}
+
+const rowInserts = new WeakMap<SqlRowTable, SqlStatement[]>();
+
+/** The statement that inserts `count` rows into `table` (`table.name#count`), made once per count. */
+export function sqlInsertRows(table: SqlRowTable, count: number): SqlStatement {
+  let byCount = rowInserts.get(table);
+  if (!byCount) rowInserts.set(table, (byCount = []));
+  return (byCount[count] ??= sqlStatement(`${table.name}#${count}`, `insert into ${table.into} values ${Array.from({ length: count }, () => table.row).join(', ')}`));
+}
+
+/** Rows of one statement at most, for `table`: SQLite's oldest limit of 999 placeholders, and 64 rows. */
+export const rowsPerInsert = (table: SqlRowTable): number => Math.max(1, Math.min(64, Math.floor(999 / Math.max(1, table.params))));
+
+/**
+ * Where a hot path's rows go: into the bulk insert that ends the current group commit (see
+ * `GroupCommit.insertRow`), or at once. The insert is the last thing its caller writes: nothing
+ * it writes after may depend on the row existing yet.
+ */
+export interface RowSink {
+  insertRow(em: EntityManager, table: SqlRowTable, values: readonly SqlValue[]): Promise<void>;
+}
+
+/**
  * Runs prepared statements on the ORM's connections. Without `em`, or with an entity manager that
  * is not in a transaction, a statement takes a connection from the pool for its run; with an
  * entity manager inside `inTransaction`, it runs on that transaction's connection, so it sees and

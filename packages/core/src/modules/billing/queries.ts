@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { sqlDate, sqlStatement, type PreparedStatements, type SqlValue } from '../../ports/database.js';
+import { sqlDate, sqlInsertRows, sqlRowTable, sqlStatement, type PreparedStatements, type RowSink, type SqlValue } from '../../ports/database.js';
 
 /**
  * The billing module's hot-path statements (prepared once, see PreparedStatements): a run's credit
@@ -76,32 +76,38 @@ export async function giveCreditsBack(sql: PreparedStatements, em: EntityManager
   return row ? balanceAfter(row) : null;
 }
 
-const insertLedgerEntry = sqlStatement(
-  'billing.insert_ledger_entry',
-  `insert into "billing_credit_ledger" ("id", "team_id", "kind", "grant_delta", "purchase_delta", "grant_after", "purchase_after", "reason", "reservation_id", "order_id", "unique_key", "created_at")
-  values (?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?)`,
+/** Rows of the credit ledger (after the reservations they refer to). */
+const ledgerRows = sqlRowTable(
+  'billing.insert_ledger_entries',
+  `"billing_credit_ledger" ("id", "team_id", "kind", "grant_delta", "purchase_delta", "grant_after", "purchase_after", "reason", "reservation_id", "order_id", "unique_key", "created_at")`,
+  '(?, ?, ?, ?, ?, ?, ?, ?, ?, null, null, ?)',
+  2,
 );
+const insertLedgerEntry = sqlInsertRows(ledgerRows, 1);
 
-/** One ledger entry of a reservation, settlement or release (as `CreditLedger.record` writes it). */
+/**
+ * One ledger entry of a reservation, settlement or release (as `CreditLedger.record` writes it):
+ * at once, or, given `rows` (a group commit), with the other rows of the group.
+ */
 export async function recordLedgerEntry(
   sql: PreparedStatements,
   em: EntityManager,
   entry: { id: string; teamId: string; kind: 'reservation' | 'settlement' | 'release'; grantDelta: number; purchaseDelta: number; after: BalanceAfter; reason: string; reservationId: string; createdAt: Date },
+  rows?: RowSink,
 ): Promise<void> {
-  await runOne(
-    sql,
-    insertLedgerEntry,
-    [entry.id, entry.teamId, entry.kind, entry.grantDelta, entry.purchaseDelta, entry.after.grantCredits, entry.after.purchaseCredits, entry.reason.slice(0, 500), entry.reservationId, entry.createdAt],
-    em,
-    `the ${entry.kind} entry of the credit ledger`,
-  );
+  const values = [entry.id, entry.teamId, entry.kind, entry.grantDelta, entry.purchaseDelta, entry.after.grantCredits, entry.after.purchaseCredits, entry.reason.slice(0, 500), entry.reservationId, entry.createdAt];
+  if (rows) return rows.insertRow(em, ledgerRows, values);
+  await runOne(sql, insertLedgerEntry, values, em, `the ${entry.kind} entry of the credit ledger`);
 }
 
-const insertReservation = sqlStatement(
-  'billing.insert_reservation',
-  `insert into "billing_credit_reservations" ("id", "team_id", "status", "amount", "grant_part", "purchase_part", "grant_period_end", "used_credits", "reason", "user_id", "expires_at", "closed_at", "created_at", "updated_at")
-  values (?, ?, 'held', ?, ?, ?, ?, null, ?, ?, ?, null, ?, ?)`,
+/** Rows of held credit reservations (first: ledger entries and runs refer to them). */
+const reservationRows = sqlRowTable(
+  'billing.insert_reservations',
+  `"billing_credit_reservations" ("id", "team_id", "status", "amount", "grant_part", "purchase_part", "grant_period_end", "used_credits", "reason", "user_id", "expires_at", "closed_at", "created_at", "updated_at")`,
+  "(?, ?, 'held', ?, ?, ?, ?, null, ?, ?, ?, null, ?, ?)",
+  1,
 );
+const insertReservation = sqlInsertRows(reservationRows, 1);
 
 export interface HeldReservation {
   id: string;
@@ -116,14 +122,11 @@ export interface HeldReservation {
   createdAt: Date;
 }
 
-export async function insertHeldReservation(sql: PreparedStatements, em: EntityManager, r: HeldReservation): Promise<void> {
-  await runOne(
-    sql,
-    insertReservation,
-    [r.id, r.teamId, r.amount, r.grantPart, r.purchasePart, r.grantPeriodEnd, r.reason.slice(0, 500), r.userId, r.expiresAt, r.createdAt, r.createdAt],
-    em,
-    'the credit reservation',
-  );
+/** Inserts a held reservation: at once, or, given `rows` (a group commit), with the other rows of the group. */
+export async function insertHeldReservation(sql: PreparedStatements, em: EntityManager, r: HeldReservation, rows?: RowSink): Promise<void> {
+  const values = [r.id, r.teamId, r.amount, r.grantPart, r.purchasePart, r.grantPeriodEnd, r.reason.slice(0, 500), r.userId, r.expiresAt, r.createdAt, r.createdAt];
+  if (rows) return rows.insertRow(em, reservationRows, values);
+  await runOne(sql, insertReservation, values, em, 'the credit reservation');
 }
 
 /**

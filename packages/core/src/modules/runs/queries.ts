@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { sqlStatement, type PreparedStatements, type SqlValue } from '../../ports/database.js';
+import { sqlRowTable, sqlStatement, type PreparedStatements, type RowSink, type SqlValue } from '../../ports/database.js';
 import type { Run } from './entities/run.entity.js';
 
 /**
@@ -48,17 +48,15 @@ const runColumns: ReadonlyArray<readonly [string, (run: Run) => SqlValue]> = [
   ['updated_at', (r) => r.updatedAt],
 ];
 
-const insertRunStatement = sqlStatement(
-  'runs.insert_run',
-  `insert into "runs" (${runColumns.map(([column]) => `"${column}"`).join(', ')}) values (${runColumns.map(() => '?').join(', ')})`,
-);
+/** Rows of `runs` (after the credit reservations a run's row refers to). */
+const runRows = sqlRowTable('runs.insert_runs', `"runs" (${runColumns.map(([column]) => `"${column}"`).join(', ')})`, `(${runColumns.map(() => '?').join(', ')})`, 3);
 
-/** Inserts a run's record as it is (every column). */
-export async function insertRun(sql: PreparedStatements, em: EntityManager, run: Run): Promise<void> {
-  await sql.run(
-    insertRunStatement,
-    runColumns.map(([, value]) => value(run)),
+/** Inserts a run's record as it is (every column): at once, or with the other rows of its group commit. */
+export async function insertRun(rows: RowSink, em: EntityManager, run: Run): Promise<void> {
+  await rows.insertRow(
     em,
+    runRows,
+    runColumns.map(([, value]) => value(run)),
   );
 }
 

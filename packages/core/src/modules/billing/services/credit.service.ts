@@ -17,7 +17,7 @@ import { CreditLedger, teamIdOf } from './credit-ledger.js';
 import { RunAlone } from '../../../kernel/group-commit.js';
 import { inTransaction } from '../../../kernel/transaction.js';
 import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
-import type { PreparedStatements } from '../../../ports/database.js';
+import type { PreparedStatements, RowSink } from '../../../ports/database.js';
 import { closeHeldReservation, CreditWriteIncomplete, giveCreditsBack, insertHeldReservation, lockTeamShared, recordLedgerEntry, takeGrantCredits } from '../queries.js';
 
 export interface ReserveInput {
@@ -78,14 +78,15 @@ export class CreditService {
    * are inserted (PostgreSQL first takes the team's share lock, as `reserve` does). Otherwise
    * (purchase credits needed, too few credits, no balance yet) it is `reserve`, which opens a
    * savepoint: with `alone: false` (a concurrent unit of a group commit) it throws `RunAlone`
-   * instead, having written nothing. Balances, ledger entries and the reservation are the same as
-   * `reserve` makes.
+   * instead, having written nothing. With `rows` (a group commit), the ledger entry and the
+   * reservation are inserted with the other rows of the group. Balances, ledger entries and the
+   * reservation are the same as `reserve` makes.
    *
    * When it throws a `TrellisError` (402 `insufficient_credits`, no team, invalid amount) nothing
    * was written. Any other error (a driver error, `CreditWriteIncomplete`) may leave part of its
    * writes in `tx`, which the caller must then roll back.
    */
-  async hold(tx: EntityManager, input: ReserveInput, options: { alone?: boolean } = {}): Promise<CreditHold> {
+  async hold(tx: EntityManager, input: ReserveInput, options: { alone?: boolean; rows?: RowSink } = {}): Promise<CreditHold> {
     if (!Number.isSafeInteger(input.amount) || input.amount < 1) {
       throw new TrellisError('validation', 'invalid_amount', 'A reservation is a whole number of credits, at least 1.');
     }
@@ -110,7 +111,7 @@ export class CreditService {
       reason: `Reserved for ${reason}`,
       reservationId: id,
       createdAt: now,
-    });
+    }, options.rows);
     await insertHeldReservation(this.sql, tx, {
       id,
       teamId: input.teamId,
@@ -122,7 +123,7 @@ export class CreditService {
       userId: input.userId ?? null,
       expiresAt: new Date(now.getTime() + (input.ttlSeconds ?? this.config.reservationTtlSeconds) * 1000),
       createdAt: now,
-    });
+    }, options.rows);
     return { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 };
   }
 
@@ -130,14 +131,15 @@ export class CreditService {
    * `settleOnly` (or, with `release`, `release` without answering the reservation) for the run hot
    * path, in the caller's transaction `tx` (no savepoint) and in prepared statements: the
    * reservation is closed and read in one statement, the credits given back in another (the
-   * balance's row lock and the change), then the ledger entry is inserted. Same balances and
-   * ledger entries as `settle` and `release`.
+   * balance's row lock and the change), then the ledger entry is inserted (with `rows`, a group
+   * commit, with the other rows of the group). Same balances and ledger entries as `settle` and
+   * `release`.
    *
    * When it throws a `TrellisError` (reservation missing or closed, more used than reserved)
    * nothing was written. Any other error (a driver error, `CreditWriteIncomplete`) may leave part
    * of its writes in `tx`, which the caller must then roll back.
    */
-  async closeOnly(tx: EntityManager, reservationId: string, close: { used: number; release?: boolean; reason?: string }): Promise<void> {
+  async closeOnly(tx: EntityManager, reservationId: string, close: { used: number; release?: boolean; reason?: string }, rows?: RowSink): Promise<void> {
     const status = close.release ? 'released' : 'settled';
     const used = close.release ? 0 : close.used;
     if (!Number.isSafeInteger(used) || used < 0) {
@@ -175,7 +177,7 @@ export class CreditService {
       reason: `${label}${why}`,
       reservationId,
       createdAt: now,
-    });
+    }, rows);
   }
 
   /** Holds `amount` credits of a team. 402 `insufficient_credits` (with balance, required, shortfall) when it has fewer. */

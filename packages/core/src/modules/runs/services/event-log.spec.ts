@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { describe, expect, it } from 'vitest';
-import type { PreparedStatements, SqlStatement, SqlValue } from '../../../ports/database.js';
+import { sqlInsertRows, type PreparedStatements, type SqlRowTable, type SqlStatement, type SqlValue } from '../../../ports/database.js';
 import { InProcessPubSub, type PubSub, type PubSubListener } from '../../../ports/pubsub.js';
 import { ndjsonLines, sseFrames } from '../routes.js';
 import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, StoredEventSink, type RunEventText } from './event-log.js';
@@ -47,8 +47,15 @@ class MemoryLog implements PreparedStatements {
   }
 }
 
-/** A GroupCommit that runs each unit at once; the transaction's manager only answers `nativeUpdate` (the sequence reservation). */
-const group = { run: (work: (tx: EntityManager) => Promise<unknown>) => work({ nativeUpdate: async () => 1 } as unknown as EntityManager) } as unknown as GroupCommit;
+/**
+ * A GroupCommit that runs each unit at once and inserts its rows into `log` at once; the
+ * transaction's manager only answers `nativeUpdate` (the sequence reservation).
+ */
+const groupOf = (log: MemoryLog) =>
+  ({
+    run: (work: (tx: EntityManager) => Promise<unknown>) => work({ nativeUpdate: async () => 1 } as unknown as EntityManager),
+    insertRow: async (_tx: EntityManager, table: SqlRowTable, values: readonly SqlValue[]) => void (await log.run(sqlInsertRows(table, 1), values)),
+  }) as unknown as GroupCommit;
 /** What the reader asks the ORM (the run's status at a quiet moment). */
 const fork = (status = 'running') => () => ({ findOne: async () => ({ status, seqCeiling: 0 }) }) as unknown as EntityManager;
 
@@ -113,7 +120,7 @@ describe('StoredEventSink', () => {
     const pubsub = new InProcessPubSub();
     const messages: string[] = [];
     await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
-    const sink = StoredEventSink.reserved(group, pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+    const sink = StoredEventSink.reserved(groupOf(log), pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
     sink.emit('run_start', { runId: RUN });
     for (let i = 0; i < ROW_EVENTS * 2 + 10; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `d${i}` });
     await tick();
@@ -140,7 +147,7 @@ describe('StoredEventSink', () => {
 
   it('stores a trickle of chunks at most flushMs late', async () => {
     const log = new MemoryLog();
-    const sink = StoredEventSink.reserved(group, new InProcessPubSub(), log, { id: RUN, seqCeiling: 0 }, 15);
+    const sink = StoredEventSink.reserved(groupOf(log), new InProcessPubSub(), log, { id: RUN, seqCeiling: 0 }, 15);
     sink.emit('block_chunk', { blockId: 'c1', delta: 'a' });
     sink.emit('block_chunk', { blockId: 'c1', delta: 'b' });
     expect(log.rows).toHaveLength(0);
@@ -153,7 +160,7 @@ describe('followRunBatches', () => {
   it('reads the log once at the start, then follows PubSub without reading it again', async () => {
     const log = new MemoryLog();
     const bus = new InProcessPubSub();
-    const sink = StoredEventSink.reserved(group, new ProcessPubSub(bus), log, { id: RUN, seqCeiling: 0 }, 5);
+    const sink = StoredEventSink.reserved(groupOf(log), new ProcessPubSub(bus), log, { id: RUN, seqCeiling: 0 }, 5);
     sink.emit('run_start', { runId: RUN });
     await sink.flush();
     const reading = collect(followRunBatches(fork(), new ProcessPubSub(bus), RUN, 0, { endWhenWaiting: true, sql: log }));
@@ -177,7 +184,7 @@ describe('followRunBatches', () => {
     const log = new MemoryLog();
     const [writer, reader] = pubsubs(new InProcessPubSub());
     const pubsub = writer;
-    const sink = StoredEventSink.reserved(group, pubsub, log, { id: RUN, seqCeiling: 0 }, 30);
+    const sink = StoredEventSink.reserved(groupOf(log), pubsub, log, { id: RUN, seqCeiling: 0 }, 30);
     sink.emit('run_start', { runId: RUN });
     for (let i = 0; i < ROW_EVENTS + 500; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `${i}` });
     await tick();
@@ -199,7 +206,7 @@ describe('followRunBatches', () => {
     const log = new MemoryLog();
     const bus = new InProcessPubSub();
     const here = new ProcessPubSub(bus);
-    const sink = StoredEventSink.reserved(group, here, log, { id: RUN, seqCeiling: 0 }, 5);
+    const sink = StoredEventSink.reserved(groupOf(log), here, log, { id: RUN, seqCeiling: 0 }, 5);
     const local = collect(followRunBatches(fork(), here, RUN, 0, { endWhenWaiting: true, sql: log }));
     const remote = collect(followRunBatches(fork(), new ProcessPubSub(bus), RUN, 0, { endWhenWaiting: true, sql: log }));
     let parsedHere = 0;
@@ -221,7 +228,7 @@ describe('followRunBatches', () => {
     const original = quiet.publish.bind(quiet);
     quiet.publish = (topic, message) => (published.push(message), original(topic, message));
     const other = '00000000-0000-4000-8000-000000000002';
-    const inProcess = StoredEventSink.reserved(group, quiet, log, { id: other, seqCeiling: 0 }, 5);
+    const inProcess = StoredEventSink.reserved(groupOf(log), quiet, log, { id: other, seqCeiling: 0 }, 5);
     const reading = collect(followRunBatches(fork(), quiet, other, 0, { endWhenWaiting: true, sql: log }));
     await tick();
     inProcess.emit('run_start', { runId: other });

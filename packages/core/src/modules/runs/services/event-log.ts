@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { RunEvent, type StoredRunEvent } from '../entities/run-event.entity.js';
 import { Run } from '../entities/run.entity.js';
-import { sqlStatement, type PreparedStatements } from '../../../ports/database.js';
+import { sqlRowTable, sqlStatement, type PreparedStatements } from '../../../ports/database.js';
 import { InProcessPubSub, type PubSub } from '../../../ports/pubsub.js';
 import type { GroupCommit } from '../../../kernel/group-commit.js';
 
@@ -29,7 +29,8 @@ export const eventData = (event: RunEventText): Record<string, unknown> => event
  * as written by the sink (`[{"seq":..,"type":..,"data":{..}},..]`), so storing a batch costs one
  * string join, not a serialization of every event.
  */
-const insertEventRow = sqlStatement('runs.event_log_insert', 'insert into "run_events" ("run_id", "seq", "last_seq", "events", "created_at") values (?, ?, ?, ?, ?)');
+/** Rows of the log (after the runs they belong to). */
+const eventRows = sqlRowTable('runs.event_log_insert', '"run_events" ("run_id", "seq", "last_seq", "events", "created_at")', '(?, ?, ?, ?, ?)', 4);
 const selectEventRows = sqlStatement(
   'runs.event_log_after',
   'select "seq", "last_seq", "events" from "run_events" where "run_id" = ? and "last_seq" > ? order by "seq" limit 20',
@@ -328,7 +329,7 @@ export class StoredEventSink implements RunEventSink {
                 const event = events[j]!;
                 text += (j === i ? '' : ',') + lineOf(event.seq, event.type, event.json);
               }
-              await this.sql.run(insertEventRow, [runId, events[i]!.seq, events[end - 1]!.seq, text + ']', now], tx);
+              await this.group.insertRow(tx, eventRows, [runId, events[i]!.seq, events[end - 1]!.seq, text + ']', now]);
             }
           }
           return answer;

@@ -160,7 +160,7 @@ export class RunService {
       new OutputBlockExecutor(),
     ];
     this.engine = new RunEngine(new Map<BlockKind, BlockExecutor>(executors.map((e) => [e.kind, e])));
-    this.group = new GroupCommit(this.fork, !rootEm.getPlatform().constructor.name.toLowerCase().includes('postgre'));
+    this.group = new GroupCommit(this.fork, !rootEm.getPlatform().constructor.name.toLowerCase().includes('postgre'), sql);
   }
 
   private optional<T>(id: symbol | import('inversify').ServiceIdentifier<T>): T | undefined {
@@ -204,7 +204,7 @@ export class RunService {
     const teamId = input.teamId;
     const hold = async (tx: EntityManager, alone: boolean): Promise<string> => {
       try {
-        return (await this.credits.hold(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds }, { alone })).id;
+        return (await this.credits.hold(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds }, { alone, rows: this.group })).id;
       } catch (error) {
         if (error instanceof RunAlone) throw error;
         throw new HoldFailed(error);
@@ -281,7 +281,7 @@ export class RunService {
             run.reservedCredits = amount;
           }
           // The claim reserves the attempt's sequence numbers (see StoredEventSink.reserved); the run kept here has them from 0.
-          await insertRun(this.sql, tx, slot ? { ...run, seqCeiling: SEQ_BLOCK } : run);
+          await insertRun(this.group, tx, slot ? { ...run, seqCeiling: SEQ_BLOCK } : run);
         },
         // A hold that failed with a domain error wrote nothing; a failed insert comes after the hold.
         { atomic: holdWroteNothing, concurrent: true },
@@ -428,7 +428,7 @@ export class RunService {
   private async applyCreditClose(tx: EntityManager, close: CreditClose | null, state: RunState): Promise<number | null> {
     if (!close) return null;
     try {
-      await this.credits.closeOnly(tx, close.reservationId, close.release ? { used: 0, release: true, reason: `run ${state.status}` } : { used: close.used, reason: `run ${state.id}` });
+      await this.credits.closeOnly(tx, close.reservationId, close.release ? { used: 0, release: true, reason: `run ${state.status}` } : { used: close.used, reason: `run ${state.id}` }, this.group);
       return close.used;
     } catch (error) {
       // Any other failure may have written part of the settlement: it fails the whole write (rolled back).
