@@ -41,7 +41,12 @@ const MAX_MODULE_BYTES = 2 * 1024 * 1024 * 1024;
 const MEMORY_CHECK_MS = 5;
 const CONSOLE_LEVELS = new Set<string>(['log', 'info', 'warn', 'error']);
 
-/** Drops indentation and whole-line comments: QuickJS parses a fresh copy every run, at ~0.1 µs a character. */
+/**
+ * Drops indentation and whole-line comments: QuickJS parses the prelude afresh in every context,
+ * at roughly 0.1 µs a character. (The sources below are `0, function ...` rather than
+ * `(function ...)`: QuickJS scans a parenthesised expression twice, to see whether it is the
+ * parameter list of an arrow function.)
+ */
 function compact(source: string): string {
   return source
     .split('\n')
@@ -53,12 +58,12 @@ function compact(source: string): string {
 /**
  * The code that runs first in every fresh context. It keeps its own references to the built-ins
  * it relies on (so user code that replaces `JSON` or `Object.defineProperty` cannot confuse the
- * host) and returns the helpers the host calls: `[start, marshal, describe]`. It is kept small
- * because parsing it is a large part of a short run: `console`, `emit` and `describe` are stubs
- * that call `load` (a host function) on first use, which compiles HELPERS and hands them the
- * built-ins captured here, before the code ran.
+ * host) and returns the functions the host calls: `[start, marshal, more]`. It is kept small
+ * because parsing it is a large part of a short run: `console` and `emit` are stubs that call
+ * `more`, which on first use calls `load` (a host function) to compile HELPERS with the built-ins
+ * captured here, before the code ran. The host calls `more` too, to describe an exception.
  */
-const PRELUDE = compact(String.raw`(function (load) {
+const PRELUDE = compact(String.raw`0, function (load) {
   'use strict';
   const stringify = JSON.stringify;
   const parse = JSON.parse;
@@ -88,15 +93,15 @@ const PRELUDE = compact(String.raw`(function (load) {
       const json = stringify(value);
       return json === undefined ? 'null' : json;
     },
-    function describe(error) { return more().describe(error); },
+    more,
   ];
-})`);
+}`);
 
 /**
  * What `console`, `emit` and `describe` need, compiled in a run the first time one of them is
  * used, with the built-ins the prelude captured and the two host functions.
  */
-const HELPERS = compact(String.raw`(function (stringify, ErrorType, toText, now, hostConsole, hostEmit) {
+const HELPERS = compact(String.raw`0, function (stringify, ErrorType, toText, now, hostConsole, hostEmit) {
   'use strict';
   const format = (value) => {
     try {
@@ -145,7 +150,7 @@ const HELPERS = compact(String.raw`(function (stringify, ErrorType, toText, now,
       return stringify(['', format(error)]);
     },
   };
-})`);
+}`);
 
 type SyncVariant = Extract<Parameters<typeof newQuickJSWASMModuleFromVariant>[0], { type: 'sync' }>;
 
@@ -309,7 +314,14 @@ export class QuickJsEngine {
       /** Turns an exception of the sandboxed code into an outcome. */
       const failure = (exception: QuickJSHandle): EngineOutcome => {
         if (stop) return stopped();
-        const describe = own(ctx.getProp(helpers, 2));
+        const more = own(ctx.getProp(helpers, 2));
+        const loaded = guard(() => ctx.callFunction(more, ctx.undefined));
+        if (loaded.error) {
+          loaded.error.dispose();
+          // Compiling the helpers failed: the heap is full or the limits struck in the middle.
+          return stop ? stopped() : fail('sandbox_memory_exceeded', memoryMessage);
+        }
+        const describe = own(ctx.getProp(own(loaded.value), 'describe'));
         const described = guard(() => ctx.callFunction(describe, ctx.undefined, exception));
         if (described.error) {
           described.error.dispose();
