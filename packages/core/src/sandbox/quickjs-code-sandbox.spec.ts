@@ -225,8 +225,24 @@ describe('QuickJsCodeSandbox', () => {
       const started = Date.now();
       const stuck = await failure('for (;;) new Array(2e6).fill(1).reverse()', { timeoutMs: 200, memoryBytes: 64 * MiB });
       expect(stuck.code).toBe('sandbox_timeout');
+      expect(stuck.durationMs).toBeGreaterThanOrEqual(190);
       expect(Date.now() - started).toBeLessThan(3_000);
       expect((await run('return 2')).value).toBe(2);
+    });
+
+    it('counts the hard stop from when the code starts, not from when the worker was asked (it may be loading)', async () => {
+      // A fresh worker takes longer than 150 ms + 1 ms to start and load its module (here, from
+      // the TypeScript sources, several times that).
+      const fresh = new QuickJsCodeSandbox({ workers: 1, hardStopGraceMs: 1 });
+      try {
+        const result = await fresh.run({ code: 'return 1', globals: {}, timeoutMs: 150, memoryBytes: 16 * MiB });
+        expect(result.value).toBe(1);
+        const stuck = await fresh.run({ code: 'for (;;) {}', globals: {}, timeoutMs: 50, memoryBytes: 16 * MiB }).catch((e: unknown) => e);
+        expect((stuck as CodeSandboxError).code).toBe('sandbox_timeout');
+        expect((stuck as CodeSandboxError).durationMs).toBeGreaterThanOrEqual(45);
+      } finally {
+        await fresh.close();
+      }
     });
 
     it('stops a loop that catches every exception, and an endless chain of promise jobs', async () => {

@@ -194,6 +194,11 @@ function heapBytes(runtime: QuickJSRuntime): number {
   return match ? Number(match[1]) : 0;
 }
 
+/** The module's memory ceiling for a memory limit: the limit plus the module's fixed 16 MiB, in whole pages. */
+function capFor(memoryBytes: number): number {
+  return Math.min(Math.ceil((memoryBytes + INITIAL_MODULE_BYTES) / PAGE) * PAGE, MAX_MODULE_BYTES);
+}
+
 /**
  * Runs jobs one after the other in one WASM module. The module's memory is its own
  * `WebAssembly.Memory` with a maximum of the job's `memoryBytes` plus the module's fixed 16 MiB:
@@ -205,9 +210,14 @@ export class QuickJsEngine {
 
   constructor(private readonly retainMemoryBytes: number) {}
 
+  /** True when the module for this memory limit is loaded (`prepare` would do nothing). */
+  ready(memoryBytes: number): boolean {
+    return this.loaded !== undefined && this.loaded.capBytes === capFor(memoryBytes);
+  }
+
   /** Loads the module for a memory limit, reusing the current one when it fits. */
   async prepare(memoryBytes: number): Promise<void> {
-    const capBytes = Math.min(Math.ceil((memoryBytes + INITIAL_MODULE_BYTES) / PAGE) * PAGE, MAX_MODULE_BYTES);
+    const capBytes = capFor(memoryBytes);
     if (this.loaded?.capBytes === capBytes) return;
     this.loaded = undefined;
     const namespace: unknown = await import('@jitl/quickjs-wasmfile-release-sync');
