@@ -66,6 +66,16 @@ describe('QuickJsCodeSandbox', () => {
     ]);
   });
 
+  it('formats console, emit and errors with the built-ins of the fresh context, even when the code replaced them before first use', async () => {
+    const received: string[] = [];
+    const tamper = 'JSON.stringify = () => "tampered"; String = () => "tampered"; Error = function () {}; Date.now = () => { throw new Error("no clock") }; Object.prototype.write = () => {}; Object.prototype.emit = () => {};';
+    const result = await run(`${tamper} console.log({ a: 1 }, 2, Symbol("s")); emit({ b: 2 }); emit("x"); return 1`, { onEmit: (text) => received.push(text) });
+    expect(result.console).toEqual([{ level: 'log', text: '{"a":1} 2 Symbol(s)' }]);
+    expect(received).toEqual(['{"b":2}', 'x']);
+    expect((await failure(`${tamper} throw new RangeError("boom")`)).message).toBe('boom');
+    expect((await failure(`${tamper} throw { code: 7 }`)).message).toBe('{"code":7}');
+  });
+
   it('caps console output, keeping what came first and saying that the rest was dropped', async () => {
     const small = new QuickJsCodeSandbox({ maxConsoleChars: 1_000, workers: 1 });
     const result = await small.run({ code: 'for (let i = 0; i < 10000; i++) console.log("x".repeat(100)); return "done"', globals: {}, timeoutMs: 5_000, memoryBytes: 16 * MiB }).finally(() => small.close());
