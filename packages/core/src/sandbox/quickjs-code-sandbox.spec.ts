@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CodeSandboxRequest } from '../ports/code-sandbox.js';
 import { CodeSandboxError, QuickJsCodeSandbox } from './quickjs-code-sandbox.js';
@@ -139,6 +141,15 @@ describe('QuickJsCodeSandbox', () => {
       if (received[i] !== expected) throw new Error(`emit ${i}: ${JSON.stringify(received[i])}, expected ${JSON.stringify(expected)}`);
     }
     expect(tasks.size).toBeLessThan(200);
+  });
+
+  it('loads neither the worker\'s entry nor the engine on the caller\'s thread (imports of types only)', () => {
+    // A value import would put the worker's entry, which listens on `parentPort` when there is
+    // one, and QuickJS in the main bundle.
+    const source = readFileSync(fileURLToPath(new URL('./quickjs-code-sandbox.ts', import.meta.url)), 'utf8');
+    const imports = source.match(/^import .* from '\.\/quickjs-(worker|engine)\.js';$/gm) ?? [];
+    expect(imports.length).toBeGreaterThan(0);
+    for (const line of imports) expect(line).toMatch(/^import type /);
   });
 
   it('joins the sandbox\'s JSON batches into one array text', () => {

@@ -7,7 +7,9 @@ import { Worker } from 'node:worker_threads';
 import { TrellisError } from '../kernel/errors.js';
 import type { CodeSandbox, CodeSandboxRequest, CodeSandboxResult } from '../ports/code-sandbox.js';
 import type { SandboxFailureCode } from './quickjs-engine.js';
-import { ABORT_INDEX, SHARED_BYTES, STARTED_AT_INDEX, STARTED_ID_INDEX, type ConsoleItem, type FromWorker, type ToWorker, type WorkerData } from './quickjs-worker.js';
+import { ABORT_INDEX, SHARED_BYTES, STARTED_AT_INDEX, STARTED_ID_INDEX } from './quickjs-shared-memory.js';
+// Types only: the worker's module (and the engine behind it) must not load on this thread.
+import type { ConsoleItem, FromWorker, ToWorker, WorkerData } from './quickjs-worker.js';
 
 export interface QuickJsCodeSandboxOptions {
   /**
@@ -76,7 +78,7 @@ interface Active {
 
 interface Slot {
   worker: Worker;
-  /** The abort flag and the started job's id (see `SHARED_BYTES` in the worker). */
+  /** The abort flag and the started job's id (see `quickjs-shared-memory.ts`). */
   flag: Int32Array;
   /** When the started job's code started, `performance.timeOrigin`-based. */
   clock: Float64Array;

@@ -1,5 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { QuickJsEngine, type ConsoleLevel, type EngineJob, type EngineOutcome } from './quickjs-engine.js';
+import { ABORT_INDEX, STARTED_AT_INDEX, STARTED_ID_INDEX } from './quickjs-shared-memory.js';
 
 /**
  * Entry of a sandbox worker thread: runs the jobs the main thread sends, one at a time, and
@@ -11,20 +12,10 @@ import { QuickJsEngine, type ConsoleLevel, type EngineJob, type EngineOutcome } 
  * stop within the grace period, terminates the whole thread.
  */
 export interface WorkerData {
-  /** `SHARED_BYTES` shared with the main thread (see there). */
+  /** The memory shared with the main thread: see `quickjs-shared-memory.ts`. */
   shared: SharedArrayBuffer;
   retainMemoryBytes: number;
 }
-
-/**
- * The shared memory of a worker, written without messages: at Int32 index 0 the abort flag (set
- * by the main thread), at Int32 index 1 the id of the job whose code started, and at Float64 index
- * 1 when it started (`performance.timeOrigin + performance.now()`), both set by the worker.
- */
-export const SHARED_BYTES = 16;
-export const ABORT_INDEX = 0;
-export const STARTED_ID_INDEX = 1;
-export const STARTED_AT_INDEX = 1;
 
 export interface WorkerJob extends EngineJob {
   maxConsoleChars: number;
