@@ -36,6 +36,12 @@ describe('QuickJsCodeSandbox', () => {
     expect((await run('const x = 1;')).value).toBeNull();
   });
 
+  it('compiles the code as new AsyncFunction(code) does: a function named anonymous, lines of <input> from 3, var local', async () => {
+    const result = await run('var v = 1;\nreturn [arguments.callee.name, new Error("x").stack.trim(), this === globalThis, typeof globalThis.v, String(arguments.callee).slice(0, 29)]');
+    expect(result.value).toEqual(['anonymous', expect.stringMatching(/^at anonymous \(<input>:4\b/) as unknown as string, true, 'undefined', 'async function anonymous(\n) {']);
+    expect((await failure('import x from "y"; return 1')).code).toBe('sandbox_error');
+  });
+
   it('runs async bodies: await on promises made inside the sandbox', async () => {
     const result = await run('const v = await Promise.all([1, 2].map(async (n) => n * 10)); return v;');
     expect(result.value).toEqual([10, 20]);
