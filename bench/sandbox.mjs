@@ -9,7 +9,12 @@
 // The baseline in the same run is the same work done unsandboxed in this process (a `new Function`
 // body, and a plain loop calling the same onEmit), so the ratios show the price of isolation.
 //
+// - CPU per trivial run: the process's CPU time (all threads) over the 2-in-flight runs, split into
+//   this (main) thread's and the rest (the worker threads, plus V8's helper threads), from
+//   /proc/self/task (Linux; without it only the total is shown). CPU is steadier than runs/s on a
+//   shared machine.
 // Not a test: it prints figures and never fails on them.
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { QuickJsCodeSandbox } from '@trellis/core';
@@ -27,6 +32,19 @@ const emits = Number(args.emits);
 const workers = Number(args.workers);
 const rounds = Number(args.rounds);
 const request = { globals: { inputs: { a: 1, b: 2 } }, timeoutMs: 5_000, memoryBytes: 16 * 1024 * 1024 };
+/** CPU time of this (main) thread in µs, from /proc (clock ticks of 10 ms), or undefined. */
+const mainThreadCpuUs = () => {
+  try {
+    const fields = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return undefined;
+  }
+};
+const processCpuUs = () => {
+  const usage = process.cpuUsage();
+  return usage.user + usage.system;
+};
 const fmt = (n) => Math.round(n).toLocaleString('en-US');
 const best = async (fn) => {
   let top = 0;
@@ -45,8 +63,11 @@ const sequential = await best(async () => {
   for (let i = 0; i < runs; i++) await sandbox.run({ ...request, code: trivial });
   return runs / ((performance.now() - started) / 1000);
 });
+let cpu = { total: Infinity, main: Infinity };
 const parallel = await best(async () => {
   const started = performance.now();
+  const totalBefore = processCpuUs();
+  const mainBefore = mainThreadCpuUs();
   let next = 0;
   const lane = async () => {
     while (next < runs) {
@@ -55,7 +76,12 @@ const parallel = await best(async () => {
     }
   };
   await Promise.all(Array.from({ length: workers }, lane));
-  return runs / ((performance.now() - started) / 1000);
+  const seconds = (performance.now() - started) / 1000;
+  const total = (processCpuUs() - totalBefore) / runs;
+  const main = mainBefore === undefined ? NaN : (mainThreadCpuUs() - mainBefore) / runs;
+  // The round with the least CPU per run (the least disturbed by the machine's other work).
+  if (total < cpu.total) cpu = { total, main };
+  return runs / seconds;
 });
 const bare = await best(async () => {
   const started = performance.now();
@@ -88,6 +114,10 @@ await sandbox.close();
 console.log(`CodeSandbox (QuickJS/WASM, ${workers} worker thread(s)), best of ${rounds} rounds`);
 console.log(`  trivial runs, one at a time:      ${fmt(sequential)} runs/s`);
 console.log(`  trivial runs, ${workers} in flight:        ${fmt(parallel)} runs/s`);
+console.log(
+  `  CPU per trivial run (${workers} in flight): ${cpu.total.toFixed(0)} µs in all` +
+    (Number.isNaN(cpu.main) ? '' : `, ${cpu.main.toFixed(0)} µs on this thread, ${(cpu.total - cpu.main).toFixed(0)} µs on the others (workers)`),
+);
 console.log(`  baseline, unsandboxed new Function: ${fmt(bare)} runs/s  (sandbox: 1/${(bare / parallel).toFixed(0)} of it)`);
 console.log(`  emits delivered to onEmit:        ${fmt(sandboxEmits)} emits/s (${fmt(emits)} per run)`);
 console.log(`  baseline, plain loop to onEmit:   ${fmt(bareEmits)} emits/s  (sandbox: 1/${(bareEmits / sandboxEmits).toFixed(0)} of it)`);

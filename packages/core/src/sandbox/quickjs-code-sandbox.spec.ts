@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CodeSandboxRequest } from '../ports/code-sandbox.js';
 import { CodeSandboxError, QuickJsCodeSandbox } from './quickjs-code-sandbox.js';
@@ -34,6 +36,12 @@ describe('QuickJsCodeSandbox', () => {
     expect((await run('const x = 1;')).value).toBeNull();
   });
 
+  it('compiles the code as new AsyncFunction(code) does: a function named anonymous, lines of <input> from 3, var local', async () => {
+    const result = await run('var v = 1;\nreturn [arguments.callee.name, new Error("x").stack.trim(), this === globalThis, typeof globalThis.v, String(arguments.callee).slice(0, 29)]');
+    expect(result.value).toEqual(['anonymous', expect.stringMatching(/^at anonymous \(<input>:4\b/) as unknown as string, true, 'undefined', 'async function anonymous(\n) {']);
+    expect((await failure('import x from "y"; return 1')).code).toBe('sandbox_error');
+  });
+
   it('runs async bodies: await on promises made inside the sandbox', async () => {
     const result = await run('const v = await Promise.all([1, 2].map(async (n) => n * 10)); return v;');
     expect(result.value).toEqual([10, 20]);
@@ -64,6 +72,16 @@ describe('QuickJsCodeSandbox', () => {
       { level: 'error', text: 'bad Symbol(s)' },
       { level: 'log', text: 'debug goes to log' },
     ]);
+  });
+
+  it('formats console, emit and errors with the built-ins of the fresh context, even when the code replaced them before first use', async () => {
+    const received: string[] = [];
+    const tamper = 'JSON.stringify = () => "tampered"; String = () => "tampered"; Error = function () {}; Date.now = () => { throw new Error("no clock") }; Object.prototype.write = () => {}; Object.prototype.emit = () => {};';
+    const result = await run(`${tamper} console.log({ a: 1 }, 2, Symbol("s")); emit({ b: 2 }); emit("x"); return 1`, { onEmit: (text) => received.push(text) });
+    expect(result.console).toEqual([{ level: 'log', text: '{"a":1} 2 Symbol(s)' }]);
+    expect(received).toEqual(['{"b":2}', 'x']);
+    expect((await failure(`${tamper} throw new RangeError("boom")`)).message).toBe('boom');
+    expect((await failure(`${tamper} throw { code: 7 }`)).message).toBe('{"code":7}');
   });
 
   it('caps console output, keeping what came first and saying that the rest was dropped', async () => {
@@ -129,6 +147,15 @@ describe('QuickJsCodeSandbox', () => {
       if (received[i] !== expected) throw new Error(`emit ${i}: ${JSON.stringify(received[i])}, expected ${JSON.stringify(expected)}`);
     }
     expect(tasks.size).toBeLessThan(200);
+  });
+
+  it('loads neither the worker\'s entry nor the engine on the caller\'s thread (imports of types only)', () => {
+    // A value import would put the worker's entry, which listens on `parentPort` when there is
+    // one, and QuickJS in the main bundle.
+    const source = readFileSync(fileURLToPath(new URL('./quickjs-code-sandbox.ts', import.meta.url)), 'utf8');
+    const imports = source.match(/^import .* from '\.\/quickjs-(worker|engine)\.js';$/gm) ?? [];
+    expect(imports.length).toBeGreaterThan(0);
+    for (const line of imports) expect(line).toMatch(/^import type /);
   });
 
   it('joins the sandbox\'s JSON batches into one array text', () => {
@@ -225,8 +252,24 @@ describe('QuickJsCodeSandbox', () => {
       const started = Date.now();
       const stuck = await failure('for (;;) new Array(2e6).fill(1).reverse()', { timeoutMs: 200, memoryBytes: 64 * MiB });
       expect(stuck.code).toBe('sandbox_timeout');
+      expect(stuck.durationMs).toBeGreaterThanOrEqual(190);
       expect(Date.now() - started).toBeLessThan(3_000);
       expect((await run('return 2')).value).toBe(2);
+    });
+
+    it('counts the hard stop from when the code starts, not from when the worker was asked (it may be loading)', async () => {
+      // A fresh worker takes longer than 150 ms + 1 ms to start and load its module (here, from
+      // the TypeScript sources, several times that).
+      const fresh = new QuickJsCodeSandbox({ workers: 1, hardStopGraceMs: 1 });
+      try {
+        const result = await fresh.run({ code: 'return 1', globals: {}, timeoutMs: 150, memoryBytes: 16 * MiB });
+        expect(result.value).toBe(1);
+        const stuck = await fresh.run({ code: 'for (;;) {}', globals: {}, timeoutMs: 50, memoryBytes: 16 * MiB }).catch((e: unknown) => e);
+        expect((stuck as CodeSandboxError).code).toBe('sandbox_timeout');
+        expect((stuck as CodeSandboxError).durationMs).toBeGreaterThanOrEqual(45);
+      } finally {
+        await fresh.close();
+      }
     });
 
     it('stops a loop that catches every exception, and an endless chain of promise jobs', async () => {

@@ -7,7 +7,9 @@ import { Worker } from 'node:worker_threads';
 import { TrellisError } from '../kernel/errors.js';
 import type { CodeSandbox, CodeSandboxRequest, CodeSandboxResult } from '../ports/code-sandbox.js';
 import type { SandboxFailureCode } from './quickjs-engine.js';
-import type { FromWorker, ToWorker, WorkerData } from './quickjs-worker.js';
+import { ABORT_INDEX, SHARED_BYTES, STARTED_AT_INDEX, STARTED_ID_INDEX } from './quickjs-shared-memory.js';
+// Types only: the worker's module (and the engine behind it) must not load on this thread.
+import type { ConsoleItem, FromWorker, ToWorker, WorkerData } from './quickjs-worker.js';
 
 export interface QuickJsCodeSandboxOptions {
   /**
@@ -65,7 +67,6 @@ interface Active {
   id: number;
   request: CodeSandboxRequest;
   console: ConsoleEntry[];
-  startedAt?: number;
   hostError?: { error: unknown };
   hardStop?: ReturnType<typeof setTimeout>;
   /** Why the main thread stopped the run, if it did. */
@@ -77,7 +78,10 @@ interface Active {
 
 interface Slot {
   worker: Worker;
+  /** The abort flag and the started job's id (see `quickjs-shared-memory.ts`). */
   flag: Int32Array;
+  /** When the started job's code started, `performance.timeOrigin`-based. */
+  clock: Float64Array;
   /** Handed to a run (set before the run's job is posted). */
   busy: boolean;
   active?: Active;
@@ -166,7 +170,10 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     return new Promise<CodeSandboxResult>((resolve, reject) => {
       const active: Active = { id: this.nextId++, request, console: [], resolve, reject };
       slot.active = active;
-      Atomics.store(slot.flag, 0, 0);
+      Atomics.store(slot.flag, ABORT_INDEX, 0);
+      // The backstop of the time limit: checked at the limit, counted from when the code started
+      // (the worker writes that to shared memory rather than sending a message).
+      active.hardStop = setTimeout(() => this.checkDeadline(slot, active), active.request.timeoutMs);
       if (request.signal) {
         active.onAbort = () => this.stop(slot, active, 'abort');
         request.signal.addEventListener('abort', active.onAbort, { once: true });
@@ -224,11 +231,11 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   }
 
   private spawn(): Slot {
-    const abortFlag = new SharedArrayBuffer(4);
-    const data: WorkerData = { abortFlag, retainMemoryBytes: this.retainMemoryBytes };
+    const shared = new SharedArrayBuffer(SHARED_BYTES);
+    const data: WorkerData = { shared, retainMemoryBytes: this.retainMemoryBytes };
     const source = workerSource();
     const worker = new Worker(source.script, { eval: source.eval, workerData: data, stdout: false, stderr: false });
-    const slot: Slot = { worker, flag: new Int32Array(abortFlag), busy: false, gone: false };
+    const slot: Slot = { worker, flag: new Int32Array(shared), clock: new Float64Array(shared), busy: false, gone: false };
     this.slots.push(slot);
     worker.on('message', (message: FromWorker) => this.receive(slot, message));
     const lost = (reason: string) => {
@@ -236,7 +243,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
       slot.gone = true;
       this.forget(slot);
       const active = slot.active;
-      if (active) this.finish(slot, active, () => active.reject(this.lostError(active, reason)));
+      if (active) this.finish(slot, active, () => active.reject(this.lostError(slot, active, reason)));
       // A waiting run gets a fresh worker in place of this one.
       const next = this.waiting.shift();
       if (next && !this.closed) next(this.claim(this.spawn()));
@@ -246,8 +253,28 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     return slot;
   }
 
-  private lostError(active: Active, reason: string): CodeSandboxError {
-    const duration = active.startedAt === undefined ? 0 : performance.now() - active.startedAt;
+  /** When the run's code started, on this thread's `performance.now()` clock, if it did. */
+  private startedAt(slot: Slot, active: Active): number | undefined {
+    if (Atomics.load(slot.flag, STARTED_ID_INDEX) !== active.id) return undefined;
+    return slot.clock[STARTED_AT_INDEX]! - performance.timeOrigin;
+  }
+
+  private ranFor(slot: Slot, active: Active): number {
+    const started = this.startedAt(slot, active);
+    return started === undefined ? 0 : Math.max(0, performance.now() - started);
+  }
+
+  /** At the time limit after the job was posted: stops the run if its code has run that long, else looks again when it will have. */
+  private checkDeadline(slot: Slot, active: Active): void {
+    if (slot.active !== active) return;
+    const started = this.startedAt(slot, active);
+    const left = started === undefined ? active.request.timeoutMs : started + active.request.timeoutMs - performance.now();
+    if (left > 0) active.hardStop = setTimeout(() => this.checkDeadline(slot, active), Math.ceil(left));
+    else this.stop(slot, active, 'deadline');
+  }
+
+  private lostError(slot: Slot, active: Active, reason: string): CodeSandboxError {
+    const duration = this.ranFor(slot, active);
     if (/ERR_WORKER_OUT_OF_MEMORY|out of memory/i.test(reason)) {
       return new CodeSandboxError('sandbox_memory_exceeded', `The code used more than its memory limit of ${active.request.memoryBytes} bytes.`, active.console, duration);
     }
@@ -257,37 +284,33 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   private receive(slot: Slot, message: FromWorker): void {
     const active = slot.active;
     if (!active || active.id !== message.id) return;
-    switch (message.type) {
-      case 'started':
-        active.startedAt = performance.now();
-        active.hardStop = setTimeout(() => this.stop(slot, active, 'deadline'), active.request.timeoutMs);
-        break;
-      case 'output':
-        for (const [level, text] of message.console) active.console.push({ level, text });
-        if (!message.emits || active.stopping || active.request.signal?.aborted) break;
-        for (const text of JSON.parse(message.emits) as string[]) {
-          if (active.stopping) break;
-          try {
-            active.request.onEmit?.(text);
-          } catch (error) {
-            // The listener's failure ends the run with that error; the code cannot catch it away.
-            active.hostError = { error };
-            this.stop(slot, active, 'host');
-          }
-        }
-        break;
-      case 'done': {
-        const { outcome } = message;
-        this.finish(slot, active, () => {
-          if (active.hostError) return active.reject(active.hostError.error);
-          if (outcome.ok) return active.resolve({ value: JSON.parse(outcome.json) as unknown, console: active.console, durationMs: outcome.durationMs });
-          // An abort that raced with another failure still reports the abort.
-          const cancelled = active.stopping === 'abort' && outcome.code !== 'sandbox_timeout';
-          const text = cancelled ? 'The run was cancelled while the code was running.' : outcome.message;
-          active.reject(new CodeSandboxError(cancelled ? 'sandbox_timeout' : outcome.code, text, active.console, outcome.durationMs));
-        });
-        this.release(slot);
-        break;
+    this.output(slot, active, message.emits, message.console);
+    if (message.type === 'done') {
+      const { outcome } = message;
+      this.finish(slot, active, () => {
+        if (active.hostError) return active.reject(active.hostError.error);
+        if (outcome.ok) return active.resolve({ value: JSON.parse(outcome.json) as unknown, console: active.console, durationMs: outcome.durationMs });
+        // An abort that raced with another failure still reports the abort.
+        const cancelled = active.stopping === 'abort' && outcome.code !== 'sandbox_timeout';
+        const text = cancelled ? 'The run was cancelled while the code was running.' : outcome.message;
+        active.reject(new CodeSandboxError(cancelled ? 'sandbox_timeout' : outcome.code, text, active.console, outcome.durationMs));
+      });
+      this.release(slot);
+    }
+  }
+
+  /** Delivers a batch of output: console lines kept, emits handed to `onEmit` in order. */
+  private output(slot: Slot, active: Active, emits: string, lines: ConsoleItem[]): void {
+    for (const [level, text] of lines) active.console.push({ level, text });
+    if (!emits || active.stopping || active.request.signal?.aborted) return;
+    for (const text of JSON.parse(emits) as string[]) {
+      if (active.stopping) break;
+      try {
+        active.request.onEmit?.(text);
+      } catch (error) {
+        // The listener's failure ends the run with that error; the code cannot catch it away.
+        active.hostError = { error };
+        this.stop(slot, active, 'host');
       }
     }
   }
@@ -304,14 +327,14 @@ export class QuickJsCodeSandbox implements CodeSandbox {
       return;
     }
     active.stopping ??= why;
-    Atomics.store(slot.flag, 0, 1);
+    Atomics.store(slot.flag, ABORT_INDEX, 1);
     if (active.hardStop) clearTimeout(active.hardStop);
     active.hardStop = setTimeout(() => this.kill(slot, active, why), this.hardStopGraceMs);
   }
 
   private kill(slot: Slot, active: Active, why: 'deadline' | 'abort' | 'host'): void {
     if (slot.active !== active || slot.gone) return;
-    const duration = active.startedAt === undefined ? 0 : performance.now() - active.startedAt;
+    const duration = this.ranFor(slot, active);
     let error: unknown;
     if (why === 'host' && active.hostError) error = active.hostError.error;
     else if (why === 'abort') error = new CodeSandboxError('sandbox_timeout', 'The run was cancelled while the code was running.', active.console, duration);

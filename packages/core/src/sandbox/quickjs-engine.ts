@@ -42,20 +42,67 @@ const MEMORY_CHECK_MS = 5;
 const CONSOLE_LEVELS = new Set<string>(['log', 'info', 'warn', 'error']);
 
 /**
- * The code that runs first in every fresh context. It receives the two host functions, keeps its
- * own references to the built-ins it relies on (so user code that replaces `JSON` or
- * `Object.defineProperty` cannot confuse the host), and returns the helpers the host calls.
+ * Drops indentation and whole-line comments: QuickJS parses the prelude afresh in every context,
+ * at roughly 0.1 µs a character. (The sources below are `0, function ...` rather than
+ * `(function ...)`: QuickJS scans a parenthesised expression twice, to see whether it is the
+ * parameter list of an arrow function.)
  */
-const PRELUDE = String.raw`(function (hostConsole, hostEmit) {
+function compact(source: string): string {
+  return source
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('//'))
+    .join('\n');
+}
+
+/**
+ * The code that runs first in every fresh context. It keeps its own references to the built-ins
+ * it relies on (so user code that replaces `JSON` or `Object.defineProperty` cannot confuse the
+ * host) and returns the functions the host calls: `[install, marshal, more]`. It is kept small
+ * because parsing it is a large part of a short run: `console` and `emit` are stubs that call
+ * `more`, which on first use calls `load` (a host function) to compile HELPERS with the built-ins
+ * captured here, before the code ran. The host calls `more` too, to describe an exception.
+ */
+const PRELUDE = compact(String.raw`0, function (load) {
   'use strict';
   const stringify = JSON.stringify;
   const parse = JSON.parse;
   const defineProperty = Object.defineProperty;
   const keys = Object.keys;
-  const freeze = Object.freeze;
-  const toText = String;
   const ErrorType = Error;
-  const AsyncFunction = (async function () {}).constructor;
+  const toText = String;
+  const now = Date.now;
+  let helpers;
+  const more = () => helpers || (helpers = load(stringify, ErrorType, toText, now));
+  const writer = (level) => function () { more().write(level, arguments); };
+  const consoleObject = Object.freeze({ log: writer('log'), info: writer('info'), warn: writer('warn'), error: writer('error'), debug: writer('log') });
+  // After its first call, emit goes straight to the helper (an emit costs ~1 µs: the stub shows).
+  let emitter = (text) => { emitter = more().emit; emitter(text); };
+  const emit = function emit(text) { emitter(text); };
+  return [
+    function install(globalsJson) {
+      const values = parse(globalsJson);
+      const names = keys(values);
+      for (let i = 0; i < names.length; i++) {
+        defineProperty(globalThis, names[i], { value: values[names[i]], writable: true, enumerable: true, configurable: true });
+      }
+      defineProperty(globalThis, 'console', { value: consoleObject, writable: false, enumerable: false, configurable: false });
+      defineProperty(globalThis, 'emit', { value: emit, writable: false, enumerable: false, configurable: false });
+    },
+    function marshal(value) {
+      const json = stringify(value);
+      return json === undefined ? 'null' : json;
+    },
+    more,
+  ];
+}`);
+
+/**
+ * What `console`, `emit` and `describe` need, compiled in a run the first time one of them is
+ * used, with the built-ins the prelude captured and the two host functions.
+ */
+const HELPERS = compact(String.raw`0, function (stringify, ErrorType, toText, now, hostConsole, hostEmit) {
+  'use strict';
   const format = (value) => {
     try {
       if (typeof value === 'string') return value;
@@ -69,16 +116,9 @@ const PRELUDE = String.raw`(function (hostConsole, hostEmit) {
       return '[value that cannot be printed]';
     }
   };
-  const writer = (level) => function () {
-    let line = '';
-    for (let i = 0; i < arguments.length; i++) line += (i === 0 ? '' : ' ') + format(arguments[i]);
-    hostConsole(level, line);
-  };
-  const consoleObject = freeze({ log: writer('log'), info: writer('info'), warn: writer('warn'), error: writer('error'), debug: writer('log') });
   // Emits cross to the host in batches (one call per batch is far cheaper than one per emit):
   // the first emit after a quiet moment goes at once, a burst goes every 256 items or about 2 ms,
   // and the host takes what is left when the code ends.
-  const now = Date.now;
   let pending = [];
   let lastFlush = 0;
   const flush = () => {
@@ -88,27 +128,18 @@ const PRELUDE = String.raw`(function (hostConsole, hostEmit) {
     lastFlush = now();
     hostEmit(stringify(batch));
   };
-  const emit = function emit(text) {
-    const n = pending.push(typeof text === 'string' ? text : format(text));
-    // The clock is read on the first emit of a batch and every 32nd after (a host call each).
-    if (n >= 256 || ((n & 31) === 1 && now() - lastFlush >= 2)) flush();
-  };
   return {
-    install(globalsJson) {
-      const values = parse(globalsJson);
-      const names = keys(values);
-      for (let i = 0; i < names.length; i++) {
-        defineProperty(globalThis, names[i], { value: values[names[i]], writable: true, enumerable: true, configurable: true });
-      }
-      defineProperty(globalThis, 'console', { value: consoleObject, writable: false, enumerable: false, configurable: false });
-      defineProperty(globalThis, 'emit', { value: emit, writable: false, enumerable: false, configurable: false });
+    write(level, args) {
+      let line = '';
+      for (let i = 0; i < args.length; i++) line += (i === 0 ? '' : ' ') + format(args[i]);
+      hostConsole(level, line);
     },
-    compile(source) { return new AsyncFunction(source); },
+    emit(text) {
+      const n = pending.push(typeof text === 'string' ? text : format(text));
+      // The clock is read on the first emit of a batch and every 32nd after (a host call each).
+      if (n >= 256 || ((n & 31) === 1 && now() - lastFlush >= 2)) flush();
+    },
     flush,
-    marshal(value) {
-      const json = stringify(value);
-      return json === undefined ? 'null' : json;
-    },
     describe(error) {
       try {
         if (typeof error === 'object' && error !== null && 'message' in error) {
@@ -119,7 +150,18 @@ const PRELUDE = String.raw`(function (hostConsole, hostEmit) {
       return stringify(['', format(error)]);
     },
   };
-})`;
+}`);
+
+/**
+ * The code as the body of an async function: the text QuickJS's `AsyncFunction` constructor
+ * evaluates for `new AsyncFunction(code)` (same lines, same file name, same function), but
+ * `0, async function` where the constructor has `(async function`: QuickJS scans a
+ * parenthesised expression twice (is it an arrow function's parameter list?), which costs about
+ * a fifth of compiling a larger body.
+ */
+function wrapCode(code: string): string {
+  return `0, async function anonymous(\n) {\n${code}\n}`;
+}
 
 type SyncVariant = Extract<Parameters<typeof newQuickJSWASMModuleFromVariant>[0], { type: 'sync' }>;
 
@@ -163,6 +205,11 @@ function heapBytes(runtime: QuickJSRuntime): number {
   return match ? Number(match[1]) : 0;
 }
 
+/** The module's memory ceiling for a memory limit: the limit plus the module's fixed 16 MiB, in whole pages. */
+function capFor(memoryBytes: number): number {
+  return Math.min(Math.ceil((memoryBytes + INITIAL_MODULE_BYTES) / PAGE) * PAGE, MAX_MODULE_BYTES);
+}
+
 /**
  * Runs jobs one after the other in one WASM module. The module's memory is its own
  * `WebAssembly.Memory` with a maximum of the job's `memoryBytes` plus the module's fixed 16 MiB:
@@ -174,9 +221,14 @@ export class QuickJsEngine {
 
   constructor(private readonly retainMemoryBytes: number) {}
 
+  /** True when the module for this memory limit is loaded (`prepare` would do nothing). */
+  ready(memoryBytes: number): boolean {
+    return this.loaded !== undefined && this.loaded.capBytes === capFor(memoryBytes);
+  }
+
   /** Loads the module for a memory limit, reusing the current one when it fits. */
   async prepare(memoryBytes: number): Promise<void> {
-    const capBytes = Math.min(Math.ceil((memoryBytes + INITIAL_MODULE_BYTES) / PAGE) * PAGE, MAX_MODULE_BYTES);
+    const capBytes = capFor(memoryBytes);
     if (this.loaded?.capBytes === capBytes) return;
     this.loaded = undefined;
     const namespace: unknown = await import('@jitl/quickjs-wasmfile-release-sync');
@@ -236,41 +288,61 @@ export class QuickJsEngine {
       });
       const ctx = (context = rt.newContext());
 
-      const hostConsole = own(
-        ctx.newFunction('console', (levelHandle, textHandle) => {
-          const level = ctx.getString(levelHandle);
-          if (CONSOLE_LEVELS.has(level)) hooks.console(level as ConsoleLevel, ctx.getString(textHandle));
-        }),
-      );
-      const hostEmit = own(
-        ctx.newFunction('emit', (batchHandle) => {
-          if (stop) return;
-          hooks.emits(ctx.getString(batchHandle));
-          if (hooks.aborted()) stop = 'abort';
+      /** The helpers of HELPERS, once the code used `console` or `emit` (or the host `describe`). */
+      let lazy: QuickJSHandle | undefined;
+      let flushEmits: QuickJSHandle | undefined;
+      const load = own(
+        ctx.newFunction('load', (...captured) => {
+          if (lazy) return lazy.dup();
+          const factory = ctx.evalCode(HELPERS, 'helpers.js', { type: 'global' });
+          if (factory.error) return factory;
+          own(factory.value);
+          const hostConsole = own(
+            ctx.newFunction('console', (levelHandle, textHandle) => {
+              const level = ctx.getString(levelHandle);
+              if (CONSOLE_LEVELS.has(level)) hooks.console(level as ConsoleLevel, ctx.getString(textHandle));
+            }),
+          );
+          const hostEmit = own(
+            ctx.newFunction('emit', (batchHandle) => {
+              if (stop) return;
+              hooks.emits(ctx.getString(batchHandle));
+              if (hooks.aborted()) stop = 'abort';
+            }),
+          );
+          const made = ctx.callFunction(factory.value, ctx.undefined, ...captured, hostConsole, hostEmit);
+          if (made.error) return made;
+          lazy = own(made.value);
+          flushEmits = own(ctx.getProp(lazy, 'flush'));
+          return lazy.dup();
         }),
       );
 
-      const prelude = guard(() => ctx.evalCode(PRELUDE, 'prelude.js'));
+      const prelude = guard(() => ctx.evalCode(PRELUDE, 'prelude.js', { type: 'global' }));
       if (prelude.error) throw new HostFailure(new Error('The sandbox prelude failed to evaluate.'));
-      const helpersResult = guard(() => ctx.callFunction(own(prelude.value), ctx.undefined, hostConsole, hostEmit));
+      const helpersResult = guard(() => ctx.callFunction(own(prelude.value), ctx.undefined, load));
       if (helpersResult.error) throw new HostFailure(new Error('The sandbox prelude failed to run.'));
       const helpers = own(helpersResult.value);
-      const helper = (name: string) => own(ctx.getProp(helpers, name));
-      const install = helper('install');
-      const compile = helper('compile');
-      const marshal = helper('marshal');
-      const describe = helper('describe');
-      const flushEmits = helper('flush');
+      const install = own(ctx.getProp(helpers, 0));
       /** Hands over the emits the code made since the last batch (not after a limit struck). */
       const drain = () => {
-        if (stop) return;
-        const result = guard(() => ctx.callFunction(flushEmits, ctx.undefined));
+        if (stop || !flushEmits) return;
+        const flush = flushEmits;
+        const result = guard(() => ctx.callFunction(flush, ctx.undefined));
         (result.error ?? result.value).dispose();
       };
 
       /** Turns an exception of the sandboxed code into an outcome. */
       const failure = (exception: QuickJSHandle): EngineOutcome => {
         if (stop) return stopped();
+        const more = own(ctx.getProp(helpers, 2));
+        const loaded = guard(() => ctx.callFunction(more, ctx.undefined));
+        if (loaded.error) {
+          loaded.error.dispose();
+          // Compiling the helpers failed: the heap is full or the limits struck in the middle.
+          return stop ? stopped() : fail('sandbox_memory_exceeded', memoryMessage);
+        }
+        const describe = own(ctx.getProp(own(loaded.value), 'describe'));
         const described = guard(() => ctx.callFunction(describe, ctx.undefined, exception));
         if (described.error) {
           described.error.dispose();
@@ -293,7 +365,7 @@ export class QuickJsEngine {
       };
 
       step(() => ctx.callFunction(install, ctx.undefined, own(ctx.newString(job.globalsJson))));
-      const fn = step(() => ctx.callFunction(compile, ctx.undefined, own(ctx.newString(job.code))));
+      const fn = step(() => ctx.evalCode(wrapCode(job.code), '<input>', { type: 'global' }));
       const promise = step(() => ctx.callFunction(fn, ctx.undefined));
 
       // Settle the async function: run the jobs its promises queued, within the same limits.
@@ -313,6 +385,7 @@ export class QuickJsEngine {
       if (state.type === 'pending') throw new Finished(fail('sandbox_error', 'The code awaited a promise that never settles.'));
       if (state.type === 'rejected') throw new Finished(failure(own(state.error)));
       const value = own(state.value);
+      const marshal = own(ctx.getProp(helpers, 1));
       const marshalled = guard(() => ctx.callFunction(marshal, ctx.undefined, value));
       if (marshalled.error) {
         const outcome = failure(own(marshalled.error));

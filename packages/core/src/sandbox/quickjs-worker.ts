@@ -1,16 +1,19 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { QuickJsEngine, type ConsoleLevel, type EngineJob, type EngineOutcome } from './quickjs-engine.js';
+import { ABORT_INDEX, STARTED_AT_INDEX, STARTED_ID_INDEX } from './quickjs-shared-memory.js';
 
 /**
  * Entry of a sandbox worker thread: runs the jobs the main thread sends, one at a time, and
  * streams their emits and console lines back as they happen: the emits of a batch as one JSON
  * text (the sandbox's own batches joined, never parsed here), so a burst of thousands of emits
- * costs the main thread a few messages and one `JSON.parse` each. The main thread aborts a job
+ * costs the main thread a few messages and one `JSON.parse` each. The last batch travels with
+ * the job's 'done', so a short job costs one message each way. The main thread aborts a job
  * through the shared flag (seen by the interpreter's interrupt handler) and, if the job does not
  * stop within the grace period, terminates the whole thread.
  */
 export interface WorkerData {
-  abortFlag: SharedArrayBuffer;
+  /** The memory shared with the main thread: see `quickjs-shared-memory.ts`. */
+  shared: SharedArrayBuffer;
   retainMemoryBytes: number;
 }
 
@@ -27,9 +30,9 @@ export type ConsoleItem = [ConsoleLevel, string];
  * none), and the console lines, in order (the two are separate streams).
  */
 export type FromWorker =
-  | { type: 'started'; id: number }
   | { type: 'output'; id: number; emits: string; console: ConsoleItem[] }
-  | { type: 'done'; id: number; outcome: EngineOutcome };
+  /** The job's end, with the output that was still waiting (`emits` '' and `console` empty when none). */
+  | { type: 'done'; id: number; outcome: EngineOutcome; emits: string; console: ConsoleItem[] };
 
 /** Output is sent in batches: when this much waits, or when the oldest waited this long. */
 const BATCH_CHARS = 256 * 1024;
@@ -50,72 +53,76 @@ export function joinJsonArrays(parts: readonly string[]): string {
 
 const port = parentPort;
 if (port) {
-  const { abortFlag, retainMemoryBytes } = workerData as WorkerData;
-  const flag = new Int32Array(abortFlag);
+  const { shared, retainMemoryBytes } = workerData as WorkerData;
+  const flag = new Int32Array(shared);
+  const clock = new Float64Array(shared);
   const engine = new QuickJsEngine(retainMemoryBytes);
   const send = (message: FromWorker) => port.postMessage(message);
+  const none: ConsoleItem[] = [];
+  const failed = (id: number, code: 'sandbox_error' | 'sandbox_timeout', message: string) =>
+    send({ type: 'done', id, outcome: { ok: false, code, message, durationMs: 0 }, emits: '', console: none });
+
+  const execute = ({ id, job }: ToWorker) => {
+    if (Atomics.load(flag, ABORT_INDEX) !== 0) {
+      // Aborted while the worker was getting ready: the code never starts.
+      failed(id, 'sandbox_timeout', 'The run was cancelled before the code started.');
+      return;
+    }
+    clock[STARTED_AT_INDEX] = performance.timeOrigin + performance.now();
+    Atomics.store(flag, STARTED_ID_INDEX, id);
+    let consoleChars = 0;
+    let consoleFull = false;
+    let emits: string[] = [];
+    let emitChars = 0;
+    let lines: ConsoleItem[] = [];
+    let batchStarted = 0;
+    const waiting = () => emits.length > 0 || lines.length > 0;
+    const flush = () => {
+      if (!waiting()) return;
+      send({ type: 'output', id, emits: emits.length ? joinJsonArrays(emits) : '', console: lines });
+      emits = [];
+      emitChars = 0;
+      lines = [];
+    };
+    const due = () => emitChars >= BATCH_CHARS || lines.length >= BATCH_CONSOLE || performance.now() - batchStarted >= BATCH_MS;
+    const push = (item: ConsoleItem) => {
+      if (!waiting()) batchStarted = performance.now();
+      lines.push(item);
+      if (due()) flush();
+    };
+    const outcome = engine.run(job, {
+      emits: (json) => {
+        if (!waiting()) batchStarted = performance.now();
+        emits.push(json);
+        emitChars += json.length;
+        if (due()) flush();
+      },
+      console: (level, text) => {
+        if (consoleFull) return;
+        if (consoleChars + text.length > job.maxConsoleChars) {
+          consoleFull = true;
+          push(['warn', `[console output past ${job.maxConsoleChars} characters was dropped]`]);
+          return;
+        }
+        consoleChars += text.length;
+        push([level, text]);
+      },
+      aborted: () => {
+        // Polled while the code runs: output that waited long enough goes out even if the
+        // code is busy computing rather than writing.
+        if (waiting() && performance.now() - batchStarted >= BATCH_MS) flush();
+        return Atomics.load(flag, ABORT_INDEX) !== 0;
+      },
+    });
+    send({ type: 'done', id, outcome, emits: emits.length ? joinJsonArrays(emits) : '', console: lines });
+  };
 
   port.on('message', (message: ToWorker) => {
-    void (async () => {
-      const { id, job } = message;
-      try {
-        await engine.prepare(job.memoryBytes);
-      } catch (error) {
-        send({ type: 'done', id, outcome: { ok: false, code: 'sandbox_error', message: `The sandbox could not start: ${(error as Error).message}`, durationMs: 0 } });
-        return;
-      }
-      if (Atomics.load(flag, 0) !== 0) {
-        // Aborted while the worker was getting ready: the code never starts.
-        send({ type: 'done', id, outcome: { ok: false, code: 'sandbox_timeout', message: 'The run was cancelled before the code started.', durationMs: 0 } });
-        return;
-      }
-      send({ type: 'started', id });
-      let consoleChars = 0;
-      let consoleFull = false;
-      let emits: string[] = [];
-      let emitChars = 0;
-      let lines: ConsoleItem[] = [];
-      let batchStarted = 0;
-      const waiting = () => emits.length > 0 || lines.length > 0;
-      const flush = () => {
-        if (!waiting()) return;
-        send({ type: 'output', id, emits: emits.length ? joinJsonArrays(emits) : '', console: lines });
-        emits = [];
-        emitChars = 0;
-        lines = [];
-      };
-      const due = () => emitChars >= BATCH_CHARS || lines.length >= BATCH_CONSOLE || performance.now() - batchStarted >= BATCH_MS;
-      const push = (item: ConsoleItem) => {
-        if (!waiting()) batchStarted = performance.now();
-        lines.push(item);
-        if (due()) flush();
-      };
-      const outcome = engine.run(job, {
-        emits: (json) => {
-          if (!waiting()) batchStarted = performance.now();
-          emits.push(json);
-          emitChars += json.length;
-          if (due()) flush();
-        },
-        console: (level, text) => {
-          if (consoleFull) return;
-          if (consoleChars + text.length > job.maxConsoleChars) {
-            consoleFull = true;
-            push(['warn', `[console output past ${job.maxConsoleChars} characters was dropped]`]);
-            return;
-          }
-          consoleChars += text.length;
-          push([level, text]);
-        },
-        aborted: () => {
-          // Polled while the code runs: output that waited long enough goes out even if the
-          // code is busy computing rather than writing.
-          if (waiting() && performance.now() - batchStarted >= BATCH_MS) flush();
-          return Atomics.load(flag, 0) !== 0;
-        },
-      });
-      flush();
-      send({ type: 'done', id, outcome });
-    })();
+    // The module is normally loaded already: the job runs at once, without a promise.
+    if (engine.ready(message.job.memoryBytes)) return execute(message);
+    engine.prepare(message.job.memoryBytes).then(
+      () => execute(message),
+      (error: unknown) => failed(message.id, 'sandbox_error', `The sandbox could not start: ${(error as Error).message}`),
+    );
   });
 }
