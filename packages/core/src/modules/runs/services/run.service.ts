@@ -702,8 +702,12 @@ export class RunService {
   // ---------------------------------------------------------------------------------------------
   // Resume, cancel, lost runs
 
-  /** Gives the answer to the ask block a run waits at and queues the continuation (answers at once). */
-  async resume(em: EntityManager, principal: Principal, documentId: string, runId: string, answer: unknown): Promise<Run> {
+  /**
+   * Gives the answer to the ask block a run waits at and queues the continuation (answers at
+   * once): answers the run's id and the status the resume left it in (`queued`), not a read of the
+   * run after it (the continuation may be running by then).
+   */
+  async resume(em: EntityManager, principal: Principal, documentId: string, runId: string, answer: unknown): Promise<{ id: string; status: 'queued' }> {
     await this.documents.requireDocument(em, documentId, principal, 'execute');
     const run = await this.requireRun(em, documentId, runId);
     if (run.status !== 'waiting') throw runErrors.notWaiting(run.status);
@@ -715,7 +719,7 @@ export class RunService {
     );
     if (!changed) throw runErrors.notWaiting('no longer waiting');
     await this.queue.enqueue({ runId: run.id, teamId: run.teamId ?? run.userId });
-    return em.findOneOrFail(Run, { id: run.id }, { refresh: true });
+    return { id: run.id, status: 'queued' };
   }
 
   /** Stops a run: a queued or waiting run ends at once; an executing one is told to stop (in whichever process runs it). */
