@@ -138,6 +138,28 @@ describe('StoredEventSink', () => {
     expect(stored[5]).toEqual({ seq: 6, type: 'block_chunk', data: { blockId: 'c1', delta: 'd4' } });
   });
 
+  it('emitChunk publishes and stores the very text of emit(\'block_chunk\', { blockId, delta })', async () => {
+    const pairs: [string, string][] = [
+      ['c1', 'plain'],
+      ['c1', 'line\nbreak "quoted" \\ ✓ \u2028 \u0000'],
+      ['b "2"', ''],
+      ['c1', 'back to the first block'],
+    ];
+    const texts: string[][] = [];
+    for (const chunked of [false, true]) {
+      const log = new MemoryLog();
+      const pubsub = new InProcessPubSub();
+      const messages: string[] = [];
+      await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+      const sink = StoredEventSink.reserved(group, pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+      for (const [blockId, delta] of pairs) void (chunked ? sink.emitChunk(blockId, delta) : sink.emit('block_chunk', { blockId, delta }));
+      await sink.flush();
+      texts.push([...messages.flatMap(parseEventMessage).map((e) => e.json), ...log.rows.map((r) => r.events)]);
+      expect(log.events(RUN).map((e) => e.data)).toEqual(pairs.map(([blockId, delta]) => ({ blockId, delta })));
+    }
+    expect(texts[1]).toEqual(texts[0]);
+  });
+
   it('stores a trickle of chunks at most flushMs late', async () => {
     const log = new MemoryLog();
     const sink = StoredEventSink.reserved(group, new InProcessPubSub(), log, { id: RUN, seqCeiling: 0 }, 15);

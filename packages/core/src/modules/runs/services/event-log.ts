@@ -71,8 +71,20 @@ function fromTap(message: Uint8Array | string, tap: Tap): boolean {
   return end > 0 && end < 200 && text.slice(0, end) === headerOf(tap.id);
 }
 
+/** An event type as JSON text (`"block_chunk"`), serialized once per type. */
+const typeTexts = new Map<string, string>();
+export function typeJson(type: string): string {
+  let text = typeTexts.get(type);
+  if (text === undefined) {
+    text = JSON.stringify(type);
+    // Event types are a handful of names; anything else is not kept.
+    if (typeTexts.size < 256) typeTexts.set(type, text);
+  }
+  return text;
+}
+
 /** `{"seq":1,"type":"block_chunk","data":{...}}`: an event as one JSON text, in the log and on PubSub. */
-const lineOf = (seq: number, type: string, json: string) => `{"seq":${seq},"type":${JSON.stringify(type)},"data":${json}}`;
+const lineOf = (seq: number, type: string, json: string) => '{"seq":' + seq + ',"type":' + typeJson(type) + ',"data":' + json + '}';
 
 /** Reads an event line back without parsing its fields (any other JSON object of the same meaning is parsed). */
 export function parseEventLine(line: string): RunEventText {
@@ -125,6 +137,8 @@ export const runControlTopic = (runId: string) => `runs:control:${runId}`;
 /** Where an executing run's events go. */
 export interface RunEventSink {
   emit(type: string, data: Record<string, unknown>): number;
+  /** `emit('block_chunk', { blockId, delta })`, the same event, without the object on the way. */
+  emitChunk(blockId: string, delta: string): number;
   /**
    * Emits an event that readers see only once the next store of the log (a checkpoint or the
    * final record) committed: a client that saw it reads the state it announces.
@@ -175,6 +189,9 @@ export class StoredEventSink implements RunEventSink {
   private chunkTimer = false;
   private timerDue = 0;
   private failed: unknown = null;
+  /** The block of the last chunk, and the start of its chunks' text (`{"blockId":"..","delta":`). */
+  private chunkBlock: string | null = null;
+  private chunkPrefix = '';
 
   private constructor(
     private readonly group: GroupCommit,
@@ -216,8 +233,21 @@ export class StoredEventSink implements RunEventSink {
   }
 
   emit(type: string, data: Record<string, unknown>): number {
+    return this.add(type, JSON.stringify(data));
+  }
+
+  emitChunk(blockId: string, delta: string): number {
+    // The text `JSON.stringify({ blockId, delta })` gives, the block's part serialized once.
+    if (blockId !== this.chunkBlock) {
+      this.chunkBlock = blockId;
+      this.chunkPrefix = '{"blockId":' + JSON.stringify(blockId) + ',"delta":';
+    }
+    return this.add('block_chunk', this.chunkPrefix + JSON.stringify(delta) + '}');
+  }
+
+  private add(type: string, json: string): number {
     const seq = this.next++;
-    const event: SinkEvent = { seq, type, json: JSON.stringify(data) };
+    const event: SinkEvent = { seq, type, json };
     this.pending.push(event);
     if (seq < this.ceiling && !this.held.length) {
       this.outbox.push(event);
@@ -372,6 +402,10 @@ export class LocalEventSink implements RunEventSink {
     this.queue.push({ seq, type, data, json: JSON.stringify(data) });
     this.wake?.();
     return seq;
+  }
+
+  emitChunk(blockId: string, delta: string): number {
+    return this.emit('block_chunk', { blockId, delta });
   }
 
   /** Nothing is stored: the event goes out with the others. */
