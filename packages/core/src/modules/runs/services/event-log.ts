@@ -83,8 +83,37 @@ export function typeJson(type: string): string {
   return text;
 }
 
+/** `,"type":"block_chunk","data":`: the middle of an event line, once per type. */
+const typeFields = new Map<string, string>();
+function typeField(type: string): string {
+  let text = typeFields.get(type);
+  if (text === undefined) {
+    text = ',"type":' + typeJson(type) + ',"data":';
+    if (typeFields.size < 256) typeFields.set(type, text);
+  }
+  return text;
+}
+
 /** `{"seq":1,"type":"block_chunk","data":{...}}`: an event as one JSON text, in the log and on PubSub. */
-const lineOf = (seq: number, type: string, json: string) => '{"seq":' + seq + ',"type":' + typeJson(type) + ',"data":' + json + '}';
+const lineOf = (seq: number, type: string, json: string) => '{"seq":' + seq + typeField(type) + json + '}';
+
+/**
+ * The `events` column of a row: the JSON array of the lines of `events[from..to)`. Joined from its
+ * parts in one go, as one flat string: the driver copies it as is, where a string built with `+=`
+ * (thousands of pieces) is first flattened, on the main thread, when it is bound.
+ */
+function rowText(events: readonly RunEventText[], from: number, to: number): string {
+  const parts = new Array<string | number>((to - from) * 4);
+  let k = 0;
+  for (let i = from; i < to; i++) {
+    const event = events[i]!;
+    parts[k++] = i === from ? '[{"seq":' : '},{"seq":';
+    parts[k++] = event.seq;
+    parts[k++] = typeField(event.type);
+    parts[k++] = event.json;
+  }
+  return parts.join('') + '}]';
+}
 
 /** Reads an event line back without parsing its fields (any other JSON object of the same meaning is parsed). */
 export function parseEventLine(line: string): RunEventText {
@@ -353,12 +382,7 @@ export class StoredEventSink implements RunEventSink {
             const now = new Date();
             for (let i = 0; i < events.length; i += ROW_EVENTS) {
               const end = Math.min(events.length, i + ROW_EVENTS);
-              let text = '[';
-              for (let j = i; j < end; j++) {
-                const event = events[j]!;
-                text += (j === i ? '' : ',') + lineOf(event.seq, event.type, event.json);
-              }
-              await this.sql.run(insertEventRow, [runId, events[i]!.seq, events[end - 1]!.seq, text + ']', now], tx);
+              await this.sql.run(insertEventRow, [runId, events[i]!.seq, events[end - 1]!.seq, rowText(events, i, end), now], tx);
             }
           }
           return answer;
@@ -456,13 +480,14 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
   const pollMs = options.pollMs ?? 1_000;
   const gapWaitMs = options.gapWaitMs ?? 3_000;
   const { sql } = options;
-  const live: RunEventText[] = [];
+  /** The live tail not read yet: the arrays as the sinks and messages gave them (never changed here), `liveAt` into the first. */
+  const live: (readonly RunEventText[])[] = [];
   let liveAt = 0;
   let wake: (() => void) | null = null;
   // The sinks of this process hand their events over directly.
   const tap = tapOf(pubsub);
   const fromSink = (events: readonly RunEventText[]) => {
-    for (const event of events) live.push(event);
+    if (events.length) live.push(events);
     wake?.();
   };
   let tapped = tap.readers.get(runId);
@@ -485,7 +510,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
           // Not a message of this version or the last: the log fills the hole.
           return;
         }
-        for (const event of events) live.push(event);
+        if (events.length) live.push(events);
         wake?.();
       });
     }
@@ -515,6 +540,14 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
     return found;
   };
   const final = (event: RunEventText) => event.type === 'run_complete' || event.type === 'run_waiting';
+  /** Whether `batch` is the events right after `after`, in order, none of them a final one. */
+  const contiguous = (batch: readonly RunEventText[], after: number): boolean => {
+    for (let i = 0; i < batch.length; i++) {
+      const event = batch[i]!;
+      if (event.seq !== after + 1 + i || final(event)) return false;
+    }
+    return true;
+  };
   const ends = async (event: RunEventText): Promise<boolean> => {
     if (event.type === 'run_complete') return true;
     if (event.type === 'run_waiting' && options.endWhenWaiting) {
@@ -546,10 +579,19 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
       if (options.signal?.aborted) return;
       // The live tail.
       let progressed = false;
-      while (liveAt < live.length) {
-        const event = live[liveAt++]!;
-        if (liveAt === live.length) {
-          live.length = 0;
+      while (live.length) {
+        const batch = live[0]!;
+        if (liveAt === 0 && !out.length && contiguous(batch, last)) {
+          // The usual case: a whole batch that follows on: sent as it came.
+          live.shift();
+          last = batch[batch.length - 1]!.seq;
+          progressed = true;
+          out = batch.slice();
+          continue;
+        }
+        const event = batch[liveAt++]!;
+        if (liveAt === batch.length) {
+          live.shift();
           liveAt = 0;
         }
         if (event.seq <= last) continue;
@@ -581,7 +623,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
         out = [];
       }
       if (progressed) quietPolls = 0;
-      if (liveAt < live.length) continue;
+      if (live.length) continue;
       let timedOut = false;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -592,7 +634,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
           clearTimeout(timer);
           resolve();
         };
-        if (liveAt < live.length || options.signal?.aborted) wake();
+        if (live.length || options.signal?.aborted) wake();
       });
       wake = null;
       if (!timedOut) continue;
