@@ -97,22 +97,16 @@ function typeField(type: string): string {
 /** `{"seq":1,"type":"block_chunk","data":{...}}`: an event as one JSON text, in the log and on PubSub. */
 const lineOf = (seq: number, type: string, json: string) => '{"seq":' + seq + typeField(type) + json + '}';
 
-/**
- * The `events` column of a row: the JSON array of the lines of `events[from..to)`. Joined from its
- * parts in one go, as one flat string: the driver copies it as is, where a string built with `+=`
- * (thousands of pieces) is first flattened, on the main thread, when it is bound.
- */
+/** The `events` column of a row: the JSON array of the lines of `events[from..to)`. */
 function rowText(events: readonly RunEventText[], from: number, to: number): string {
-  const parts = new Array<string | number>((to - from) * 4);
-  let k = 0;
+  // Built with `+=`: measured against joining an array of the parts (one flat string the driver
+  // need not flatten), the rope costs less, flattening included.
+  let text = '[';
   for (let i = from; i < to; i++) {
     const event = events[i]!;
-    parts[k++] = i === from ? '[{"seq":' : '},{"seq":';
-    parts[k++] = event.seq;
-    parts[k++] = typeField(event.type);
-    parts[k++] = event.json;
+    text += (i === from ? '{"seq":' : ',{"seq":') + event.seq + typeField(event.type) + event.json + '}';
   }
-  return parts.join('') + '}]';
+  return text + ']';
 }
 
 /** Reads an event line back without parsing its fields (any other JSON object of the same meaning is parsed). */
