@@ -160,6 +160,60 @@ describe('StoredEventSink', () => {
     expect(texts[1]).toEqual(texts[0]);
   });
 
+  it('takes the stores asked for while one is under way into one transaction, and answers each', async () => {
+    const log = new MemoryLog();
+    let transactions = 0;
+    const counting = { run: (work: (tx: EntityManager) => Promise<unknown>) => (transactions++, group.run(work)) } as unknown as GroupCommit;
+    const pubsub = new InProcessPubSub();
+    const messages: string[] = [];
+    await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+    const sink = StoredEventSink.reserved(counting, pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+    let release!: () => void;
+    log.gate = new Promise((resolve) => (release = resolve));
+    // The first full row starts its store (held back by the gate); three more rows, an event
+    // published once stored, and a checkpoint whose write does not take wait behind it.
+    for (let i = 0; i < ROW_EVENTS; i++) sink.emitChunk('c1', `d${i}`);
+    await tick();
+    expect(transactions).toBe(1);
+    for (let i = ROW_EVENTS; i < ROW_EVENTS * 4; i++) sink.emitChunk('c1', `d${i}`);
+    sink.emitStored('kept', {});
+    const flushed = sink.flush();
+    sink.emitStored('dropped', {});
+    const checkpoint = sink.flushWith(async () => 'not taken', (answer) => answer !== 'not taken');
+    const after = sink.flush();
+    await tick();
+    expect(transactions).toBe(1);
+    release();
+    log.gate = null;
+    await expect(flushed).resolves.toBeUndefined();
+    await expect(checkpoint).resolves.toBe('not taken');
+    await expect(after).resolves.toBeUndefined();
+    // The first row alone, then the rest with the checkpoint; the empty flush after it stores nothing.
+    expect(transactions).toBe(2);
+    const stored = log.events(RUN);
+    expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: ROW_EVENTS * 4 + 1 }, (_, i) => i + 1));
+    expect(stored.at(-1)!.type).toBe('kept');
+    expect(log.rows.every((row) => JSON.parse(row.events).length <= ROW_EVENTS)).toBe(true);
+    await tick();
+    const published = messages.flatMap(parseEventMessage).map((e) => e.type);
+    expect(published.filter((type) => type !== 'block_chunk')).toEqual(['kept']);
+    expect(published).toHaveLength(ROW_EVENTS * 4 + 1);
+  });
+
+  it('a failed store fails the stores it took with it, and every store after them', async () => {
+    const log = new MemoryLog();
+    const failing = { run: async () => Promise.reject(new Error('disk full')) } as unknown as GroupCommit;
+    const sink = StoredEventSink.reserved(failing, new InProcessPubSub(), log, { id: RUN, seqCeiling: 0 }, 60_000);
+    sink.emitChunk('c1', 'a');
+    const first = sink.flush();
+    sink.emitChunk('c1', 'b');
+    const second = sink.flush();
+    await expect(first).rejects.toThrow('disk full');
+    await expect(second).rejects.toThrow('disk full');
+    sink.emitChunk('c1', 'c');
+    await expect(sink.flush()).rejects.toThrow('disk full');
+  });
+
   it('stores a trickle of chunks at most flushMs late', async () => {
     const log = new MemoryLog();
     const sink = StoredEventSink.reserved(group, new InProcessPubSub(), log, { id: RUN, seqCeiling: 0 }, 15);

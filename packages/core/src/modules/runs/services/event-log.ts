@@ -182,6 +182,19 @@ export const ROW_EVENTS = 2_000;
 /** An event of the sink: its fields serialized once, at `emit`. */
 type SinkEvent = RunEventText;
 
+type FlushOutcome = { ok: true; answer: unknown } | { ok: false; error: unknown };
+
+/** A store of the log asked for (`flushWith`): the events it stores, and its write. */
+interface FlushStep {
+  batch: SinkEvent[];
+  /** Its events of `emitStored`, published once stored. */
+  after: SinkEvent[];
+  write?: (tx: EntityManager) => Promise<unknown>;
+  keepStored: (answer: unknown) => boolean;
+  /** Set when an earlier store took this one into its transaction: how that ended. */
+  outcome?: FlushOutcome;
+}
+
 /**
  * The sink of a stored run: every event gets the next sequence number, is serialized once, is
  * published at once on the run's PubSub topic (the live tail of every reader in every process:
@@ -207,6 +220,8 @@ export class StoredEventSink implements RunEventSink {
   private afterStore: SinkEvent[] = [];
   private reserving: Promise<void> | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** Stores asked for (`flushWith`) that have not started, in order. */
+  private steps: FlushStep[] = [];
   private timer: NodeJS.Timeout | null = null;
   /** The pending timer is a chunk's (the earliest any event sets: no other can move it closer). */
   private chunkTimer = false;
@@ -347,6 +362,12 @@ export class StoredEventSink implements RunEventSink {
    * no events; its answer is returned once the transaction committed. Without `write`, only the
    * events (nothing at all when none are pending). When `keepStored` says no to the answer of
    * `write`, the events of `emitStored` are dropped (the write they depend on did not happen).
+   *
+   * Stores happen one after the other, in order. One that starts takes with it the stores asked
+   * for since that have not started (flushes without a write, and the first with a write that
+   * ends them) into its own transaction: with SQLite's commits one after the other, a fast emitter
+   * would otherwise queue a commit (a sync of the disk) per full row, and the block's checkpoint
+   * and the run's final record (`run_complete`) would wait behind every one of them.
    */
   flushWith<T = undefined>(write?: (tx: EntityManager) => Promise<T>, keepStored: (answer: T) => boolean = () => true): Promise<T> {
     if (this.timer) {
@@ -355,42 +376,79 @@ export class StoredEventSink implements RunEventSink {
       this.chunkTimer = false;
     }
     this.publish();
-    const batch = this.pending;
+    const step: FlushStep = {
+      batch: this.pending,
+      after: this.afterStore,
+      write: write as FlushStep['write'],
+      keepStored: keepStored as FlushStep['keepStored'],
+    };
     this.pending = [];
-    let after = this.afterStore;
     this.afterStore = [];
+    this.steps.push(step);
     const done = this.flushing.then(async () => {
-      if (this.failed) throw this.failed;
-      if (this.reserving) await this.reserving;
-      if (!write && !batch.length) return undefined as T;
+      // Taken into an earlier store: its outcome.
+      if (step.outcome) {
+        if (!step.outcome.ok) throw step.outcome.error;
+        return step.outcome.answer as T;
+      }
+      // Not taken: it is the first store asked for that has not started.
+      this.steps.shift();
+      const steps = [step];
+      while (this.steps.length) {
+        const next = this.steps[0]!;
+        if (next.write && steps.some((s) => s.write)) break;
+        steps.push(this.steps.shift()!);
+        if (next.write) break;
+      }
+      const settle = (outcome: FlushOutcome) => {
+        for (let i = 1; i < steps.length; i++) steps[i]!.outcome = outcome;
+      };
+      const events = steps.length === 1 ? step.batch : steps.flatMap((s) => s.batch);
+      const writing = steps.find((s) => s.write);
+      try {
+        if (this.failed) throw this.failed;
+        if (this.reserving) await this.reserving;
+      } catch (error) {
+        settle({ ok: false, error });
+        throw error;
+      }
+      if (!writing && !events.length) {
+        settle({ ok: true, answer: undefined });
+        return undefined as T;
+      }
       const runId = this.runId;
-      let result: T;
+      let answer: unknown;
       try {
         // Runs again from the start when its group is rolled back: it changes nothing but the database.
-        result = await this.group.run(async (tx) => {
-          const answer = write ? await write(tx) : (undefined as T);
+        answer = await this.group.run(async (tx) => {
+          const answer = writing ? await writing.write!(tx) : undefined;
           // The write did not take: the events held for it are neither stored nor published.
-          const held = write && !keepStored(answer) ? new Set(after) : null;
-          const events = held ? batch.filter((event) => !held.has(event)) : batch;
-          if (events.length) {
+          const held = writing && !writing.keepStored(answer) ? new Set(writing.after) : null;
+          const stored = held ? events.filter((event) => !held.has(event)) : events;
+          if (stored.length) {
             const now = new Date();
-            for (let i = 0; i < events.length; i += ROW_EVENTS) {
-              const end = Math.min(events.length, i + ROW_EVENTS);
-              await this.sql.run(insertEventRow, [runId, events[i]!.seq, events[end - 1]!.seq, rowText(events, i, end), now], tx);
+            for (let i = 0; i < stored.length; i += ROW_EVENTS) {
+              const end = Math.min(stored.length, i + ROW_EVENTS);
+              await this.sql.run(insertEventRow, [runId, stored[i]!.seq, stored[end - 1]!.seq, rowText(stored, i, end), now], tx);
             }
           }
           return answer;
         });
       } catch (error) {
-        if (batch.length) this.failed = error;
+        if (events.length) this.failed = error;
+        settle({ ok: false, error });
         throw error;
       }
-      if (write && !keepStored(result)) after = [];
-      if (after.length) {
-        this.outbox.push(...after);
-        this.publish();
+      let published = false;
+      for (const s of steps) {
+        if (!s.after.length || (s.write && !s.keepStored(answer))) continue;
+        this.outbox.push(...s.after);
+        published = true;
       }
-      return result;
+      if (published) this.publish();
+      // Only the store with the write has an answer; the others resolve with nothing.
+      for (let i = 1; i < steps.length; i++) steps[i]!.outcome = { ok: true, answer: steps[i] === writing ? answer : undefined };
+      return (step === writing ? answer : undefined) as T;
     });
     this.flushing = done.then(
       () => undefined,
