@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { PreparedStatements, SqlStatement, SqlValue } from '../../../ports/database.js';
 import { InProcessPubSub, type PubSub, type PubSubListener } from '../../../ports/pubsub.js';
 import { ndjsonLines, sseFrames } from '../routes.js';
-import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, StoredEventSink, type RunEventText } from './event-log.js';
+import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, SEQ_BLOCK, StoredEventSink, type RunEventText } from './event-log.js';
 import type { GroupCommit } from '../../../kernel/group-commit.js';
 
 /** The log's table in memory, behind the statements the event log uses. */
@@ -163,7 +163,10 @@ describe('StoredEventSink', () => {
   it('takes the stores asked for while one is under way into one transaction, and answers each', async () => {
     const log = new MemoryLog();
     let transactions = 0;
-    const counting = { run: (work: (tx: EntityManager) => Promise<unknown>) => (transactions++, group.run(work)) } as unknown as GroupCommit;
+    // Stores of the log (the reservations of numbers ahead are `atomic` units of their own).
+    const counting = {
+      run: (work: (tx: EntityManager) => Promise<unknown>, options?: { atomic?: boolean }) => (options?.atomic ? undefined : transactions++, group.run(work)),
+    } as unknown as GroupCommit;
     const pubsub = new InProcessPubSub();
     const messages: string[] = [];
     await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
@@ -212,6 +215,38 @@ describe('StoredEventSink', () => {
     await expect(second).rejects.toThrow('disk full');
     sink.emitChunk('c1', 'c');
     await expect(sink.flush()).rejects.toThrow('disk full');
+  });
+
+  it('reserves the next block of numbers ahead: events past the reserved ones are not held back for that write', async () => {
+    const log = new MemoryLog();
+    const ceilings: number[] = [];
+    let hang = false;
+    const reserving = {
+      run: (work: (tx: EntityManager) => Promise<unknown>) =>
+        work({
+          nativeUpdate: async (_entity: unknown, _where: unknown, data: { seqCeiling: number }) => {
+            ceilings.push(data.seqCeiling);
+            // From here on a reservation never commits.
+            if (hang) await new Promise(() => undefined);
+            return 1;
+          },
+        } as unknown as EntityManager),
+    } as unknown as GroupCommit;
+    const pubsub = new InProcessPubSub();
+    const messages: string[] = [];
+    await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+    const sink = StoredEventSink.reserved(reserving, pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+    for (let i = 0; i < SEQ_BLOCK * 0.6; i++) sink.emitChunk('c1', `${i}`);
+    await tick();
+    expect(ceilings).toEqual([2 * SEQ_BLOCK]);
+    hang = true;
+    for (let i = SEQ_BLOCK * 0.6; i < SEQ_BLOCK + 100; i++) sink.emitChunk('c1', `${i}`);
+    await tick();
+    const published = messages.flatMap(parseEventMessage).map((e) => e.seq);
+    expect(published).toEqual(Array.from({ length: SEQ_BLOCK + 100 }, (_, i) => i + 1));
+    expect(Math.max(...published)).toBeLessThanOrEqual(ceilings[0]!);
+    await sink.flush();
+    expect(log.events(RUN)).toHaveLength(SEQ_BLOCK + 100);
   });
 
   it('stores a trickle of chunks at most flushMs late', async () => {

@@ -174,6 +174,11 @@ export interface RunEventSink {
 
 /** Sequence numbers an attempt reserves at a time (persisted on the run before use). */
 export const SEQ_BLOCK = 10_000;
+/**
+ * How many numbers before the end of the reserved ones the next block is reserved: the events
+ * past the end need not wait for that write (a commit) before they are published and stored.
+ */
+const RESERVE_AHEAD = SEQ_BLOCK / 2;
 /** How late an event other than a chunk is stored at most when no checkpoint comes first. */
 const EVENT_FLUSH_MS = 250;
 /** Events stored in one row of the log at most; chunks are also stored as soon as this many wait. */
@@ -220,6 +225,8 @@ export class StoredEventSink implements RunEventSink {
   private afterStore: SinkEvent[] = [];
   private reserving: Promise<void> | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** The end of the reserved numbers when the next block was last reserved ahead. */
+  private reservedAheadOf = 0;
   /** Stores asked for (`flushWith`) that have not started, in order. */
   private steps: FlushStep[] = [];
   private timer: NodeJS.Timeout | null = null;
@@ -266,6 +273,7 @@ export class StoredEventSink implements RunEventSink {
     const event: SinkEvent = { seq, type, json: JSON.stringify(data) };
     this.pending.push(event);
     if (seq >= this.ceiling) void this.reserve().catch(() => undefined);
+    else if (seq >= this.ceiling - RESERVE_AHEAD) this.reserveAhead();
     this.afterStore.push(event);
     return seq;
   }
@@ -293,6 +301,7 @@ export class StoredEventSink implements RunEventSink {
         this.publishScheduled = true;
         setImmediate(() => this.publish());
       }
+      if (seq >= this.ceiling - RESERVE_AHEAD) this.reserveAhead();
     } else {
       this.held.push(event);
       void this.reserve().catch(() => undefined);
@@ -333,6 +342,13 @@ export class StoredEventSink implements RunEventSink {
     let message = headerOf(tap.id);
     for (const event of events) message += '\n' + lineOf(event.seq, event.type, event.json);
     void this.pubsub.publish(runEventsTopic(this.runId), message).catch(() => undefined);
+  }
+
+  /** Reserves the next block once per block, ahead of need (a failure is retried when the numbers run out). */
+  private reserveAhead(): void {
+    if (this.reservedAheadOf === this.ceiling || this.reserving) return;
+    this.reservedAheadOf = this.ceiling;
+    void this.reserve().catch(() => undefined);
   }
 
   private reserve(): Promise<void> {
@@ -407,7 +423,9 @@ export class StoredEventSink implements RunEventSink {
       const writing = steps.find((s) => s.write);
       try {
         if (this.failed) throw this.failed;
-        if (this.reserving) await this.reserving;
+        // Events past the numbers stored on the run wait for their reservation (a retry of the run
+        // starts above the stored ceiling: the log must hold nothing above it).
+        if (this.reserving && events.length && events[events.length - 1]!.seq >= this.ceiling) await this.reserving;
       } catch (error) {
         settle({ ok: false, error });
         throw error;
