@@ -5,7 +5,8 @@
 //
 //   pnpm bench:runs                 (builds the packages first)
 //   node bench/runs-stream.mjs [--chunks 10000] [--rounds 5] [--transport uws|node|both]
-//                              [--format sse|ndjson|both] [--warmup 3] [--cpu-prof]
+//                              [--format sse|ndjson|both] [--warmup 3] [--cpu-prof] [--threads]
+//                              [--alloc-prof]
 //
 // Default: both transports and both formats, one host per transport. "events/s" counts events
 // (SSE frames or NDJSON lines: run_start, block_start, the chunks, block_complete, block_end,
@@ -15,9 +16,12 @@
 // waits shows as "(idle)" (the loop runs inside uWS' native code), so compare the CPU seconds, not
 // the share of idle. Besides wall time it prints the CPU time each request took, of the whole
 // process (every thread: the sandbox worker, the client in this process) and of the main thread
-// alone (Linux), which a loaded machine disturbs far less. Not a test: it prints figures and
+// alone (Linux), which a loaded machine disturbs far less. `--threads` adds the CPU time of every
+// thread per round (Linux: V8's platform threads, which collect garbage, the sandbox's worker, the
+// SQLite driver's pool); `--alloc-prof` the bytes allocated per round by function (V8's sampling
+// heap profiler, objects collected since included). Not a test: it prints figures and
 // never fails on them.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +39,8 @@ const { values: args } = parseArgs({
     transport: { type: 'string', default: 'both' },
     format: { type: 'string', default: 'both' },
     'cpu-prof': { type: 'boolean', default: false },
+    threads: { type: 'boolean', default: false },
+    'alloc-prof': { type: 'boolean', default: false },
   },
 });
 const transports = args.transport === 'both' ? ['uws', 'node'] : [args.transport];
@@ -81,8 +87,23 @@ const bareModule = defineModule({
 const mainSchedstat = `/proc/self/task/${process.pid}/schedstat`;
 const mainThreadMs = existsSync(mainSchedstat) ? () => Number(readFileSync(mainSchedstat, 'utf8').split(' ')[0]) / 1e6 : () => Number.NaN;
 
-/** Reads a whole streamed body; returns its text, the wall time, the process' and the main thread's CPU time. */
+/** CPU time of every thread of the process in ms, by thread id (Linux; empty elsewhere). */
+function threadMs() {
+  const out = new Map();
+  if (!existsSync(mainSchedstat)) return out;
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      out.set(tid, Number(readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out;
+}
+
+/** Reads a whole streamed body; returns its text, the wall time, the process' and the main thread's CPU time (and, with `--threads`, every thread's). */
 async function timed(url, init) {
+  const threads = args.threads ? threadMs() : null;
   const cpu = process.cpuUsage();
   const main = mainThreadMs();
   const started = performance.now();
@@ -90,7 +111,13 @@ async function timed(url, init) {
   const text = await response.text();
   const ms = performance.now() - started;
   const used = process.cpuUsage(cpu);
-  return { ms, cpuMs: (used.user + used.system) / 1000, mainMs: mainThreadMs() - main, text, status: response.status };
+  const mainMs = mainThreadMs() - main;
+  let perThread;
+  if (threads) {
+    perThread = new Map();
+    for (const [tid, after] of threadMs()) perThread.set(tid, after - (threads.get(tid) ?? 0));
+  }
+  return { ms, cpuMs: (used.user + used.system) / 1000, mainMs, text, status: response.status, perThread };
 }
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -116,6 +143,36 @@ async function profiler(label) {
       for (const [key, t] of self.slice(0, 25)) console.log(`      ${((100 * t) / total).toFixed(1).padStart(5)}%  ${(t / 1000).toFixed(1).padStart(7)} ms  ${key}`);
     },
   };
+}
+
+/**
+ * `--alloc-prof`: V8's sampling heap profiler around each measured request, counting the objects
+ * collected since too, summed by allocating function (self) and by kind of request.
+ */
+const allocs = { run: new Map(), bare: new Map() };
+let allocSession = null;
+async function allocated(kind, measured, request) {
+  if (!args['alloc-prof'] || !measured) return request();
+  if (!allocSession) {
+    allocSession = new Session();
+    allocSession.connect();
+    await allocSession.post('HeapProfiler.enable');
+  }
+  await allocSession.post('HeapProfiler.startSampling', { samplingInterval: 512, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  const answer = await request();
+  const { profile } = await allocSession.post('HeapProfiler.stopSampling');
+  const sums = allocs[kind];
+  const walk = (node) => {
+    const self = node.selfSize;
+    if (self) {
+      const { functionName, url, lineNumber } = node.callFrame;
+      const key = `${functionName || '(anonymous)'} ${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/packages\//, '')}:${lineNumber + 1}`;
+      sums.set(key, (sums.get(key) ?? 0) + self);
+    }
+    for (const child of node.children) walk(child);
+  };
+  walk(profile.head);
+  return answer;
 }
 
 const results = [];
@@ -161,6 +218,11 @@ for (const transport of transports) {
       const fixed = [];
       const runs = [];
       const bares = [];
+      /** `--threads`: CPU ms by thread id, summed over the measured rounds, of the run, the run with no chunks and the bare response. */
+      const threadSums = { run: new Map(), fixed: new Map(), bare: new Map() };
+      const addThreads = (sums, perThread) => {
+        if (perThread) for (const [tid, ms] of perThread) sums.set(tid, (sums.get(tid) ?? 0) + ms);
+      };
       const prof = await profiler(`${transport}-${format}`);
       let cpu = null;
       // Warm-up rounds of each (the JIT), then interleaved rounds.
@@ -169,15 +231,18 @@ for (const transport of transports) {
           await prof.start();
           cpu = process.cpuUsage();
         }
-        const run = await timed(`${host.url}/documents/${doc.id}/run`, runInit);
+        const run = await allocated('run', round >= 0, () => timed(`${host.url}/documents/${doc.id}/run`, runInit));
         if (run.status !== 200) throw new Error(`run answered ${run.status}: ${run.text.slice(0, 300)}`);
         if (!completed(run.text)) throw new Error(`the run did not complete: ${run.text.slice(-500)}`);
         const frames = split(run.text);
         bareFrames = frames;
-        const bare = await timed(`${host.url}/bench/bare-stream`, {});
+        const bare = await allocated('bare', round >= 0, () => timed(`${host.url}/bench/bare-stream`, {}));
         if (bare.text !== run.text) throw new Error('the bare response differs from the run response');
         const baseline = await timed(`${host.url}/documents/${empty.id}/run`, runInit);
         if (round >= 0) {
+          addThreads(threadSums.run, run.perThread);
+          addThreads(threadSums.fixed, baseline.perThread);
+          addThreads(threadSums.bare, bare.perThread);
           fixed.push(baseline);
           runs.push({ ms: run.ms, cpuMs: run.cpuMs, mainMs: run.mainMs, events: frames.length, bytes: Buffer.byteLength(run.text) });
           bares.push({ ms: bare.ms, cpuMs: bare.cpuMs, mainMs: bare.mainMs, events: frames.length });
@@ -212,6 +277,30 @@ for (const transport of transports) {
       console.log(`  run / bare, per-event cost:   ${(perEventRate / bareRate).toFixed(2)} (target: at least 0.50)`);
       console.log(`  CPU ms, process: run ${runCpu.toFixed(1)}, no chunks ${fixedCpu.toFixed(1)}, bare ${bareCpu.toFixed(1)}; bare / (run − no chunks): ${cpuRatio.toFixed(2)}`);
       console.log(`  CPU ms, main thread: run ${runMain.toFixed(1)}, no chunks ${fixedMain.toFixed(1)}, bare ${bareMain.toFixed(1)}; bare / (run − no chunks): ${mainRatio.toFixed(2)}\n`);
+      if (args['alloc-prof']) {
+        for (const kind of ['run', 'bare']) {
+          const rows = [...allocs[kind]].sort((a, b) => b[1] - a[1]);
+          const total = rows.reduce((sum, [, bytes]) => sum + bytes, 0);
+          console.log(`  allocated per round, ${kind}: ${(total / rounds / 1024).toFixed(0)} KiB (sampled); by function:`);
+          for (const [key, bytes] of rows.slice(0, 18)) console.log(`    ${(bytes / rounds / 1024).toFixed(0).padStart(7)} KiB  ${key}`);
+          allocs[kind].clear();
+        }
+        console.log('');
+      }
+      if (args.threads) {
+        // Every thread that used at least 0.2 ms per round in any of the three: the main thread
+        // first, then by thread id (V8's platform threads, which collect garbage, start right
+        // after the main thread; the sandbox's workers and libuv's pool come later).
+        const tids = [...new Set([...threadSums.run.keys(), ...threadSums.fixed.keys(), ...threadSums.bare.keys()])].sort((a, b) => Number(a) - Number(b));
+        console.log('  CPU ms per round by thread (run, no chunks, bare):');
+        for (const tid of tids) {
+          const [r, f, b] = ['run', 'fixed', 'bare'].map((k) => (threadSums[k].get(tid) ?? 0) / rounds);
+          if (Math.max(r, f, b) < 0.2) continue;
+          const name = tid === String(process.pid) ? 'main' : tid;
+          console.log(`    ${name.padStart(8)}  ${r.toFixed(1).padStart(6)} ${f.toFixed(1).padStart(6)} ${b.toFixed(1).padStart(6)}`);
+        }
+        console.log('');
+      }
     }
   } finally {
     await host.stop().catch(() => undefined);

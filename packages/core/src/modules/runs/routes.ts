@@ -4,7 +4,7 @@ import { defineRoute, type RouteDefinition, type RouteResponseSpec } from '../..
 import { combinedAuth, documentValidation } from '../documents/routes.js';
 import { DocumentRunBody, ResumeBody, RunDocumentParams, RunEventsQuery, RunListQuery, RunParams } from './dto/run.dto.js';
 import { runEventSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
-import type { RunEventText } from './services/event-log.js';
+import { typeJson, type RunEventText } from './services/event-log.js';
 import { RunService, type StartedRun } from './services/run.service.js';
 import { toRunView } from './views.js';
 
@@ -13,8 +13,13 @@ const missing = 'No such document, or no access to it (document_not_found)';
 
 /** The SSE frames of a batch of events, as one string: `id:` is the sequence number, `event:` the type, `data:` the fields' JSON text as emitted. */
 export function sseFrames(batch: readonly RunEventText[]): string {
+  // `+` rather than a template literal: V8 builds these about twice as fast (a template with a
+  // number in it goes through a slower path), and this runs for every event of every stream.
   let text = '';
-  for (const event of batch) text += `id: ${event.seq}\nevent: ${event.type}\ndata: ${event.json}\n\n`;
+  for (let i = 0; i < batch.length; i++) {
+    const event = batch[i]!;
+    text += 'id: ' + event.seq + '\nevent: ' + event.type + '\ndata: ' + event.json + '\n\n';
+  }
   return text;
 }
 
@@ -25,9 +30,10 @@ export function sseFrames(batch: readonly RunEventText[]): string {
  */
 export function ndjsonLines(batch: readonly RunEventText[]): string {
   let text = '';
-  for (const event of batch) {
-    const head = `{"seq":${event.seq},"type":${JSON.stringify(event.type)}`;
-    text += event.json.length > 2 ? `${head},${event.json.slice(1)}\n` : `${head}}\n`;
+  for (let i = 0; i < batch.length; i++) {
+    const event = batch[i]!;
+    const json = event.json;
+    text += '{"seq":' + event.seq + ',"type":' + typeJson(event.type) + (json.length > 2 ? ',' + json.slice(1) : '}') + '\n';
   }
   return text;
 }

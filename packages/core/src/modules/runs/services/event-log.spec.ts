@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { sqlInsertRows, type PreparedStatements, type SqlRowTable, type SqlStatement, type SqlValue } from '../../../ports/database.js';
 import { InProcessPubSub, type PubSub, type PubSubListener } from '../../../ports/pubsub.js';
 import { ndjsonLines, sseFrames } from '../routes.js';
-import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, StoredEventSink, type RunEventText } from './event-log.js';
+import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, SEQ_BLOCK, StoredEventSink, type RunEventText } from './event-log.js';
 import type { GroupCommit } from '../../../kernel/group-commit.js';
 
 /** The log's table in memory, behind the statements the event log uses. */
@@ -143,6 +143,120 @@ describe('StoredEventSink', () => {
     const stored = log.events(RUN);
     expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: 2 * ROW_EVENTS + 12 }, (_, i) => i + 1));
     expect(stored[5]).toEqual({ seq: 6, type: 'block_chunk', data: { blockId: 'c1', delta: 'd4' } });
+  });
+
+  it('emitChunk publishes and stores the very text of emit(\'block_chunk\', { blockId, delta })', async () => {
+    const pairs: [string, string][] = [
+      ['c1', 'plain'],
+      ['c1', 'line\nbreak "quoted" \\ ✓ \u2028 \u0000'],
+      ['b "2"', ''],
+      ['c1', 'back to the first block'],
+    ];
+    const texts: string[][] = [];
+    for (const chunked of [false, true]) {
+      const log = new MemoryLog();
+      const pubsub = new InProcessPubSub();
+      const messages: string[] = [];
+      await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+      const sink = StoredEventSink.reserved(groupOf(log), pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+      for (const [blockId, delta] of pairs) void (chunked ? sink.emitChunk(blockId, delta) : sink.emit('block_chunk', { blockId, delta }));
+      await sink.flush();
+      texts.push([...messages.flatMap(parseEventMessage).map((e) => e.json), ...log.rows.map((r) => r.events)]);
+      expect(log.events(RUN).map((e) => e.data)).toEqual(pairs.map(([blockId, delta]) => ({ blockId, delta })));
+    }
+    expect(texts[1]).toEqual(texts[0]);
+  });
+
+  it('takes the stores asked for while one is under way into one transaction, and answers each', async () => {
+    const log = new MemoryLog();
+    let transactions = 0;
+    // Stores of the log (the reservations of numbers ahead are `atomic` units of their own).
+    const inner = groupOf(log);
+    const counting = {
+      run: (work: (tx: EntityManager) => Promise<unknown>, options?: { atomic?: boolean }) => (options?.atomic ? undefined : transactions++, inner.run(work)),
+      insertRow: inner.insertRow.bind(inner),
+    } as unknown as GroupCommit;
+    const pubsub = new InProcessPubSub();
+    const messages: string[] = [];
+    await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+    const sink = StoredEventSink.reserved(counting, pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+    let release!: () => void;
+    log.gate = new Promise((resolve) => (release = resolve));
+    // The first full row starts its store (held back by the gate); three more rows, an event
+    // published once stored, and a checkpoint whose write does not take wait behind it.
+    for (let i = 0; i < ROW_EVENTS; i++) sink.emitChunk('c1', `d${i}`);
+    await tick();
+    expect(transactions).toBe(1);
+    for (let i = ROW_EVENTS; i < ROW_EVENTS * 4; i++) sink.emitChunk('c1', `d${i}`);
+    sink.emitStored('kept', {});
+    const flushed = sink.flush();
+    sink.emitStored('dropped', {});
+    const checkpoint = sink.flushWith(async () => 'not taken', (answer) => answer !== 'not taken');
+    const after = sink.flush();
+    await tick();
+    expect(transactions).toBe(1);
+    release();
+    log.gate = null;
+    await expect(flushed).resolves.toBeUndefined();
+    await expect(checkpoint).resolves.toBe('not taken');
+    await expect(after).resolves.toBeUndefined();
+    // The first row alone, then the rest with the checkpoint; the empty flush after it stores nothing.
+    expect(transactions).toBe(2);
+    const stored = log.events(RUN);
+    expect(stored.map((e) => e.seq)).toEqual(Array.from({ length: ROW_EVENTS * 4 + 1 }, (_, i) => i + 1));
+    expect(stored.at(-1)!.type).toBe('kept');
+    expect(log.rows.every((row) => JSON.parse(row.events).length <= ROW_EVENTS)).toBe(true);
+    await tick();
+    const published = messages.flatMap(parseEventMessage).map((e) => e.type);
+    expect(published.filter((type) => type !== 'block_chunk')).toEqual(['kept']);
+    expect(published).toHaveLength(ROW_EVENTS * 4 + 1);
+  });
+
+  it('a failed store fails the stores it took with it, and every store after them', async () => {
+    const log = new MemoryLog();
+    const failing = { run: async () => Promise.reject(new Error('disk full')) } as unknown as GroupCommit;
+    const sink = StoredEventSink.reserved(failing, new InProcessPubSub(), log, { id: RUN, seqCeiling: 0 }, 60_000);
+    sink.emitChunk('c1', 'a');
+    const first = sink.flush();
+    sink.emitChunk('c1', 'b');
+    const second = sink.flush();
+    await expect(first).rejects.toThrow('disk full');
+    await expect(second).rejects.toThrow('disk full');
+    sink.emitChunk('c1', 'c');
+    await expect(sink.flush()).rejects.toThrow('disk full');
+  });
+
+  it('reserves the next block of numbers ahead: events past the reserved ones are not held back for that write', async () => {
+    const log = new MemoryLog();
+    const ceilings: number[] = [];
+    let hang = false;
+    const reserving = {
+      run: (work: (tx: EntityManager) => Promise<unknown>) =>
+        work({
+          nativeUpdate: async (_entity: unknown, _where: unknown, data: { seqCeiling: number }) => {
+            ceilings.push(data.seqCeiling);
+            // From here on a reservation never commits.
+            if (hang) await new Promise(() => undefined);
+            return 1;
+          },
+        } as unknown as EntityManager),
+      insertRow: groupOf(log).insertRow,
+    } as unknown as GroupCommit;
+    const pubsub = new InProcessPubSub();
+    const messages: string[] = [];
+    await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+    const sink = StoredEventSink.reserved(reserving, pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+    for (let i = 0; i < SEQ_BLOCK * 0.6; i++) sink.emitChunk('c1', `${i}`);
+    await tick();
+    expect(ceilings).toEqual([2 * SEQ_BLOCK]);
+    hang = true;
+    for (let i = SEQ_BLOCK * 0.6; i < SEQ_BLOCK + 100; i++) sink.emitChunk('c1', `${i}`);
+    await tick();
+    const published = messages.flatMap(parseEventMessage).map((e) => e.seq);
+    expect(published).toEqual(Array.from({ length: SEQ_BLOCK + 100 }, (_, i) => i + 1));
+    expect(Math.max(...published)).toBeLessThanOrEqual(ceilings[0]!);
+    await sink.flush();
+    expect(log.events(RUN)).toHaveLength(SEQ_BLOCK + 100);
   });
 
   it('stores a trickle of chunks at most flushMs late', async () => {

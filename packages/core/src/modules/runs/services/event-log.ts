@@ -72,8 +72,43 @@ function fromTap(message: Uint8Array | string, tap: Tap): boolean {
   return end > 0 && end < 200 && text.slice(0, end) === headerOf(tap.id);
 }
 
+/** An event type as JSON text (`"block_chunk"`), serialized once per type. */
+const typeTexts = new Map<string, string>();
+export function typeJson(type: string): string {
+  let text = typeTexts.get(type);
+  if (text === undefined) {
+    text = JSON.stringify(type);
+    // Event types are a handful of names; anything else is not kept.
+    if (typeTexts.size < 256) typeTexts.set(type, text);
+  }
+  return text;
+}
+
+/** `,"type":"block_chunk","data":`: the middle of an event line, once per type. */
+const typeFields = new Map<string, string>();
+function typeField(type: string): string {
+  let text = typeFields.get(type);
+  if (text === undefined) {
+    text = ',"type":' + typeJson(type) + ',"data":';
+    if (typeFields.size < 256) typeFields.set(type, text);
+  }
+  return text;
+}
+
 /** `{"seq":1,"type":"block_chunk","data":{...}}`: an event as one JSON text, in the log and on PubSub. */
-const lineOf = (seq: number, type: string, json: string) => `{"seq":${seq},"type":${JSON.stringify(type)},"data":${json}}`;
+const lineOf = (seq: number, type: string, json: string) => '{"seq":' + seq + typeField(type) + json + '}';
+
+/** The `events` column of a row: the JSON array of the lines of `events[from..to)`. */
+function rowText(events: readonly RunEventText[], from: number, to: number): string {
+  // Built with `+=`: measured against joining an array of the parts (one flat string the driver
+  // need not flatten), the rope costs less, flattening included.
+  let text = '[';
+  for (let i = from; i < to; i++) {
+    const event = events[i]!;
+    text += (i === from ? '{"seq":' : ',{"seq":') + event.seq + typeField(event.type) + event.json + '}';
+  }
+  return text + ']';
+}
 
 /** Reads an event line back without parsing its fields (any other JSON object of the same meaning is parsed). */
 export function parseEventLine(line: string): RunEventText {
@@ -126,6 +161,8 @@ export const runControlTopic = (runId: string) => `runs:control:${runId}`;
 /** Where an executing run's events go. */
 export interface RunEventSink {
   emit(type: string, data: Record<string, unknown>): number;
+  /** `emit('block_chunk', { blockId, delta })`, the same event, without the object on the way. */
+  emitChunk(blockId: string, delta: string): number;
   /**
    * Emits an event that readers see only once the next store of the log (a checkpoint or the
    * final record) committed: a client that saw it reads the state it announces.
@@ -138,6 +175,11 @@ export interface RunEventSink {
 
 /** Sequence numbers an attempt reserves at a time (persisted on the run before use). */
 export const SEQ_BLOCK = 10_000;
+/**
+ * How many numbers before the end of the reserved ones the next block is reserved: the events
+ * past the end need not wait for that write (a commit) before they are published and stored.
+ */
+const RESERVE_AHEAD = SEQ_BLOCK / 2;
 /** How late an event other than a chunk is stored at most when no checkpoint comes first. */
 const EVENT_FLUSH_MS = 250;
 /** Events stored in one row of the log at most; chunks are also stored as soon as this many wait. */
@@ -145,6 +187,19 @@ export const ROW_EVENTS = 2_000;
 
 /** An event of the sink: its fields serialized once, at `emit`. */
 type SinkEvent = RunEventText;
+
+type FlushOutcome = { ok: true; answer: unknown } | { ok: false; error: unknown };
+
+/** A store of the log asked for (`flushWith`): the events it stores, and its write. */
+interface FlushStep {
+  batch: SinkEvent[];
+  /** Its events of `emitStored`, published once stored. */
+  after: SinkEvent[];
+  write?: (tx: EntityManager) => Promise<unknown>;
+  keepStored: (answer: unknown) => boolean;
+  /** Set when an earlier store took this one into its transaction: how that ended. */
+  outcome?: FlushOutcome;
+}
 
 /**
  * The sink of a stored run: every event gets the next sequence number, is serialized once, is
@@ -171,11 +226,18 @@ export class StoredEventSink implements RunEventSink {
   private afterStore: SinkEvent[] = [];
   private reserving: Promise<void> | null = null;
   private flushing: Promise<void> = Promise.resolve();
+  /** The end of the reserved numbers when the next block was last reserved ahead. */
+  private reservedAheadOf = 0;
+  /** Stores asked for (`flushWith`) that have not started, in order. */
+  private steps: FlushStep[] = [];
   private timer: NodeJS.Timeout | null = null;
   /** The pending timer is a chunk's (the earliest any event sets: no other can move it closer). */
   private chunkTimer = false;
   private timerDue = 0;
   private failed: unknown = null;
+  /** The block of the last chunk, and the start of its chunks' text (`{"blockId":"..","delta":`). */
+  private chunkBlock: string | null = null;
+  private chunkPrefix = '';
 
   private constructor(
     private readonly group: GroupCommit,
@@ -212,13 +274,27 @@ export class StoredEventSink implements RunEventSink {
     const event: SinkEvent = { seq, type, json: JSON.stringify(data) };
     this.pending.push(event);
     if (seq >= this.ceiling) void this.reserve().catch(() => undefined);
+    else if (seq >= this.ceiling - RESERVE_AHEAD) this.reserveAhead();
     this.afterStore.push(event);
     return seq;
   }
 
   emit(type: string, data: Record<string, unknown>): number {
+    return this.add(type, JSON.stringify(data));
+  }
+
+  emitChunk(blockId: string, delta: string): number {
+    // The text `JSON.stringify({ blockId, delta })` gives, the block's part serialized once.
+    if (blockId !== this.chunkBlock) {
+      this.chunkBlock = blockId;
+      this.chunkPrefix = '{"blockId":' + JSON.stringify(blockId) + ',"delta":';
+    }
+    return this.add('block_chunk', this.chunkPrefix + JSON.stringify(delta) + '}');
+  }
+
+  private add(type: string, json: string): number {
     const seq = this.next++;
-    const event: SinkEvent = { seq, type, json: JSON.stringify(data) };
+    const event: SinkEvent = { seq, type, json };
     this.pending.push(event);
     if (seq < this.ceiling && !this.held.length) {
       this.outbox.push(event);
@@ -226,6 +302,7 @@ export class StoredEventSink implements RunEventSink {
         this.publishScheduled = true;
         setImmediate(() => this.publish());
       }
+      if (seq >= this.ceiling - RESERVE_AHEAD) this.reserveAhead();
     } else {
       this.held.push(event);
       void this.reserve().catch(() => undefined);
@@ -268,6 +345,13 @@ export class StoredEventSink implements RunEventSink {
     void this.pubsub.publish(runEventsTopic(this.runId), message).catch(() => undefined);
   }
 
+  /** Reserves the next block once per block, ahead of need (a failure is retried when the numbers run out). */
+  private reserveAhead(): void {
+    if (this.reservedAheadOf === this.ceiling || this.reserving) return;
+    this.reservedAheadOf = this.ceiling;
+    void this.reserve().catch(() => undefined);
+  }
+
   private reserve(): Promise<void> {
     if (this.reserving) return this.reserving;
     this.reserving = (async () => {
@@ -295,6 +379,12 @@ export class StoredEventSink implements RunEventSink {
    * no events; its answer is returned once the transaction committed. Without `write`, only the
    * events (nothing at all when none are pending). When `keepStored` says no to the answer of
    * `write`, the events of `emitStored` are dropped (the write they depend on did not happen).
+   *
+   * Stores happen one after the other, in order. One that starts takes with it the stores asked
+   * for since that have not started (flushes without a write, and the first with a write that
+   * ends them) into its own transaction: with SQLite's commits one after the other, a fast emitter
+   * would otherwise queue a commit (a sync of the disk) per full row, and the block's checkpoint
+   * and the run's final record (`run_complete`) would wait behind every one of them.
    */
   flushWith<T = undefined>(write?: (tx: EntityManager) => Promise<T>, keepStored: (answer: T) => boolean = () => true): Promise<T> {
     if (this.timer) {
@@ -303,47 +393,81 @@ export class StoredEventSink implements RunEventSink {
       this.chunkTimer = false;
     }
     this.publish();
-    const batch = this.pending;
+    const step: FlushStep = {
+      batch: this.pending,
+      after: this.afterStore,
+      write: write as FlushStep['write'],
+      keepStored: keepStored as FlushStep['keepStored'],
+    };
     this.pending = [];
-    let after = this.afterStore;
     this.afterStore = [];
+    this.steps.push(step);
     const done = this.flushing.then(async () => {
-      if (this.failed) throw this.failed;
-      if (this.reserving) await this.reserving;
-      if (!write && !batch.length) return undefined as T;
+      // Taken into an earlier store: its outcome.
+      if (step.outcome) {
+        if (!step.outcome.ok) throw step.outcome.error;
+        return step.outcome.answer as T;
+      }
+      // Not taken: it is the first store asked for that has not started.
+      this.steps.shift();
+      const steps = [step];
+      while (this.steps.length) {
+        const next = this.steps[0]!;
+        if (next.write && steps.some((s) => s.write)) break;
+        steps.push(this.steps.shift()!);
+        if (next.write) break;
+      }
+      const settle = (outcome: FlushOutcome) => {
+        for (let i = 1; i < steps.length; i++) steps[i]!.outcome = outcome;
+      };
+      const events = steps.length === 1 ? step.batch : steps.flatMap((s) => s.batch);
+      const writing = steps.find((s) => s.write);
+      try {
+        if (this.failed) throw this.failed;
+        // Events past the numbers stored on the run wait for their reservation (a retry of the run
+        // starts above the stored ceiling: the log must hold nothing above it).
+        if (this.reserving && events.length && events[events.length - 1]!.seq >= this.ceiling) await this.reserving;
+      } catch (error) {
+        settle({ ok: false, error });
+        throw error;
+      }
+      if (!writing && !events.length) {
+        settle({ ok: true, answer: undefined });
+        return undefined as T;
+      }
       const runId = this.runId;
-      let result: T;
+      let answer: unknown;
       try {
         // Runs again from the start when its group is rolled back: it changes nothing but the database.
-        result = await this.group.run(async (tx) => {
-          const answer = write ? await write(tx) : (undefined as T);
+        answer = await this.group.run(async (tx) => {
+          const answer = writing ? await writing.write!(tx) : undefined;
           // The write did not take: the events held for it are neither stored nor published.
-          const held = write && !keepStored(answer) ? new Set(after) : null;
-          const events = held ? batch.filter((event) => !held.has(event)) : batch;
-          if (events.length) {
+          const held = writing && !writing.keepStored(answer) ? new Set(writing.after) : null;
+          const stored = held ? events.filter((event) => !held.has(event)) : events;
+          if (stored.length) {
             const now = new Date();
-            for (let i = 0; i < events.length; i += ROW_EVENTS) {
-              const end = Math.min(events.length, i + ROW_EVENTS);
-              let text = '[';
-              for (let j = i; j < end; j++) {
-                const event = events[j]!;
-                text += (j === i ? '' : ',') + lineOf(event.seq, event.type, event.json);
-              }
-              await this.group.insertRow(tx, eventRows, [runId, events[i]!.seq, events[end - 1]!.seq, text + ']', now]);
+            for (let i = 0; i < stored.length; i += ROW_EVENTS) {
+              const end = Math.min(stored.length, i + ROW_EVENTS);
+              await this.group.insertRow(tx, eventRows, [runId, stored[i]!.seq, stored[end - 1]!.seq, rowText(stored, i, end), now]);
             }
           }
           return answer;
         }, { concurrent: true });
       } catch (error) {
-        if (batch.length) this.failed = error;
+        if (events.length) this.failed = error;
+        settle({ ok: false, error });
         throw error;
       }
-      if (write && !keepStored(result)) after = [];
-      if (after.length) {
-        this.outbox.push(...after);
-        this.publish();
+      let published = false;
+      for (const s of steps) {
+        if (!s.after.length || (s.write && !s.keepStored(answer))) continue;
+        this.outbox.push(...s.after);
+        published = true;
       }
-      return result;
+      if (published) this.publish();
+      // Only the store with the write has an answer; the others resolve with nothing.
+      for (let i = 1; i < steps.length; i++) steps[i]!.outcome = { ok: true, answer: steps[i] === writing ? answer : undefined };
+      return (step === writing ? answer : undefined) as T;
     });
     this.flushing = done.then(
       () => undefined,
@@ -373,6 +497,10 @@ export class LocalEventSink implements RunEventSink {
     this.queue.push({ seq, type, data, json: JSON.stringify(data) });
     this.wake?.();
     return seq;
+  }
+
+  emitChunk(blockId: string, delta: string): number {
+    return this.emit('block_chunk', { blockId, delta });
   }
 
   /** Nothing is stored: the event goes out with the others. */
@@ -423,13 +551,14 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
   const pollMs = options.pollMs ?? 1_000;
   const gapWaitMs = options.gapWaitMs ?? 3_000;
   const { sql } = options;
-  const live: RunEventText[] = [];
+  /** The live tail not read yet: the arrays as the sinks and messages gave them (never changed here), `liveAt` into the first. */
+  const live: (readonly RunEventText[])[] = [];
   let liveAt = 0;
   let wake: (() => void) | null = null;
   // The sinks of this process hand their events over directly.
   const tap = tapOf(pubsub);
   const fromSink = (events: readonly RunEventText[]) => {
-    for (const event of events) live.push(event);
+    if (events.length) live.push(events);
     wake?.();
   };
   let tapped = tap.readers.get(runId);
@@ -452,7 +581,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
           // Not a message of this version or the last: the log fills the hole.
           return;
         }
-        for (const event of events) live.push(event);
+        if (events.length) live.push(events);
         wake?.();
       });
     }
@@ -482,6 +611,14 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
     return found;
   };
   const final = (event: RunEventText) => event.type === 'run_complete' || event.type === 'run_waiting';
+  /** Whether `batch` is the events right after `after`, in order, none of them a final one. */
+  const contiguous = (batch: readonly RunEventText[], after: number): boolean => {
+    for (let i = 0; i < batch.length; i++) {
+      const event = batch[i]!;
+      if (event.seq !== after + 1 + i || final(event)) return false;
+    }
+    return true;
+  };
   const ends = async (event: RunEventText): Promise<boolean> => {
     if (event.type === 'run_complete') return true;
     if (event.type === 'run_waiting' && options.endWhenWaiting) {
@@ -513,10 +650,19 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
       if (options.signal?.aborted) return;
       // The live tail.
       let progressed = false;
-      while (liveAt < live.length) {
-        const event = live[liveAt++]!;
-        if (liveAt === live.length) {
-          live.length = 0;
+      while (live.length) {
+        const batch = live[0]!;
+        if (liveAt === 0 && !out.length && contiguous(batch, last)) {
+          // The usual case: a whole batch that follows on: sent as it came.
+          live.shift();
+          last = batch[batch.length - 1]!.seq;
+          progressed = true;
+          out = batch.slice();
+          continue;
+        }
+        const event = batch[liveAt++]!;
+        if (liveAt === batch.length) {
+          live.shift();
           liveAt = 0;
         }
         if (event.seq <= last) continue;
@@ -548,7 +694,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
         out = [];
       }
       if (progressed) quietPolls = 0;
-      if (liveAt < live.length) continue;
+      if (live.length) continue;
       let timedOut = false;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
@@ -559,7 +705,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
           clearTimeout(timer);
           resolve();
         };
-        if (liveAt < live.length || options.signal?.aborted) wake();
+        if (live.length || options.signal?.aborted) wake();
       });
       wake = null;
       if (!timedOut) continue;

@@ -275,7 +275,7 @@ export class RunEngine {
       ctx,
       inputs: state.inputs,
       remainingMs: () => Math.max(0, state.deadline - Date.now()),
-      chunk: (delta) => void sink.emit('block_chunk', { blockId: block.id, delta }),
+      chunk: (delta) => void sink.emitChunk(block.id, delta),
       toolStart: (toolCallId, toolName) => void sink.emit('tool_start', { blockId: block.id, toolCallId, toolName }),
       toolResult: (toolCallId, result) => void sink.emit('tool_result', { blockId: block.id, toolCallId, result: result ?? null }),
       modelUsage: (modelId: string, usage: AiUsage) => {
