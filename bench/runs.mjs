@@ -4,7 +4,7 @@
 // JSON route of the same host answering the same request shape (what HTTP alone costs).
 //
 //   pnpm bench:runs-api             (builds the packages first)
-//   node bench/runs.mjs [--connections 16] [--duration 10] [--transport uws|node] [--db sqlite|postgres]
+//   node bench/runs.mjs [--connections 64] [--duration 10] [--transport uws|node] [--db sqlite|postgres]
 //                       [--postgres-url postgres://...] [--redis-url redis://...] [--workers 1,2] [--credits-per-run 1]
 //
 // The load generator (autocannon) runs in a process of its own, so the host's figures are the
@@ -27,7 +27,7 @@ import { request } from './lib.mjs';
 const here = fileURLToPath(new URL('.', import.meta.url));
 const { values: args } = parseArgs({
   options: {
-    connections: { type: 'string', default: '16' },
+    connections: { type: 'string', default: '64' },
     duration: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '3' },
     transport: { type: 'string', default: 'uws' },
@@ -35,7 +35,7 @@ const { values: args } = parseArgs({
     'postgres-url': { type: 'string', default: process.env.TRELLIS_BENCH_POSTGRES_URL ?? '' },
     'redis-url': { type: 'string', default: process.env.TRELLIS_BENCH_REDIS_URL ?? '' },
     workers: { type: 'string', default: '1,2' },
-    concurrency: { type: 'string', default: '16' },
+    concurrency: { type: 'string', default: '64' },
     // runs.creditsPerRun: 1 is the product default; 0 skips the credit reservation of a run without LLM blocks (shows what billing costs).
     'credits-per-run': { type: 'string', default: '1' },
   },
