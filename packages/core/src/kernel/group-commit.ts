@@ -56,10 +56,11 @@ const MAX_GROUP = 64;
  * Group commit for writes on SQLite. SQLite has one writer and, with `synchronous=FULL`, every
  * commit is a sync of its WAL (milliseconds), so short transactions that each commit alone are
  * bounded by the disk, not by their work. Here units of work that arrive while a commit is under
- * way (or in the same tick as the first) queue up and are executed one after the other in the
- * next transaction, which commits them all at once: each unit still runs alone against the
- * database (one connection, serial), and each caller's promise resolves only once its writes are
- * committed. A lone unit costs what its own transaction would (begin, its statements, commit).
+ * way (or in the same tick as the first) queue up and are executed in the next transaction, which
+ * commits them all at once: one after the other, or at the same time for `concurrent` units
+ * (their statements interleaved on the one connection), and each caller's promise resolves only
+ * once its writes are committed. A lone unit costs what its own transaction would (begin, its
+ * statements, commit).
  *
  * A unit must only use the manager it is given (another connection would wait for this one's
  * transaction) and must not wait for anything but the database. On PostgreSQL (many connections,
@@ -94,11 +95,6 @@ export class GroupCommit implements RowSink {
   }
 
   /**
-   * Inserts `rows` in the unit's transaction: in a group, together with the rows of the other
-   * units (one multi-row INSERT per table just before the commit); otherwise at once. The last
-   * thing a unit does (what it wrote before cannot take these rows back).
-   */
-  /**
    * Inserts a row in `tx`: when `tx` is the transaction of the group executing now, together with
    * the rows of the other units (one multi-row INSERT per table, tables in their `order`, just
    * before the commit); otherwise at once, as its own statement. The last thing the unit writes.
@@ -129,6 +125,11 @@ export class GroupCommit implements RowSink {
     }
   }
 
+  /**
+   * Inserts `rows` in the unit's transaction: in a group, together with the rows of the other
+   * units (one multi-row INSERT per table just before the commit); otherwise at once. The last
+   * thing a unit does (what it wrote before cannot take these rows back).
+   */
   async insertLater<T extends object>(tx: EntityManager, entity: EntityClass<T>, rows: T[]): Promise<void> {
     if (!rows.length) return;
     if (!this.deferred) return void (await tx.insertMany(entity, rows));
