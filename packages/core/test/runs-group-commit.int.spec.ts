@@ -29,6 +29,9 @@ describe.each(testDatabases())('group commit on $name', (db) => {
 
   const group = () => new GroupCommit(() => root.fork(), db.name === 'sqlite', t.kernel.container.get(preparedStatementsServiceIdentifier));
   const row = (runId: string, seq = 1): RunEvent => ({ runId, seq, lastSeq: seq, events: [{ seq, type: 'test', data: { runId } }], createdAt: new Date() });
+  // The log's table, as the runs' event sink writes it.
+  const eventRows = sqlRowTable('test.run_event_rows', '"run_events" ("run_id", "seq", "last_seq", "events", "created_at")', '(?, ?, ?, ?, ?)', 4);
+  const values = (runId: string, seq = 1) => [runId, seq, seq, JSON.stringify([{ seq, type: 'test', data: { runId } }]), new Date()];
   const stored = async (runIds: string[]) => (await root.fork().find(RunEvent, { runId: { $in: runIds } })).map((r) => r.runId).sort();
 
   it('commits units that arrive together at once, with their rows in one INSERT (SQLite), and answers each', async () => {
@@ -38,7 +41,7 @@ describe.each(testDatabases())('group commit on $name', (db) => {
     const answers = await Promise.all(
       ids.map((id, i) =>
         commits.run(async (tx) => {
-          await commits.insertLater(tx, RunEvent, [row(id)]);
+          await commits.insertRow(tx, eventRows, values(id));
           return i;
         }),
       ),
@@ -60,12 +63,12 @@ describe.each(testDatabases())('group commit on $name', (db) => {
     const commits = group();
     const [a, broken, c] = [randomUUID(), randomUUID(), randomUUID()];
     const results = await Promise.allSettled([
-      commits.run((tx) => commits.insertLater(tx, RunEvent, [row(a)])),
+      commits.run((tx) => commits.insertRow(tx, eventRows, values(a))),
       commits.run(async (tx) => {
         await tx.insert(RunEvent, row(broken));
         throw new Error('halfway');
       }),
-      commits.run((tx) => commits.insertLater(tx, RunEvent, [row(c)])),
+      commits.run((tx) => commits.insertRow(tx, eventRows, values(c))),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'halfway' });
@@ -78,7 +81,7 @@ describe.each(testDatabases())('group commit on $name', (db) => {
     await commits.run((tx) => tx.insert(RunEvent, row(taken)));
     sql = [];
     const results = await Promise.allSettled([
-      commits.run((tx) => commits.insertLater(tx, RunEvent, [row(a)])),
+      commits.run((tx) => commits.insertRow(tx, eventRows, values(a))),
       commits.run(
         async () => {
           throw new Error('refused before writing');
@@ -86,8 +89,8 @@ describe.each(testDatabases())('group commit on $name', (db) => {
         { atomic: true },
       ),
       // A row that is already stored: the shared INSERT fails, each unit goes again alone.
-      commits.run((tx) => commits.insertLater(tx, RunEvent, [row(taken)])),
-      commits.run((tx) => commits.insertLater(tx, RunEvent, [row(b, 2)])),
+      commits.run((tx) => commits.insertRow(tx, eventRows, values(taken))),
+      commits.run((tx) => commits.insertRow(tx, eventRows, values(b, 2))),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'refused before writing' });
@@ -193,9 +196,6 @@ describe.each(testDatabases())('group commit on $name', (db) => {
   });
   it('inserts the rows of insertRow with one statement per table at the end of a group (SQLite), and at once otherwise', async () => {
     const commits = group();
-    // The log's table, as the runs' event sink writes it.
-    const eventRows = sqlRowTable('test.run_event_rows', '"run_events" ("run_id", "seq", "last_seq", "events", "created_at")', '(?, ?, ?, ?, ?)', 4);
-    const values = (runId: string, seq: number) => [runId, seq, seq, JSON.stringify([{ seq, type: 'test', data: { runId } }]), new Date()];
     const ids = Array.from({ length: 10 }, () => randomUUID());
     sql = [];
     await Promise.all(ids.map((id) => commits.run(async (tx) => {
@@ -215,9 +215,7 @@ describe.each(testDatabases())('group commit on $name', (db) => {
 
   it('runs every unit again alone when the rows of insertRow break the insert, and fails only the unit that wrote the bad row', async () => {
     const commits = group();
-    const eventRows = sqlRowTable('test.run_event_rows_2', '"run_events" ("run_id", "seq", "last_seq", "events", "created_at")', '(?, ?, ?, ?, ?)', 4);
     const [a, taken, b] = [randomUUID(), randomUUID(), randomUUID()];
-    const values = (runId: string) => [runId, 1, 1, JSON.stringify([{ seq: 1, type: 'test', data: {} }]), new Date()];
     await commits.run((tx) => commits.insertRow(tx, eventRows, values(taken)));
     const results = await Promise.allSettled([a, taken, b].map((id) => commits.run((tx) => commits.insertRow(tx, eventRows, values(id)), { concurrent: true })));
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);

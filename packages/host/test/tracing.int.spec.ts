@@ -55,6 +55,30 @@ describe.each(testDatabases())('tracing on $name', (db) => {
       expect(query!.attributes['db.system']).toBe(db.name === 'postgres' ? 'postgresql' : 'sqlite');
     });
 
+    it('gives the prepared statements of a traced request client spans, children of its server span', async () => {
+      const { token } = await t.register();
+      // Another user's first request: its principal is read with a prepared statement (no cache yet).
+      const traceId = hex(32);
+      exporter.reset();
+      expect(await get(`${t.url}/auth/me`, { traceparent: `00-${traceId}-${hex(16)}-01`, authorization: `Bearer ${token}` })).toBe(200);
+      const spans = exporter.getFinishedSpans().filter((span) => span.spanContext().traceId === traceId);
+      const server = spans.find((span) => span.name === 'GET /auth/me');
+      expect(server, `spans: ${spans.map((s) => s.name).join(', ')}`).toBeDefined();
+      const prepared = spans.filter((span) => span.attributes['trellis.db.statement'] !== undefined);
+      expect(prepared.length, `spans: ${spans.map((s) => `${s.name} ${String(s.attributes['trellis.db.statement'] ?? '')}`).join(', ')}`).toBeGreaterThan(0);
+      for (const span of prepared) {
+        expect(span.name).toMatch(/^db (select|insert|update|delete)$/);
+        expect(span.parentSpanContext?.spanId).toBe(server!.spanContext().spanId);
+        expect(span.attributes['db.system']).toBe(db.name === 'postgres' ? 'postgresql' : 'sqlite');
+        expect(span.attributes['db.operation.name']).toBe(span.name.slice(3));
+      }
+      // Outside a traced request (a sampled-out one) no span is started.
+      exporter.reset();
+      const { token: other } = await t.register();
+      expect(await get(`${t.url}/auth/me`, { traceparent: `00-${hex(32)}-${hex(16)}-00`, authorization: `Bearer ${other}` })).toBe(200);
+      expect(exporter.getFinishedSpans().filter((span) => span.attributes['trellis.db.statement'] !== undefined)).toHaveLength(0);
+    });
+
     it('starts a new trace when no traceparent comes in, and follows a not-sampled one', async () => {
       exporter.reset();
       await get(`${t.url}/healthz`);

@@ -1,4 +1,4 @@
-import type { EntityClass, EntityManager } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/core';
 import { rowsPerInsert, sqlInsertRows, type PreparedStatements, type RowSink, type SqlRowTable, type SqlValue } from '../ports/database.js';
 import { inTransaction } from './transaction.js';
 
@@ -15,7 +15,7 @@ export interface GroupWorkOptions {
   /**
    * True when `work` may run at the same time as the other concurrent units of its group, its
    * statements interleaved with theirs on the one connection: it opens no savepoint, changes no
-   * entity of the manager (prepared statements, `nativeUpdate`, `insertLater`), and each of its
+   * entity of the manager (prepared statements, `nativeUpdate`, `insertRow`), and each of its
    * reads and writes is one statement whose outcome no other unit's statement can change halfway
    * (conditional updates, `returning`), so the order in which the units' statements meet does not
    * matter. The connection then never waits for this thread between two statements of the group
@@ -72,8 +72,6 @@ const MAX_GROUP = 64;
 export class GroupCommit implements RowSink {
   private queue: Unit[] = [];
   private draining = false;
-  /** Rows of `insertLater` waiting for the end of the group executing now. */
-  private deferred: Map<EntityClass<object>, object[]> | null = null;
   /** Rows of `insertRow` waiting for the end of the group executing now, and its transaction. */
   private rows: Map<SqlRowTable, SqlValue[]> | null = null;
   private groupTx: EntityManager | null = null;
@@ -125,19 +123,6 @@ export class GroupCommit implements RowSink {
     }
   }
 
-  /**
-   * Inserts `rows` in the unit's transaction: in a group, together with the rows of the other
-   * units (one multi-row INSERT per table just before the commit); otherwise at once. The last
-   * thing a unit does (what it wrote before cannot take these rows back).
-   */
-  async insertLater<T extends object>(tx: EntityManager, entity: EntityClass<T>, rows: T[]): Promise<void> {
-    if (!rows.length) return;
-    if (!this.deferred) return void (await tx.insertMany(entity, rows));
-    const pending = this.deferred.get(entity as EntityClass<object>);
-    if (pending) pending.push(...rows);
-    else this.deferred.set(entity as EntityClass<object>, [...rows]);
-  }
-
   private async drain(): Promise<void> {
     this.draining = true;
     try {
@@ -155,7 +140,6 @@ export class GroupCommit implements RowSink {
     let redo = false;
     try {
       await inTransaction(this.fork(), async (tx) => {
-        this.deferred = new Map();
         this.rows = new Map();
         this.groupTx = tx;
         /** Concurrent units still executing. */
@@ -205,14 +189,11 @@ export class GroupCommit implements RowSink {
           redo = true;
           throw (failure as { error: unknown }).error;
         }
-        const deferred = this.deferred;
-        this.deferred = null;
         const rows = this.rows;
         this.rows = null;
         this.groupTx = null;
         try {
           await this.insertRows(tx, rows);
-          for (const [entity, rows] of deferred) await tx.insertMany(entity, rows);
         } catch (error) {
           // One unit's rows broke the insert: find which, alone.
           redo = true;
@@ -220,7 +201,6 @@ export class GroupCommit implements RowSink {
         }
       });
     } catch (error) {
-      this.deferred = null;
       this.rows = null;
       this.groupTx = null;
       if (!redo) {

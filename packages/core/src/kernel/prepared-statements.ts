@@ -2,15 +2,21 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { ServiceIdentifier } from 'inversify';
 import type { PreparedStatements, SqlStatement, SqlValue } from '../ports/database.js';
 import { sqlOperation, type TrellisMetrics } from './observability/metrics.js';
+import { context, SpanKind, SpanStatusCode, trace, tracer } from './observability/tracing.js';
 
 /** The database adapter's prepared-statement runner, once the database is connected. */
 export const preparedStatementsServiceIdentifier: ServiceIdentifier<PreparedStatements> = Symbol.for('@trellis/core/PreparedStatements');
 
 /**
  * The adapter's runner with each statement's duration recorded in `trellis_db_query_duration_seconds`,
- * as the ORM's statements are (see ObservingOrmLogger).
+ * as the ORM's statements are (see ObservingOrmLogger), and, inside a recording span (a traced
+ * request or job), a client span `db <operation>` per statement, child of it: `db.system`,
+ * `db.operation.name` and the statement's name in `trellis.db.statement` (never its text or
+ * values). Outside a recording span no span is started, so the hot paths pay nothing for tracing
+ * that is off.
  */
 export function observedStatements(inner: PreparedStatements, metrics: TrellisMetrics): PreparedStatements {
+  const system = inner.dialect;
   const operations = new Map<string, string>();
   const operation = (statement: SqlStatement) => {
     let found = operations.get(statement.name);
@@ -19,14 +25,23 @@ export function observedStatements(inner: PreparedStatements, metrics: TrellisMe
   };
   const observe = async <T>(statement: SqlStatement, run: Promise<T>): Promise<T> => {
     const start = performance.now();
+    const parent = trace.getSpan(context.active());
+    const span = parent?.isRecording()
+      ? tracer().startSpan(`db ${operation(statement)}`, {
+          kind: SpanKind.CLIENT,
+          attributes: { 'db.system': system, 'db.operation.name': operation(statement), 'trellis.db.statement': statement.name },
+        })
+      : undefined;
     let outcome = 'ok';
     try {
       return await run;
     } catch (error) {
       outcome = 'error';
+      span?.setStatus({ code: SpanStatusCode.ERROR });
       throw error;
     } finally {
       metrics.dbQueryDuration.observe({ operation: operation(statement), outcome }, (performance.now() - start) / 1000);
+      span?.end();
     }
   };
   return {
