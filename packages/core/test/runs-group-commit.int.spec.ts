@@ -40,8 +40,8 @@ describe.each(testDatabases())('group commit on $name', (db) => {
     sql = [];
     const answers = await Promise.all(
       ids.map((id, i) =>
-        commits.run(async (tx) => {
-          await commits.insertRow(tx, eventRows, values(id));
+        commits.run(async (tx, _alone, rows) => {
+          await rows.insertRow(tx, eventRows, values(id));
           return i;
         }),
       ),
@@ -63,12 +63,12 @@ describe.each(testDatabases())('group commit on $name', (db) => {
     const commits = group();
     const [a, broken, c] = [randomUUID(), randomUUID(), randomUUID()];
     const results = await Promise.allSettled([
-      commits.run((tx) => commits.insertRow(tx, eventRows, values(a))),
+      commits.run((tx, _alone, rows) => rows.insertRow(tx, eventRows, values(a))),
       commits.run(async (tx) => {
         await tx.insert(RunEvent, row(broken));
         throw new Error('halfway');
       }),
-      commits.run((tx) => commits.insertRow(tx, eventRows, values(c))),
+      commits.run((tx, _alone, rows) => rows.insertRow(tx, eventRows, values(c))),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'halfway' });
@@ -81,7 +81,7 @@ describe.each(testDatabases())('group commit on $name', (db) => {
     await commits.run((tx) => tx.insert(RunEvent, row(taken)));
     sql = [];
     const results = await Promise.allSettled([
-      commits.run((tx) => commits.insertRow(tx, eventRows, values(a))),
+      commits.run((tx, _alone, rows) => rows.insertRow(tx, eventRows, values(a))),
       commits.run(
         async () => {
           throw new Error('refused before writing');
@@ -89,8 +89,8 @@ describe.each(testDatabases())('group commit on $name', (db) => {
         { atomic: true },
       ),
       // A row that is already stored: the shared INSERT fails, each unit goes again alone.
-      commits.run((tx) => commits.insertRow(tx, eventRows, values(taken))),
-      commits.run((tx) => commits.insertRow(tx, eventRows, values(b, 2))),
+      commits.run((tx, _alone, rows) => rows.insertRow(tx, eventRows, values(taken))),
+      commits.run((tx, _alone, rows) => rows.insertRow(tx, eventRows, values(b, 2))),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
     expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ message: 'refused before writing' });
@@ -198,9 +198,9 @@ describe.each(testDatabases())('group commit on $name', (db) => {
     const commits = group();
     const ids = Array.from({ length: 10 }, () => randomUUID());
     sql = [];
-    await Promise.all(ids.map((id) => commits.run(async (tx) => {
-      await commits.insertRow(tx, eventRows, values(id, 1));
-      await commits.insertRow(tx, eventRows, values(id, 2));
+    await Promise.all(ids.map((id) => commits.run(async (tx, _alone, rows) => {
+      await rows.insertRow(tx, eventRows, values(id, 1));
+      await rows.insertRow(tx, eventRows, values(id, 2));
     }, { concurrent: true })));
     expect((await root.fork().find(RunEvent, { runId: { $in: ids } })).length).toBe(20);
     // Outside a group (a transaction of its own), the row goes in at once.
@@ -216,9 +216,55 @@ describe.each(testDatabases())('group commit on $name', (db) => {
   it('runs every unit again alone when the rows of insertRow break the insert, and fails only the unit that wrote the bad row', async () => {
     const commits = group();
     const [a, taken, b] = [randomUUID(), randomUUID(), randomUUID()];
-    await commits.run((tx) => commits.insertRow(tx, eventRows, values(taken)));
-    const results = await Promise.allSettled([a, taken, b].map((id) => commits.run((tx) => commits.insertRow(tx, eventRows, values(id)), { concurrent: true })));
+    await commits.run((tx, _alone, rows) => rows.insertRow(tx, eventRows, values(taken)));
+    const results = await Promise.allSettled([a, taken, b].map((id) => commits.run((tx, _alone, rows) => rows.insertRow(tx, eventRows, values(id)), { concurrent: true })));
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(await stored([a, b])).toEqual([a, b].sort());
+  });
+
+  it('drops the rows a unit deferred when it fails, atomically or asking to run alone, and writes the others\'', async () => {
+    const commits = group();
+    const [a, refused, lone, b] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    const results = await Promise.allSettled([
+      commits.run((tx, _alone, rows) => rows.insertRow(tx, eventRows, values(a)), { concurrent: true }),
+      commits.run(
+        async (tx, _alone, rows) => {
+          await rows.insertRow(tx, eventRows, values(refused));
+          throw new Error('refused after deferring');
+        },
+        { atomic: true, concurrent: true },
+      ),
+      commits.run(
+        async (tx, alone, rows) => {
+          // Its first try defers a row and asks to go alone: only the second try's row is stored.
+          await rows.insertRow(tx, eventRows, values(lone, alone ? 2 : 1));
+          if (!alone) throw new RunAlone();
+        },
+        { concurrent: true },
+      ),
+      commits.run((tx, _alone, rows) => rows.insertRow(tx, eventRows, values(b)), { concurrent: true }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled']);
+    expect(await stored([a, refused, b])).toEqual([a, b].sort());
+    const loneRows = await root.fork().find(RunEvent, { runId: lone });
+    expect(loneRows.map((r) => r.seq)).toEqual([2]);
+  });
+
+  it('refuses a row given to the group itself inside a group, and stores it when the unit runs again alone', async () => {
+    const commits = group();
+    const id = randomUUID();
+    const attempts: string[] = [];
+    await commits.run(async (tx) => {
+      try {
+        await commits.insertRow(tx, eventRows, values(id));
+        attempts.push('inserted');
+      } catch (error) {
+        attempts.push((error as Error).message);
+        throw error;
+      }
+    });
+    // In the group's transaction nobody would own the row: refused, the group goes again unit by unit.
+    expect(attempts).toEqual(db.name === 'sqlite' ? [expect.stringMatching(/through the `rows` its work is given/), 'inserted'] : ['inserted']);
+    expect(await stored([id])).toEqual([id]);
   });
 });

@@ -38,8 +38,13 @@ export class RunAlone extends Error {
   }
 }
 
-/** A unit of work: `alone` is false while other units of its group run at the same time (see `concurrent`). */
-export type GroupWork<T> = (tx: EntityManager, alone: boolean) => Promise<T>;
+/**
+ * A unit of work: `alone` is false while other units of its group run at the same time (see
+ * `concurrent`). `rows` takes the rows the unit inserts last (see `GroupCommit.insertRow`): in a
+ * group they are the unit's own, written with the other units' rows when the group ends, and
+ * dropped when the unit fails.
+ */
+export type GroupWork<T> = (tx: EntityManager, alone: boolean, rows: RowSink) => Promise<T>;
 
 interface Unit {
   work: GroupWork<unknown>;
@@ -48,6 +53,9 @@ interface Unit {
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
+
+/** The rows one unit of the group executing now deferred, table by table. */
+type UnitRows = Map<SqlRowTable, SqlValue[]>;
 
 /** Units of work one group commit takes at most. */
 const MAX_GROUP = 64;
@@ -72,8 +80,7 @@ const MAX_GROUP = 64;
 export class GroupCommit implements RowSink {
   private queue: Unit[] = [];
   private draining = false;
-  /** Rows of `insertRow` waiting for the end of the group executing now, and its transaction. */
-  private rows: Map<SqlRowTable, SqlValue[]> | null = null;
+  /** The transaction of the group executing now. */
   private groupTx: EntityManager | null = null;
 
   /** `sql`: for `insertRow`. */
@@ -85,7 +92,7 @@ export class GroupCommit implements RowSink {
 
   /** Runs `work` in a transaction (shared with others on SQLite); resolves with its answer once committed. */
   run<T>(work: GroupWork<T>, options: GroupWorkOptions = {}): Promise<T> {
-    if (!this.grouped) return inTransaction(this.fork(), (tx) => work(tx, true));
+    if (!this.grouped) return inTransaction(this.fork(), (tx) => work(tx, true, this));
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, atomic: options.atomic ?? false, concurrent: options.concurrent ?? false, resolve: resolve as (value: unknown) => void, reject });
       if (!this.draining) void this.drain();
@@ -93,25 +100,44 @@ export class GroupCommit implements RowSink {
   }
 
   /**
-   * Inserts a row in `tx`: when `tx` is the transaction of the group executing now, together with
-   * the rows of the other units (one multi-row INSERT per table, tables in their `order`, just
-   * before the commit); otherwise at once, as its own statement. The last thing the unit writes.
+   * Inserts a row in `tx` at once, as its own statement: outside a group (a unit on PostgreSQL, a
+   * unit running again alone, any other transaction). A unit of a group inserts through the `rows`
+   * it is given instead: its rows then go in with the rows of the other units (one multi-row
+   * INSERT per table, tables in their `order`, just before the commit), and only if it succeeds.
+   * Either way the insert is the last thing the unit writes.
    */
   async insertRow(tx: EntityManager, table: SqlRowTable, values: readonly SqlValue[]): Promise<void> {
     if (values.length !== table.params) throw new Error(`A row of ${table.name} has ${table.params} values, not ${values.length}.`);
-    if (this.rows && tx === this.groupTx) {
-      const pending = this.rows.get(table);
-      if (pending) pending.push(...values);
-      else this.rows.set(table, [...values]);
-      return;
-    }
+    if (this.groupTx && tx === this.groupTx) throw new Error('GroupCommit.insertRow: a unit of a group inserts its rows through the `rows` its work is given.');
     if (!this.sql) throw new Error('GroupCommit.insertRow: this group commit has no prepared statements.');
     const changed = await this.sql.run(sqlInsertRows(table, 1), values, tx);
     if (changed !== 1) throw new Error(`The insert into ${table.name} wrote ${changed} rows instead of 1.`);
   }
 
-  /** Writes the rows `insertRow` deferred, table by table in their order. */
-  private async insertRows(tx: EntityManager, rows: Map<SqlRowTable, SqlValue[]>): Promise<void> {
+  /** The `rows` of a unit of the group executing in `tx`: its rows wait in `into`; any other manager's are inserted at once. */
+  private unitSink(tx: EntityManager, into: UnitRows): RowSink {
+    return {
+      insertRow: async (em, table, values) => {
+        if (em !== tx) return this.insertRow(em, table, values);
+        if (values.length !== table.params) throw new Error(`A row of ${table.name} has ${table.params} values, not ${values.length}.`);
+        const pending = into.get(table);
+        if (pending) pending.push(...values);
+        else into.set(table, [...values]);
+      },
+    };
+  }
+
+  /** Writes the rows the units that succeeded deferred, table by table in their order, in unit order within a table. */
+  private async insertRows(tx: EntityManager, units: readonly (UnitRows | undefined)[]): Promise<void> {
+    const rows = new Map<SqlRowTable, SqlValue[]>();
+    for (const unit of units) {
+      if (!unit) continue;
+      for (const [table, values] of unit) {
+        const pending = rows.get(table);
+        if (pending) for (const value of values) pending.push(value);
+        else rows.set(table, values);
+      }
+    }
     for (const [table, values] of [...rows].sort(([a], [b]) => a.order - b.order)) {
       const count = values.length / table.params;
       const most = rowsPerInsert(table);
@@ -137,21 +163,26 @@ export class GroupCommit implements RowSink {
     const answers: { ok: boolean; value: unknown }[] = [];
     /** Units of `taken` that asked to run alone: queued again, answered there. */
     const superseded = new Set<number>();
+    /** The rows each unit of `taken` deferred; a unit that failed has none. */
+    const unitRows: (UnitRows | undefined)[] = [];
     let redo = false;
     try {
       await inTransaction(this.fork(), async (tx) => {
-        this.rows = new Map();
         this.groupTx = tx;
         /** Concurrent units still executing. */
         const inFlight = new Set<Promise<void>>();
         let failure: { error: unknown } | null = null;
         /** Executes a unit, records its answer; never rejects (a failure that spoils the group is kept in `failure`). */
-        const execute = (unit: Unit, index: number): Promise<void> =>
-          unit.work(tx, !unit.concurrent).then(
+        const execute = (unit: Unit, index: number): Promise<void> => {
+          const own: UnitRows = new Map();
+          unitRows[index] = own;
+          return unit.work(tx, !unit.concurrent, this.unitSink(tx, own)).then(
             (value) => {
               answers[index] = { ok: true, value };
             },
             (error: unknown) => {
+              // What it deferred goes nowhere: an atomic failure leaves nothing of it, the others redo the group.
+              unitRows[index] = undefined;
               if (error instanceof RunAlone && unit.concurrent) {
                 // It wrote nothing: it goes again, alone (in this group when there is room).
                 answers[index] = { ok: false, value: error };
@@ -163,6 +194,7 @@ export class GroupCommit implements RowSink {
               if (!(typeof unit.atomic === 'function' ? unit.atomic(error) : unit.atomic)) failure ??= { error };
             },
           );
+        };
         const settleInFlight = async () => {
           while (inFlight.size) await Promise.all(inFlight);
         };
@@ -189,11 +221,9 @@ export class GroupCommit implements RowSink {
           redo = true;
           throw (failure as { error: unknown }).error;
         }
-        const rows = this.rows;
-        this.rows = null;
         this.groupTx = null;
         try {
-          await this.insertRows(tx, rows);
+          await this.insertRows(tx, unitRows);
         } catch (error) {
           // One unit's rows broke the insert: find which, alone.
           redo = true;
@@ -201,7 +231,6 @@ export class GroupCommit implements RowSink {
         }
       });
     } catch (error) {
-      this.rows = null;
       this.groupTx = null;
       if (!redo) {
         // The commit itself failed: nothing of the group is stored.
@@ -212,7 +241,7 @@ export class GroupCommit implements RowSink {
       for (const [index, unit] of taken.entries()) {
         if (superseded.has(index)) continue;
         try {
-          unit.resolve(await inTransaction(this.fork(), (tx) => unit.work(tx, true)));
+          unit.resolve(await inTransaction(this.fork(), (tx) => unit.work(tx, true, this)));
         } catch (failure) {
           unit.reject(failure);
         }

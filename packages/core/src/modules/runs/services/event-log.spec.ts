@@ -1,10 +1,10 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { describe, expect, it } from 'vitest';
-import { sqlInsertRows, type PreparedStatements, type SqlRowTable, type SqlStatement, type SqlValue } from '../../../ports/database.js';
+import { sqlInsertRows, type PreparedStatements, type RowSink, type SqlStatement, type SqlValue } from '../../../ports/database.js';
 import { InProcessPubSub, type PubSub, type PubSubListener } from '../../../ports/pubsub.js';
 import { ndjsonLines, sseFrames } from '../routes.js';
 import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, SEQ_BLOCK, StoredEventSink, type RunEventText } from './event-log.js';
-import type { GroupCommit } from '../../../kernel/group-commit.js';
+import type { GroupCommit, GroupWork } from '../../../kernel/group-commit.js';
 
 /** The log's table in memory, behind the statements the event log uses. */
 class MemoryLog implements PreparedStatements {
@@ -51,11 +51,13 @@ class MemoryLog implements PreparedStatements {
  * A GroupCommit that runs each unit at once and inserts its rows into `log` at once; the
  * transaction's manager only answers `nativeUpdate` (the sequence reservation).
  */
-const groupOf = (log: MemoryLog) =>
-  ({
-    run: (work: (tx: EntityManager) => Promise<unknown>) => work({ nativeUpdate: async () => 1 } as unknown as EntityManager),
-    insertRow: async (_tx: EntityManager, table: SqlRowTable, values: readonly SqlValue[]) => void (await log.run(sqlInsertRows(table, 1), values)),
-  }) as unknown as GroupCommit;
+const groupOf = (log: MemoryLog) => {
+  const rows: RowSink = { insertRow: async (_tx, table, values) => void (await log.run(sqlInsertRows(table, 1), values)) };
+  return {
+    run: (work: GroupWork<unknown>) => work({ nativeUpdate: async () => 1 } as unknown as EntityManager, true, rows),
+    insertRow: rows.insertRow,
+  } as unknown as GroupCommit;
+};
 /** What the reader asks the ORM (the run's status at a quiet moment). */
 const fork = (status = 'running') => () => ({ findOne: async () => ({ status, seqCeiling: 0 }) }) as unknown as EntityManager;
 
@@ -173,7 +175,7 @@ describe('StoredEventSink', () => {
     // Stores of the log (the reservations of numbers ahead are `atomic` units of their own).
     const inner = groupOf(log);
     const counting = {
-      run: (work: (tx: EntityManager) => Promise<unknown>, options?: { atomic?: boolean }) => (options?.atomic ? undefined : transactions++, inner.run(work)),
+      run: (work: GroupWork<unknown>, options?: { atomic?: boolean }) => (options?.atomic ? undefined : transactions++, inner.run(work)),
       insertRow: inner.insertRow.bind(inner),
     } as unknown as GroupCommit;
     const pubsub = new InProcessPubSub();
@@ -231,7 +233,7 @@ describe('StoredEventSink', () => {
     const ceilings: number[] = [];
     let hang = false;
     const reserving = {
-      run: (work: (tx: EntityManager) => Promise<unknown>) =>
+      run: (work: GroupWork<unknown>) =>
         work({
           nativeUpdate: async (_entity: unknown, _where: unknown, data: { seqCeiling: number }) => {
             ceilings.push(data.seqCeiling);
@@ -239,7 +241,7 @@ describe('StoredEventSink', () => {
             if (hang) await new Promise(() => undefined);
             return 1;
           },
-        } as unknown as EntityManager),
+        } as unknown as EntityManager, true, groupOf(log) as unknown as RowSink),
       insertRow: groupOf(log).insertRow,
     } as unknown as GroupCommit;
     const pubsub = new InProcessPubSub();

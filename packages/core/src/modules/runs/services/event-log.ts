@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { RunEvent, type StoredRunEvent } from '../entities/run-event.entity.js';
 import { Run } from '../entities/run.entity.js';
-import { sqlRowTable, sqlStatement, type PreparedStatements } from '../../../ports/database.js';
+import { sqlRowTable, sqlStatement, type PreparedStatements, type RowSink } from '../../../ports/database.js';
 import { InProcessPubSub, type PubSub } from '../../../ports/pubsub.js';
 import type { GroupCommit } from '../../../kernel/group-commit.js';
 
@@ -195,7 +195,7 @@ interface FlushStep {
   batch: SinkEvent[];
   /** Its events of `emitStored`, published once stored. */
   after: SinkEvent[];
-  write?: (tx: EntityManager) => Promise<unknown>;
+  write?: (tx: EntityManager, rows: RowSink) => Promise<unknown>;
   keepStored: (answer: unknown) => boolean;
   /** Set when an earlier store took this one into its transaction: how that ended. */
   outcome?: FlushOutcome;
@@ -386,7 +386,7 @@ export class StoredEventSink implements RunEventSink {
    * would otherwise queue a commit (a sync of the disk) per full row, and the block's checkpoint
    * and the run's final record (`run_complete`) would wait behind every one of them.
    */
-  flushWith<T = undefined>(write?: (tx: EntityManager) => Promise<T>, keepStored: (answer: T) => boolean = () => true): Promise<T> {
+  flushWith<T = undefined>(write?: (tx: EntityManager, rows: RowSink) => Promise<T>, keepStored: (answer: T) => boolean = () => true): Promise<T> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
@@ -439,8 +439,8 @@ export class StoredEventSink implements RunEventSink {
       let answer: unknown;
       try {
         // Runs again from the start when its group is rolled back: it changes nothing but the database.
-        answer = await this.group.run(async (tx) => {
-          const answer = writing ? await writing.write!(tx) : undefined;
+        answer = await this.group.run(async (tx, _alone, rows) => {
+          const answer = writing ? await writing.write!(tx, rows) : undefined;
           // The write did not take: the events held for it are neither stored nor published.
           const held = writing && !writing.keepStored(answer) ? new Set(writing.after) : null;
           const stored = held ? events.filter((event) => !held.has(event)) : events;
@@ -448,7 +448,7 @@ export class StoredEventSink implements RunEventSink {
             const now = new Date();
             for (let i = 0; i < stored.length; i += ROW_EVENTS) {
               const end = Math.min(stored.length, i + ROW_EVENTS);
-              await this.group.insertRow(tx, eventRows, [runId, stored[i]!.seq, stored[end - 1]!.seq, rowText(stored, i, end), now]);
+              await rows.insertRow(tx, eventRows, [runId, stored[i]!.seq, stored[end - 1]!.seq, rowText(stored, i, end), now]);
             }
           }
           return answer;

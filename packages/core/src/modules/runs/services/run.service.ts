@@ -11,7 +11,7 @@ import { entityManagerServiceIdentifier, kernelServiceIdentifier, loggerServiceI
 import { aiGatewayServiceIdentifier } from '../../../ports/ai-provider.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { codeSandboxServiceIdentifier } from '../../../ports/code-sandbox.js';
-import type { PreparedStatements } from '../../../ports/database.js';
+import type { PreparedStatements, RowSink } from '../../../ports/database.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
 import { runQueueServiceIdentifier, type RunJob, type RunQueue } from '../../../ports/run-queue.js';
@@ -202,9 +202,9 @@ export class RunService {
     const runId = this.ids.next();
     const amount = await this.estimate(blocks);
     const teamId = input.teamId;
-    const hold = async (tx: EntityManager, alone: boolean): Promise<string> => {
+    const hold = async (tx: EntityManager, alone: boolean, rows: RowSink): Promise<string> => {
       try {
-        return (await this.credits.hold(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds }, { alone, rows: this.group })).id;
+        return (await this.credits.hold(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds }, { alone, rows })).id;
       } catch (error) {
         if (error instanceof RunAlone) throw error;
         throw new HoldFailed(error);
@@ -275,13 +275,13 @@ export class RunService {
     // The credit hold and the run's record are one transaction: a hold without its run is never stored.
     try {
       await this.group.run(
-        async (tx, alone) => {
+        async (tx, alone, rows) => {
           if (amount > 0) {
-            run.reservationId = await hold(tx, alone);
+            run.reservationId = await hold(tx, alone, rows);
             run.reservedCredits = amount;
           }
           // The claim reserves the attempt's sequence numbers (see StoredEventSink.reserved); the run kept here has them from 0.
-          await insertRun(this.group, tx, slot ? { ...run, seqCeiling: SEQ_BLOCK } : run);
+          await insertRun(rows, tx, slot ? { ...run, seqCeiling: SEQ_BLOCK } : run);
         },
         // A hold that failed with a domain error wrote nothing; a failed insert comes after the hold.
         { atomic: holdWroteNothing, concurrent: true },
@@ -425,10 +425,10 @@ export class RunService {
   }
 
   /** Applies `creditClose`'s answer in `tx` (the run's final write); the credits used, or null when there was nothing to close or closing failed. */
-  private async applyCreditClose(tx: EntityManager, close: CreditClose | null, state: RunState): Promise<number | null> {
+  private async applyCreditClose(tx: EntityManager, rows: RowSink, close: CreditClose | null, state: RunState): Promise<number | null> {
     if (!close) return null;
     try {
-      await this.credits.closeOnly(tx, close.reservationId, close.release ? { used: 0, release: true, reason: `run ${state.status}` } : { used: close.used, reason: `run ${state.id}` }, this.group);
+      await this.credits.closeOnly(tx, close.reservationId, close.release ? { used: 0, release: true, reason: `run ${state.status}` } : { used: close.used, reason: `run ${state.id}` }, rows);
       return close.used;
     } catch (error) {
       // Any other failure may have written part of the settlement: it fails the whole write (rolled back).
@@ -442,7 +442,7 @@ export class RunService {
   /** Settles a completed run's real usage (at most what was reserved); releases the credits of a run that did not complete. */
   private async closeCredits(reservationId: string | null, reserved: number, state: RunState): Promise<number | null> {
     const close = await this.creditClose(reservationId, reserved, state);
-    return close ? this.group.run((tx) => this.applyCreditClose(tx, close, state), { concurrent: true }) : null;
+    return close ? this.group.run((tx, _alone, rows) => this.applyCreditClose(tx, rows, close, state), { concurrent: true }) : null;
   }
 
   /** `POST /documents/:id/run`: execute permission on the document, its project's team pays. */
@@ -642,8 +642,8 @@ export class RunService {
         // are settled (or released) in the same transaction.
         sink.emitStored('run_complete', completion(s));
         const changed = await sink.flushWith(
-          async (tx) => {
-            const used = await this.applyCreditClose(tx, close, s);
+          async (tx, rows) => {
+            const used = await this.applyCreditClose(tx, rows, close, s);
             return finishRun(this.sql, tx, fence, {
               cursor: s.cursor,
               sessions: s.sessions,
