@@ -130,9 +130,10 @@ export function sqlInsertRows(table: SqlRowTable, count: number): SqlStatement {
 export const rowsPerInsert = (table: SqlRowTable): number => Math.max(1, Math.min(64, Math.floor(999 / Math.max(1, table.params))));
 
 /**
- * Where a hot path's rows go: into the bulk insert that ends the current group commit (see
- * `GroupCommit.insertRow`), or at once. The insert is the last thing its caller writes: nothing
- * it writes after may depend on the row existing yet.
+ * Where a hot path's rows go: into the bulk insert that ends the current group commit (the `rows`
+ * a unit of `GroupCommit` is given: written only if the unit succeeds), or at once (see
+ * `GroupCommit.insertRow`). The insert is the last thing its caller writes: nothing it writes
+ * after may depend on the row existing yet.
  */
 export interface RowSink {
   insertRow(em: EntityManager, table: SqlRowTable, values: readonly SqlValue[]): Promise<void>;
