@@ -179,6 +179,16 @@ interface LoadedModule {
   capBytes: number;
 }
 
+/** What an engine did with its modules, for tests and diagnostics. */
+export interface EngineStats {
+  /** WebAssembly modules loaded (the first, and every reload). */
+  loads: number;
+  /** Modules dropped on purpose, without freeing the run's runtime (see `run`). */
+  discards: number;
+  /** Runs whose runtime or context failed while being freed (QuickJS aborted the module). */
+  teardownFailures: number;
+}
+
 /** An exception raised by the library or WASM (not by the sandboxed code). */
 class HostFailure extends Error {
   constructor(readonly original: unknown) {
@@ -218,6 +228,7 @@ function capFor(memoryBytes: number): number {
  */
 export class QuickJsEngine {
   private loaded: LoadedModule | undefined;
+  readonly stats: EngineStats = { loads: 0, discards: 0, teardownFailures: 0 };
 
   constructor(private readonly retainMemoryBytes: number) {}
 
@@ -238,6 +249,7 @@ export class QuickJsEngine {
     const memory = new WasmMemoryClass({ initial: INITIAL_MODULE_BYTES / PAGE, maximum: capBytes / PAGE });
     const module = await newQuickJSWASMModuleFromVariant(newVariant(base as SyncVariant, { wasmMemory: memory }));
     this.loaded = { module, memory, capBytes };
+    this.stats.loads += 1;
   }
 
   /** Runs one job; `prepare(job.memoryBytes)` must have completed. Never throws. */
@@ -417,6 +429,7 @@ export class QuickJsEngine {
           runtime?.dispose();
         } catch {
           this.loaded = undefined;
+          this.stats.teardownFailures += 1;
         }
         // Give memory a large run made the module grow back to the system.
         if (memory.buffer.byteLength > this.retainMemoryBytes) this.loaded = undefined;
