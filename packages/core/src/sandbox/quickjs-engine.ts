@@ -168,6 +168,7 @@ type SyncVariant = Extract<Parameters<typeof newQuickJSWASMModuleFromVariant>[0]
 /** The part of `WebAssembly.Memory` used here (the compiler's `lib` has no WebAssembly types). */
 interface WasmMemory {
   readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
 }
 const WasmMemoryClass = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory } })
   .WebAssembly.Memory;
@@ -177,13 +178,21 @@ interface LoadedModule {
   memory: WasmMemory;
   /** The most the module's memory may grow to. */
   capBytes: number;
+  /**
+   * Growths of the module's memory that were refused (they would pass `capBytes`). Emscripten asks
+   * for a little more than it needs (up to a fifth) and retries smaller, so a refusal means the
+   * heap came close to the ceiling; when every retry is refused, the allocation fails and QuickJS
+   * raises "out of memory", often where the code never sees it: inside a promise job, the error
+   * only rejects some promise.
+   */
+  refusals: number;
 }
 
 /** What an engine did with its modules, for tests and diagnostics. */
 export interface EngineStats {
   /** WebAssembly modules loaded (the first, and every reload). */
   loads: number;
-  /** Modules dropped on purpose, without freeing the run's runtime (see `run`). */
+  /** Modules dropped on purpose, without freeing the run's runtime: QuickJS could not free it, or the module trapped (see `run`). */
   discards: number;
   /** Runs whose runtime or context failed while being freed (QuickJS aborted the module). */
   teardownFailures: number;
@@ -248,7 +257,19 @@ export class QuickJsEngine {
     if (base && typeof base === 'object' && 'default' in base && !('type' in base)) base = (base as { default: unknown }).default;
     const memory = new WasmMemoryClass({ initial: INITIAL_MODULE_BYTES / PAGE, maximum: capBytes / PAGE });
     const module = await newQuickJSWASMModuleFromVariant(newVariant(base as SyncVariant, { wasmMemory: memory }));
-    this.loaded = { module, memory, capBytes };
+    const loaded: LoadedModule = { module, memory, capBytes, refusals: 0 };
+    // Emscripten grows the heap through this object's `grow`, which throws past `maximum`. Its
+    // own growth loop catches that (and may retry smaller), so a refusal is counted here.
+    const grow = memory.grow.bind(memory);
+    memory.grow = (pages: number) => {
+      try {
+        return grow(pages);
+      } catch (error) {
+        loaded.refusals += 1;
+        throw error;
+      }
+    };
+    this.loaded = loaded;
     this.stats.loads += 1;
   }
 
@@ -261,6 +282,9 @@ export class QuickJsEngine {
     const deadline = started + job.timeoutMs;
     let stop: StopReason | undefined;
     const memoryMessage = `The code used more than its memory limit of ${job.memoryBytes} bytes.`;
+    const refusalsBefore = loaded.refusals;
+    /** True once the module's memory was refused a growth during this run: the heap hit its ceiling. */
+    const refused = () => loaded.refusals !== refusalsBefore;
 
     const elapsed = () => Math.max(0, performance.now() - started);
     const fail = (code: SandboxFailureCode, message: string): EngineOutcome => ({ ok: false, code, message, durationMs: elapsed() });
@@ -278,6 +302,8 @@ export class QuickJsEngine {
       return handle;
     };
     let poisoned = false;
+    /** Set when the module trapped in a call the engine made from the interrupt handler. */
+    let brokenModule = false;
 
     try {
       const rt = (runtime = module.newRuntime());
@@ -291,7 +317,16 @@ export class QuickJsEngine {
         else if (now > deadline) stop = 'deadline';
         else if (now >= nextMemoryCheck) {
           // Space the heap walks so they cost at most a fifth of the run.
-          const used = heapBytes(rt);
+          let used: number;
+          try {
+            used = heapBytes(rt);
+          } catch {
+            // The walk's report needs a little memory of its own; with the heap full, the module
+            // traps in the middle of it (its C stack is not unwound): stop, and drop the module.
+            brokenModule = true;
+            stop = 'memory';
+            return true;
+          }
           const after = performance.now();
           nextMemoryCheck = after + Math.max(MEMORY_CHECK_MS, (after - now) * 4);
           if (used > job.memoryBytes) stop = 'memory';
@@ -363,6 +398,8 @@ export class QuickJsEngine {
         }
         const [name, message] = JSON.parse(ctx.getString(own(described.value))) as [string, string];
         if (name === 'InternalError' && message === 'out of memory') return fail('sandbox_memory_exceeded', memoryMessage);
+        // QuickJS throws null when it has no memory left for the error object itself.
+        if (name === '' && message === 'null' && refused()) return fail('sandbox_memory_exceeded', memoryMessage);
         if (name === 'InternalError' && message === 'stack overflow') return fail('sandbox_error', 'Maximum call stack size exceeded');
         return fail('sandbox_error', message);
       };
@@ -385,6 +422,9 @@ export class QuickJsEngine {
         const jobs = guard(() => rt.executePendingJobs());
         if (jobs.error) {
           drain();
+          // The error of a job itself (not of the code in it, which rejects a promise) is QuickJS's
+          // machinery failing: after a refused allocation, that is the memory limit.
+          if (!stop && refused()) throw new Finished(fail('sandbox_memory_exceeded', memoryMessage));
           throw new Finished(failure(own(jobs.error)));
         }
         jobs.dispose();
@@ -394,7 +434,14 @@ export class QuickJsEngine {
 
       drain();
       const state = ctx.getPromiseState(promise);
-      if (state.type === 'pending') throw new Finished(fail('sandbox_error', 'The code awaited a promise that never settles.'));
+      if (state.type === 'pending') {
+        // QuickJS turns an out-of-memory error inside a promise job into the rejection of that
+        // job's promise, which may be one nothing waits on: the chain the code awaits then just
+        // stops. A refused allocation in the run says that is what happened.
+        if (refused()) throw new Finished(fail('sandbox_memory_exceeded', memoryMessage));
+        if (performance.now() > deadline) throw new Finished(stopped());
+        throw new Finished(fail('sandbox_error', 'The code awaited a promise that never settles.'));
+      }
       if (state.type === 'rejected') throw new Finished(failure(own(state.error)));
       const value = own(state.value);
       const marshal = own(ctx.getProp(helpers, 1));
@@ -419,9 +466,10 @@ export class QuickJsEngine {
       if (original instanceof Error && /out of memory|memory access out of bounds/i.test(original.message)) return fail('sandbox_memory_exceeded', memoryMessage);
       return fail('sandbox_error', 'The sandbox failed while running the code.');
     } finally {
-      if (poisoned) {
+      if (poisoned || brokenModule) {
         // The module may be mid-way through something: drop it rather than dispose into it.
         this.loaded = undefined;
+        if (brokenModule) this.stats.discards += 1;
       } else {
         try {
           for (const handle of handles.reverse()) if (handle.alive) handle.dispose();
