@@ -392,6 +392,26 @@ describe('QuickJsCodeSandbox', () => {
         }
       }
     });
+
+    it('leaves its worker\'s module in a state it can free: no teardown fails after chains stopped by a limit', async () => {
+      const own = new QuickJsCodeSandbox({ workers: 1 });
+      try {
+        const ask = (code: string, timeoutMs: number, memoryBytes: number) => own.run({ code, globals: {}, timeoutMs, memoryBytes }).catch((error: unknown) => error as CodeSandboxError);
+        for (const code of spinning) expect((await ask(code, 100, 256 * MiB)) as CodeSandboxError).toHaveProperty('code', 'sandbox_timeout');
+        for (const code of allocating) expect(await ask(code, 10_000, 8 * MiB)).toBeInstanceOf(CodeSandboxError);
+        const stats = own.moduleStats();
+        expect(stats.teardownFailures).toBe(0);
+        expect((await ask('return 1 + 1', 1_000, 16 * MiB)) as unknown).toEqual(expect.objectContaining({ value: 2 }));
+        // Runs that end well, or stop outside promise jobs, free their runtime and keep the module.
+        const before = own.moduleStats().loads;
+        expect((await ask('for (;;) {}', 100, 16 * MiB)) as CodeSandboxError).toHaveProperty('code', 'sandbox_timeout');
+        expect((await ask('await null; return [await 1, await Promise.resolve(2)]', 1_000, 16 * MiB)) as unknown).toEqual(expect.objectContaining({ value: [1, 2] }));
+        expect((await ask('await new Promise(() => {})', 1_000, 16 * MiB)) as CodeSandboxError).toHaveProperty('code', 'sandbox_error');
+        expect(own.moduleStats()).toEqual({ ...stats, loads: before, teardownFailures: 0 });
+      } finally {
+        await own.close();
+      }
+    });
   });
 
   it('rejects bad options and requests with a clear message', async () => {

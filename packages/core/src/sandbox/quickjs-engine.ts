@@ -285,9 +285,16 @@ export class QuickJsEngine {
     const refusalsBefore = loaded.refusals;
     /** True once the module's memory was refused a growth during this run: the heap hit its ceiling. */
     const refused = () => loaded.refusals !== refusalsBefore;
+    /** Set when the run reports `sandbox_memory_exceeded`. */
+    let outOfMemory = false;
+    /** Set once promise jobs ran (the code awaited or used `then`). */
+    let jobsRan = false;
 
     const elapsed = () => Math.max(0, performance.now() - started);
-    const fail = (code: SandboxFailureCode, message: string): EngineOutcome => ({ ok: false, code, message, durationMs: elapsed() });
+    const fail = (code: SandboxFailureCode, message: string): EngineOutcome => {
+      if (code === 'sandbox_memory_exceeded') outOfMemory = true;
+      return { ok: false, code, message, durationMs: elapsed() };
+    };
     const stopped = (): EngineOutcome => {
       if (stop === 'abort') return fail('sandbox_timeout', 'The run was cancelled while the code was running.');
       if (stop === 'memory') return fail('sandbox_memory_exceeded', memoryMessage);
@@ -419,6 +426,7 @@ export class QuickJsEngine {
 
       // Settle the async function: run the jobs its promises queued, within the same limits.
       while (rt.hasPendingJob()) {
+        jobsRan = true;
         const jobs = guard(() => rt.executePendingJobs());
         if (jobs.error) {
           drain();
@@ -470,6 +478,18 @@ export class QuickJsEngine {
         // The module may be mid-way through something: drop it rather than dispose into it.
         this.loaded = undefined;
         if (brokenModule) this.stats.discards += 1;
+      } else if (outOfMemory || refused() || (stop !== undefined && jobsRan)) {
+        // Some paths of QuickJS's promise machinery lose reference counts when an allocation
+        // fails or the interrupt strikes in them (seen with an `await` that runs out of memory,
+        // and with jobs that resolve one promise with another): objects stay counted as
+        // referenced that nothing references. JS_FreeRuntime then fails an assertion that aborts
+        // the whole module, whatever the host did first: it runs every job to the end, frees
+        // every handle, and JS_FreeRuntime itself drops the queued jobs and collects cycles
+        // before it checks. So such a runtime is not freed: the module goes with all its memory,
+        // and the next run loads a fresh one. Runs stopped outside promise jobs (a plain loop)
+        // free their runtime as usual.
+        this.loaded = undefined;
+        this.stats.discards += 1;
       } else {
         try {
           for (const handle of handles.reverse()) if (handle.alive) handle.dispose();
