@@ -357,6 +357,63 @@ describe('QuickJsCodeSandbox', () => {
     });
   });
 
+  describe('endless promise chains', () => {
+    // Code whose promise jobs allocate without end: the memory limit strikes inside a job, where
+    // QuickJS turns the error into the rejection of a promise the code may not be waiting on.
+    const allocating = [
+      'async function f() { const big = []; for (;;) { big.push(new Array(1e5).fill(1)); await null } } return f();',
+      'const keep = []; const step = () => { keep.push(new Array(1e4).fill(1)); return Promise.resolve().then(step) }; return step();',
+      'const keep = []; const step = () => { keep.push(new Array(1e4).fill(1)); Promise.resolve().then(step) }; step(); await new Promise(() => {});',
+      'const keep = []; const step = () => { keep.push(new Array(1e3).fill(1)); Promise.resolve().then(step); Promise.resolve().then(step) }; step(); await new Promise(() => {});',
+      'const spin = () => Promise.resolve().then(spin); spin(); await new Promise(() => {});',
+    ];
+    // Chains that only take time: each promise resolved with the next one, or awaits in a loop.
+    const spinning = [
+      'const spin = () => Promise.resolve().then(spin); spin(); await new Promise(() => {});',
+      'const spin = () => Promise.resolve().then(spin); return spin();',
+      'async function f() { for (;;) await null } return f();',
+    ];
+
+    it('reports sandbox_memory_exceeded when the memory limit strikes inside promise jobs', async () => {
+      for (let round = 0; round < 2; round++) {
+        for (const code of allocating) {
+          const error = await failure(code, { memoryBytes: 8 * MiB, timeoutMs: 10_000 });
+          expect([code, error.code, error.message]).toEqual([code, 'sandbox_memory_exceeded', 'The code used more than its memory limit of 8388608 bytes.']);
+        }
+      }
+      expect((await run('return 1')).value).toBe(1);
+    });
+
+    it('reports sandbox_timeout when an endless chain of promise jobs runs past the time limit', async () => {
+      for (let round = 0; round < 2; round++) {
+        for (const code of spinning) {
+          const error = await failure(code, { memoryBytes: 256 * MiB, timeoutMs: 100 });
+          expect([code, error.code, error.message]).toEqual([code, 'sandbox_timeout', 'The code ran longer than its time limit of 100 ms.']);
+        }
+      }
+    });
+
+    it('leaves its worker\'s module in a state it can free: no teardown fails after chains stopped by a limit', async () => {
+      const own = new QuickJsCodeSandbox({ workers: 1 });
+      try {
+        const ask = (code: string, timeoutMs: number, memoryBytes: number) => own.run({ code, globals: {}, timeoutMs, memoryBytes }).catch((error: unknown) => error as CodeSandboxError);
+        for (const code of spinning) expect((await ask(code, 100, 256 * MiB)) as CodeSandboxError).toHaveProperty('code', 'sandbox_timeout');
+        for (const code of allocating) expect(await ask(code, 10_000, 8 * MiB)).toBeInstanceOf(CodeSandboxError);
+        const stats = own.moduleStats();
+        expect(stats.teardownFailures).toBe(0);
+        expect((await ask('return 1 + 1', 1_000, 16 * MiB)) as unknown).toEqual(expect.objectContaining({ value: 2 }));
+        // Runs that end well, or stop outside promise jobs, free their runtime and keep the module.
+        const before = own.moduleStats().loads;
+        expect((await ask('for (;;) {}', 100, 16 * MiB)) as CodeSandboxError).toHaveProperty('code', 'sandbox_timeout');
+        expect((await ask('await null; return [await 1, await Promise.resolve(2)]', 1_000, 16 * MiB)) as unknown).toEqual(expect.objectContaining({ value: [1, 2] }));
+        expect((await ask('await new Promise(() => {})', 1_000, 16 * MiB)) as CodeSandboxError).toHaveProperty('code', 'sandbox_error');
+        expect(own.moduleStats()).toEqual({ ...stats, loads: before, teardownFailures: 0 });
+      } finally {
+        await own.close();
+      }
+    });
+  });
+
   it('rejects bad options and requests with a clear message', async () => {
     expect(() => new QuickJsCodeSandbox({ maxStackBytes: 0 })).toThrow(/maxStackBytes/);
     expect(() => new QuickJsCodeSandbox({ workers: 1.5 })).toThrow(/workers/);

@@ -6,7 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { TrellisError } from '../kernel/errors.js';
 import type { CodeSandbox, CodeSandboxRequest, CodeSandboxResult } from '../ports/code-sandbox.js';
-import type { SandboxFailureCode } from './quickjs-engine.js';
+import type { EngineStats, SandboxFailureCode } from './quickjs-engine.js';
 import { ABORT_INDEX, SHARED_BYTES, STARTED_AT_INDEX, STARTED_ID_INDEX } from './quickjs-shared-memory.js';
 // Types only: the worker's module (and the engine behind it) must not load on this thread.
 import type { ConsoleItem, FromWorker, ToWorker, WorkerData } from './quickjs-worker.js';
@@ -86,6 +86,8 @@ interface Slot {
   busy: boolean;
   active?: Active;
   gone: boolean;
+  /** The worker's engine counters, as of its last finished job. */
+  stats?: EngineStats;
 }
 
 /** Where the worker's code is: built JavaScript beside the bundle, or the TypeScript source (tests). */
@@ -131,6 +133,8 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   private readonly waiting: Array<(slot: Slot) => void> = [];
   private nextId = 1;
   private closed = false;
+  /** The engine counters of workers that are gone. */
+  private readonly goneStats: EngineStats = { loads: 0, discards: 0, teardownFailures: 0 };
 
   /** Checks options; throws with the offending field named. */
   static validateOptions(options: QuickJsCodeSandboxOptions): void {
@@ -197,6 +201,17 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   /** Loads a worker and its WebAssembly module now instead of on the first run. */
   async warmUp(): Promise<void> {
     await this.run({ code: 'return 0', globals: {}, timeoutMs: 5_000, memoryBytes: 8 * MiB });
+  }
+
+  /**
+   * What the workers' engines did with their WebAssembly modules so far (counted when each run
+   * ends): modules loaded, modules dropped on purpose after a run QuickJS could not free, and
+   * runs whose teardown failed. For tests and diagnostics.
+   */
+  moduleStats(): EngineStats {
+    const total = { ...this.goneStats };
+    for (const slot of this.slots) if (slot.stats) addStats(total, slot.stats);
+    return total;
   }
 
   /** Terminates the workers; runs in progress fail with `sandbox_error`. */
@@ -286,6 +301,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     if (!active || active.id !== message.id) return;
     this.output(slot, active, message.emits, message.console);
     if (message.type === 'done') {
+      slot.stats = message.stats;
       const { outcome } = message;
       this.finish(slot, active, () => {
         if (active.hostError) return active.reject(active.hostError.error);
@@ -357,6 +373,8 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   private forget(slot: Slot): void {
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
+    if (slot.stats) addStats(this.goneStats, slot.stats);
+    slot.stats = undefined;
   }
 
   /** Settles a run once: clears its timer and abort listener, then calls `settle`. */
@@ -366,6 +384,12 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     if (slot.active === active) slot.active = undefined;
     settle();
   }
+}
+
+function addStats(total: EngineStats, more: EngineStats): void {
+  total.loads += more.loads;
+  total.discards += more.discards;
+  total.teardownFailures += more.teardownFailures;
 }
 
 function checkRequest(request: CodeSandboxRequest): void {

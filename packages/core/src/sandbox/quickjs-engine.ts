@@ -168,6 +168,7 @@ type SyncVariant = Extract<Parameters<typeof newQuickJSWASMModuleFromVariant>[0]
 /** The part of `WebAssembly.Memory` used here (the compiler's `lib` has no WebAssembly types). */
 interface WasmMemory {
   readonly buffer: ArrayBuffer;
+  grow(pages: number): number;
 }
 const WasmMemoryClass = (globalThis as unknown as { WebAssembly: { Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory } })
   .WebAssembly.Memory;
@@ -177,6 +178,24 @@ interface LoadedModule {
   memory: WasmMemory;
   /** The most the module's memory may grow to. */
   capBytes: number;
+  /**
+   * Growths of the module's memory that were refused (they would pass `capBytes`). Emscripten asks
+   * for a little more than it needs (up to a fifth) and retries smaller, so a refusal means the
+   * heap came close to the ceiling; when every retry is refused, the allocation fails and QuickJS
+   * raises "out of memory", often where the code never sees it: inside a promise job, the error
+   * only rejects some promise.
+   */
+  refusals: number;
+}
+
+/** What an engine did with its modules, for tests and diagnostics. */
+export interface EngineStats {
+  /** WebAssembly modules loaded (the first, and every reload). */
+  loads: number;
+  /** Modules dropped on purpose, without freeing the run's runtime: QuickJS could not free it, or the module trapped (see `run`). */
+  discards: number;
+  /** Runs whose runtime or context failed while being freed (QuickJS aborted the module). */
+  teardownFailures: number;
 }
 
 /** An exception raised by the library or WASM (not by the sandboxed code). */
@@ -218,6 +237,7 @@ function capFor(memoryBytes: number): number {
  */
 export class QuickJsEngine {
   private loaded: LoadedModule | undefined;
+  readonly stats: EngineStats = { loads: 0, discards: 0, teardownFailures: 0 };
 
   constructor(private readonly retainMemoryBytes: number) {}
 
@@ -237,7 +257,20 @@ export class QuickJsEngine {
     if (base && typeof base === 'object' && 'default' in base && !('type' in base)) base = (base as { default: unknown }).default;
     const memory = new WasmMemoryClass({ initial: INITIAL_MODULE_BYTES / PAGE, maximum: capBytes / PAGE });
     const module = await newQuickJSWASMModuleFromVariant(newVariant(base as SyncVariant, { wasmMemory: memory }));
-    this.loaded = { module, memory, capBytes };
+    const loaded: LoadedModule = { module, memory, capBytes, refusals: 0 };
+    // Emscripten grows the heap through this object's `grow`, which throws past `maximum`. Its
+    // own growth loop catches that (and may retry smaller), so a refusal is counted here.
+    const grow = memory.grow.bind(memory);
+    memory.grow = (pages: number) => {
+      try {
+        return grow(pages);
+      } catch (error) {
+        loaded.refusals += 1;
+        throw error;
+      }
+    };
+    this.loaded = loaded;
+    this.stats.loads += 1;
   }
 
   /** Runs one job; `prepare(job.memoryBytes)` must have completed. Never throws. */
@@ -249,9 +282,19 @@ export class QuickJsEngine {
     const deadline = started + job.timeoutMs;
     let stop: StopReason | undefined;
     const memoryMessage = `The code used more than its memory limit of ${job.memoryBytes} bytes.`;
+    const refusalsBefore = loaded.refusals;
+    /** True once the module's memory was refused a growth during this run: the heap hit its ceiling. */
+    const refused = () => loaded.refusals !== refusalsBefore;
+    /** Set when the run reports `sandbox_memory_exceeded`. */
+    let outOfMemory = false;
+    /** Set once promise jobs ran (the code awaited or used `then`). */
+    let jobsRan = false;
 
     const elapsed = () => Math.max(0, performance.now() - started);
-    const fail = (code: SandboxFailureCode, message: string): EngineOutcome => ({ ok: false, code, message, durationMs: elapsed() });
+    const fail = (code: SandboxFailureCode, message: string): EngineOutcome => {
+      if (code === 'sandbox_memory_exceeded') outOfMemory = true;
+      return { ok: false, code, message, durationMs: elapsed() };
+    };
     const stopped = (): EngineOutcome => {
       if (stop === 'abort') return fail('sandbox_timeout', 'The run was cancelled while the code was running.');
       if (stop === 'memory') return fail('sandbox_memory_exceeded', memoryMessage);
@@ -266,6 +309,8 @@ export class QuickJsEngine {
       return handle;
     };
     let poisoned = false;
+    /** Set when the module trapped in a call the engine made from the interrupt handler. */
+    let brokenModule = false;
 
     try {
       const rt = (runtime = module.newRuntime());
@@ -279,7 +324,16 @@ export class QuickJsEngine {
         else if (now > deadline) stop = 'deadline';
         else if (now >= nextMemoryCheck) {
           // Space the heap walks so they cost at most a fifth of the run.
-          const used = heapBytes(rt);
+          let used: number;
+          try {
+            used = heapBytes(rt);
+          } catch {
+            // The walk's report needs a little memory of its own; with the heap full, the module
+            // traps in the middle of it (its C stack is not unwound): stop, and drop the module.
+            brokenModule = true;
+            stop = 'memory';
+            return true;
+          }
           const after = performance.now();
           nextMemoryCheck = after + Math.max(MEMORY_CHECK_MS, (after - now) * 4);
           if (used > job.memoryBytes) stop = 'memory';
@@ -351,6 +405,8 @@ export class QuickJsEngine {
         }
         const [name, message] = JSON.parse(ctx.getString(own(described.value))) as [string, string];
         if (name === 'InternalError' && message === 'out of memory') return fail('sandbox_memory_exceeded', memoryMessage);
+        // QuickJS throws null when it has no memory left for the error object itself.
+        if (name === '' && message === 'null' && refused()) return fail('sandbox_memory_exceeded', memoryMessage);
         if (name === 'InternalError' && message === 'stack overflow') return fail('sandbox_error', 'Maximum call stack size exceeded');
         return fail('sandbox_error', message);
       };
@@ -370,9 +426,13 @@ export class QuickJsEngine {
 
       // Settle the async function: run the jobs its promises queued, within the same limits.
       while (rt.hasPendingJob()) {
+        jobsRan = true;
         const jobs = guard(() => rt.executePendingJobs());
         if (jobs.error) {
           drain();
+          // The error of a job itself (not of the code in it, which rejects a promise) is QuickJS's
+          // machinery failing: after a refused allocation, that is the memory limit.
+          if (!stop && refused()) throw new Finished(fail('sandbox_memory_exceeded', memoryMessage));
           throw new Finished(failure(own(jobs.error)));
         }
         jobs.dispose();
@@ -382,7 +442,14 @@ export class QuickJsEngine {
 
       drain();
       const state = ctx.getPromiseState(promise);
-      if (state.type === 'pending') throw new Finished(fail('sandbox_error', 'The code awaited a promise that never settles.'));
+      if (state.type === 'pending') {
+        // QuickJS turns an out-of-memory error inside a promise job into the rejection of that
+        // job's promise, which may be one nothing waits on: the chain the code awaits then just
+        // stops. A refused allocation in the run says that is what happened.
+        if (refused()) throw new Finished(fail('sandbox_memory_exceeded', memoryMessage));
+        if (performance.now() > deadline) throw new Finished(stopped());
+        throw new Finished(fail('sandbox_error', 'The code awaited a promise that never settles.'));
+      }
       if (state.type === 'rejected') throw new Finished(failure(own(state.error)));
       const value = own(state.value);
       const marshal = own(ctx.getProp(helpers, 1));
@@ -407,9 +474,22 @@ export class QuickJsEngine {
       if (original instanceof Error && /out of memory|memory access out of bounds/i.test(original.message)) return fail('sandbox_memory_exceeded', memoryMessage);
       return fail('sandbox_error', 'The sandbox failed while running the code.');
     } finally {
-      if (poisoned) {
+      if (poisoned || brokenModule) {
         // The module may be mid-way through something: drop it rather than dispose into it.
         this.loaded = undefined;
+        if (brokenModule) this.stats.discards += 1;
+      } else if (outOfMemory || refused() || (stop !== undefined && jobsRan)) {
+        // Some paths of QuickJS's promise machinery lose reference counts when an allocation
+        // fails or the interrupt strikes in them (seen with an `await` that runs out of memory,
+        // and with jobs that resolve one promise with another): objects stay counted as
+        // referenced that nothing references. JS_FreeRuntime then fails an assertion that aborts
+        // the whole module, whatever the host did first: it runs every job to the end, frees
+        // every handle, and JS_FreeRuntime itself drops the queued jobs and collects cycles
+        // before it checks. So such a runtime is not freed: the module goes with all its memory,
+        // and the next run loads a fresh one. Runs stopped outside promise jobs (a plain loop)
+        // free their runtime as usual.
+        this.loaded = undefined;
+        this.stats.discards += 1;
       } else {
         try {
           for (const handle of handles.reverse()) if (handle.alive) handle.dispose();
@@ -417,6 +497,7 @@ export class QuickJsEngine {
           runtime?.dispose();
         } catch {
           this.loaded = undefined;
+          this.stats.teardownFailures += 1;
         }
         // Give memory a large run made the module grow back to the system.
         if (memory.buffer.byteLength > this.retainMemoryBytes) this.loaded = undefined;

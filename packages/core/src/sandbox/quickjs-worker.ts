@@ -1,5 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { QuickJsEngine, type ConsoleLevel, type EngineJob, type EngineOutcome } from './quickjs-engine.js';
+import { QuickJsEngine, type ConsoleLevel, type EngineJob, type EngineOutcome, type EngineStats } from './quickjs-engine.js';
 import { ABORT_INDEX, STARTED_AT_INDEX, STARTED_ID_INDEX } from './quickjs-shared-memory.js';
 
 /**
@@ -31,8 +31,8 @@ export type ConsoleItem = [ConsoleLevel, string];
  */
 export type FromWorker =
   | { type: 'output'; id: number; emits: string; console: ConsoleItem[] }
-  /** The job's end, with the output that was still waiting (`emits` '' and `console` empty when none). */
-  | { type: 'done'; id: number; outcome: EngineOutcome; emits: string; console: ConsoleItem[] };
+  /** The job's end, with the output that was still waiting (`emits` '' and `console` empty when none), and the engine's counters after it. */
+  | { type: 'done'; id: number; outcome: EngineOutcome; emits: string; console: ConsoleItem[]; stats: EngineStats };
 
 /** Output is sent in batches: when this much waits, or when the oldest waited this long. */
 const BATCH_CHARS = 256 * 1024;
@@ -60,7 +60,7 @@ if (port) {
   const send = (message: FromWorker) => port.postMessage(message);
   const none: ConsoleItem[] = [];
   const failed = (id: number, code: 'sandbox_error' | 'sandbox_timeout', message: string) =>
-    send({ type: 'done', id, outcome: { ok: false, code, message, durationMs: 0 }, emits: '', console: none });
+    send({ type: 'done', id, outcome: { ok: false, code, message, durationMs: 0 }, emits: '', console: none, stats: engine.stats });
 
   const execute = ({ id, job }: ToWorker) => {
     if (Atomics.load(flag, ABORT_INDEX) !== 0) {
@@ -114,7 +114,7 @@ if (port) {
         return Atomics.load(flag, ABORT_INDEX) !== 0;
       },
     });
-    send({ type: 'done', id, outcome, emits: emits.length ? joinJsonArrays(emits) : '', console: lines });
+    send({ type: 'done', id, outcome, emits: emits.length ? joinJsonArrays(emits) : '', console: lines, stats: engine.stats });
   };
 
   port.on('message', (message: ToWorker) => {
