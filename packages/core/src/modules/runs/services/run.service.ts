@@ -202,9 +202,9 @@ export class RunService {
     const runId = this.ids.next();
     const amount = await this.estimate(blocks);
     const teamId = input.teamId;
-    const hold = async (tx: EntityManager, alone: boolean): Promise<string> => {
+    const hold = async (tx: EntityManager, alone: boolean, id?: string): Promise<string> => {
       try {
-        return (await this.credits.hold(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds }, { alone, rows: this.group })).id;
+        return (await this.credits.hold(tx, { teamId, amount, reason: `run ${runId}`, userId: input.userId, ttlSeconds: this.config.reservationTtlSeconds, id }, { alone, rows: this.group })).id;
       } catch (error) {
         if (error instanceof RunAlone) throw error;
         throw new HoldFailed(error);
@@ -276,6 +276,17 @@ export class RunService {
     try {
       await this.group.run(
         async (tx, alone) => {
+          if (amount > 0 && this.sql.dialect === 'postgresql') {
+            // PostgreSQL: the run's record first, the hold last before the commit (it holds the
+            // balance's row lock, which the team's other runs wait for, until then). The
+            // reservation's id is chosen here so the record carries it.
+            const reservationId = this.ids.next();
+            await insertRun(this.group, tx, { ...run, reservationId, reservedCredits: amount, ...(slot ? { seqCeiling: SEQ_BLOCK } : {}) } as Run);
+            if ((await hold(tx, alone, reservationId)) !== reservationId) throw new Error('The credit hold of a run took another reservation id.');
+            run.reservationId = reservationId;
+            run.reservedCredits = amount;
+            return;
+          }
           if (amount > 0) {
             run.reservationId = await hold(tx, alone);
             run.reservedCredits = amount;
