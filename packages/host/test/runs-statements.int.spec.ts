@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityManagerServiceIdentifier, preparedStatementsServiceIdentifier, type PreparedStatements, type SqlStatement } from '@trellis/core';
+import { entityManagerServiceIdentifier, preparedStatementsServiceIdentifier, RunService, type PreparedStatements, type SqlStatement } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { actor, createProject, type Actor } from './documents.fixtures.js';
 import { wf } from './runs.fixtures.js';
@@ -136,6 +136,19 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       // The team's whole ledger adds up to its balance.
       const [sum] = await connection.execute('select sum("grant_delta" + "purchase_delta") as "total" from "billing_credit_ledger" where "team_id" = ?', [teamId]);
       expect(Number(sum!.total)).toBe(await balance());
+    });
+
+    it('answers a run it did not execute from its stored record (one prepared read): the same answer as the executing process gave', async () => {
+      const { body: executed } = await counted();
+      const runs = t.kernel.container.get(RunService);
+      const handle = await runs.attach(t.kernel.fork(), executed.documentId, executed.runId);
+      expect(handle).not.toBeNull();
+      trace = { sql: [] };
+      const answer = await handle!.result();
+      const sql = trace.sql;
+      trace = null;
+      expect(answer).toEqual(executed);
+      expect(sql.filter((s) => /^select .* from .runs./i.test(s)), sql.join('\n')).toEqual([expect.stringMatching(/^select "id", "document_id" as "documentId", "status"/)]);
     });
   });
 });
