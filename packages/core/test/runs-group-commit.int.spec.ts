@@ -267,4 +267,43 @@ describe.each(testDatabases())('group commit on $name', (db) => {
     expect(attempts).toEqual(db.name === 'sqlite' ? [expect.stringMatching(/through the `rows` its work is given/), 'inserted'] : ['inserted']);
     expect(await stored([id])).toEqual([id]);
   });
+
+  it('runs the writes of atEnd after the unit, just before its commit (PostgreSQL), at once otherwise, and rolls the unit back when one fails', async () => {
+    const commits = group();
+    const ids = [randomUUID(), randomUUID()];
+    const order: string[] = [];
+    const answer = await commits.run(async (tx) => {
+      await commits.atEnd(tx, async () => {
+        order.push('last');
+        await tx.insertMany(RunEvent, [row(ids[0]!)]);
+      });
+      order.push('work');
+      await tx.insertMany(RunEvent, [row(ids[1]!)]);
+      return 'answer';
+    });
+    expect(answer).toBe('answer');
+    // Grouped (SQLite), atEnd runs at once: only PostgreSQL's units put it off.
+    expect(order).toEqual(db.name === 'sqlite' ? ['last', 'work'] : ['work', 'last']);
+    expect(await stored(ids)).toEqual([...ids].sort());
+
+    // A write put off that fails fails its unit: nothing of the unit is stored.
+    const failed = [randomUUID(), randomUUID()];
+    await expect(
+      commits.run(async (tx) => {
+        await tx.insertMany(RunEvent, [row(failed[0]!)]);
+        await commits.atEnd(tx, async () => {
+          await tx.insertMany(RunEvent, [row(failed[1]!)]);
+          throw new Error('the last write failed');
+        });
+      }),
+    ).rejects.toThrow(/the last write failed/);
+    expect(await stored(failed)).toEqual([]);
+
+    // Outside a unit of this group: at once.
+    let ran = false;
+    await commits.atEnd(root.fork(), async () => {
+      ran = true;
+    });
+    expect(ran).toBe(true);
+  });
 });

@@ -130,6 +130,28 @@ describe.each(testDatabases())('credit hold and closeOnly on $name', (db) => {
     expect(await t.kernel.fork().count(CreditReservation, { team: user.teamId })).toBe(0);
   });
 
+  it('fails closeOnly with CreditWriteIncomplete when its ledger entry is not written, and the transaction leaves the reservation held', async () => {
+    const user = await member(t);
+    const hold = await inTransaction(t.kernel.fork(), (tx) => credits.hold(tx, { teamId: user.teamId, amount: 5, reason: 'to close' }));
+    const before = await stateOfBalance(user.teamId);
+    const connection = t.kernel.container.get(entityManagerServiceIdentifier).getConnection() as unknown as { execute(sql: string): Promise<unknown> };
+    if (db.name === 'sqlite') {
+      await connection.execute('create trigger "skip_ledger_inserts_2" before insert on "billing_credit_ledger" begin select raise(ignore); end');
+    } else {
+      await connection.execute('create or replace function skip_ledger_insert() returns trigger language plpgsql as $$ begin return null; end $$');
+      await connection.execute('create trigger "skip_ledger_inserts_2" before insert on "billing_credit_ledger" for each row execute function skip_ledger_insert()');
+    }
+    try {
+      await expect(inTransaction(t.kernel.fork(), (tx) => credits.closeOnly(tx, hold.id, { used: 2, reason: 'incomplete' }))).rejects.toBeInstanceOf(CreditWriteIncomplete);
+    } finally {
+      await connection.execute(db.name === 'sqlite' ? 'drop trigger "skip_ledger_inserts_2"' : 'drop trigger "skip_ledger_inserts_2" on "billing_credit_ledger"');
+    }
+    expect(await stateOfBalance(user.teamId)).toEqual(before);
+    expect((await t.kernel.fork().findOneOrFail(CreditReservation, { id: hold.id })).status).toBe('held');
+    await inTransaction(t.kernel.fork(), (tx) => credits.closeOnly(tx, hold.id, { used: 2, reason: 'done' }));
+    await expectBalanceMatchesLedger(t, user.teamId);
+  });
+
   async function stateOfBalance(teamId: string) {
     // The balance exists after the first reservation attempt: make sure it does, then read it.
     await credits.balance(t.kernel.fork(), teamId);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityManagerServiceIdentifier, preparedStatementsServiceIdentifier, type PreparedStatements, type SqlStatement } from '@trellis/core';
+import { entityManagerServiceIdentifier, preparedStatementsServiceIdentifier, RunService, type PreparedStatements, type SqlStatement } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { actor, createProject, type Actor } from './documents.fixtures.js';
 import { wf } from './runs.fixtures.js';
@@ -82,18 +82,73 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       expect(count(/^select .* from .runs./i), report).toBe(0);
       // Billing: no existence count of the team's subscription once it exists; one reservation, one settlement.
       expect(count(/billing_subscriptions/i), report).toBe(0);
-      expect(count(/^insert into .billing_credit_ledger./i), report).toBe(2);
+      if (db.name === 'postgres') {
+        // One statement writes the balance and its ledger entry (the hold: and the reservation),
+        // and it is the last one before each COMMIT: the balance's row lock, which the team's
+        // other runs wait for, is held for the commit only.
+        expect(count(/^with "b" as \( update "billing_credit_balances"/i), report).toBe(2);
+        expect(count(/insert into .billing_credit_ledger./i), report).toBe(2);
+        expect(count(/^update "billing_credit_balances"/i), report).toBe(0);
+        sql.forEach((statement, i) => {
+          if (/billing_credit_balances/i.test(statement)) expect(sql[i + 1], report).toMatch(/^commit/i);
+        });
+      } else {
+        expect(count(/^insert into .billing_credit_ledger./i), report).toBe(2);
+      }
       // No savepoints: the hold and the settlement run in the run's own transactions.
       expect(count(/savepoint/i), report).toBe(0);
       // PostgreSQL also takes the team's share lock in each billing transaction.
       expect(count(/from .blocks./i), report).toBe(1);
       expect(count(/from .documents./i), report).toBe(0);
-      expect(sql.length, report).toBeLessThanOrEqual(db.name === 'postgres' ? 16 : 14);
+      expect(sql.length, report).toBeLessThanOrEqual(db.name === 'postgres' ? 13 : 14);
 
       // The answer given from memory is the stored run.
       const stored = await t.request('GET', `/documents/${bid}/runs/${body.runId}`, { token: owner.token });
       expect(stored.status).toBe(200);
       expect(stored.body).toMatchObject({ status: 'completed', output: body.output, duration: body.duration, usedCredits: 1, globalCtx: body.globalCtx, sessions: body.sessions });
+    });
+
+    it('charges each of many parallel runs of one team exactly once: balance, ledger and reservations agree', async () => {
+      const connection = t.kernel.container.get(entityManagerServiceIdentifier).getConnection() as unknown as { execute(sql: string, params?: unknown[]): Promise<Json[]> };
+      const first = await counted();
+      const [{ team_id: teamId }] = (await connection.execute('select "team_id" from "runs" where "id" = ?', [first.body.runId])) as [{ team_id: string }];
+      const balance = async () => {
+        const [row] = await connection.execute('select "grant_credits" + "purchase_credits" as "total" from "billing_credit_balances" where "team_id" = ?', [teamId]);
+        return Number(row!.total);
+      };
+      const before = await balance();
+      const answers = await Promise.all(Array.from({ length: 40 }, () => t.request('POST', `/block/${bid}/api`, { body: { stream: false, inputs: { n: 21 } } })));
+      expect(answers.map((a) => a.status)).toEqual(answers.map(() => 200));
+      expect(answers.every((a) => a.body.status === 'completed')).toBe(true);
+      // One credit a run.
+      expect(await balance()).toBe(before - 40);
+      const ids = answers.map((a) => a.body.runId as string);
+      const marks = ids.map(() => '?').join(', ');
+      const runs = await connection.execute(`select "reservation_id", "reserved_credits", "used_credits" from "runs" where "id" in (${marks})`, ids);
+      expect(runs).toHaveLength(40);
+      expect(runs.every((r) => Number(r.reserved_credits) === 1 && Number(r.used_credits) === 1 && r.reservation_id)).toBe(true);
+      const reservationIds = runs.map((r) => r.reservation_id as string);
+      const reservations = await connection.execute(`select "status", "used_credits" from "billing_credit_reservations" where "id" in (${marks})`, reservationIds);
+      expect(reservations.map((r) => `${r.status} ${Number(r.used_credits)}`)).toEqual(reservations.map(() => 'settled 1'));
+      const ledger = await connection.execute(`select "kind", "grant_delta" + "purchase_delta" as "delta" from "billing_credit_ledger" where "reservation_id" in (${marks})`, reservationIds);
+      expect(ledger.filter((e) => e.kind === 'reservation').map((e) => Number(e.delta))).toEqual(reservationIds.map(() => -1));
+      expect(ledger.filter((e) => e.kind === 'settlement').map((e) => Number(e.delta))).toEqual(reservationIds.map(() => 0));
+      // The team's whole ledger adds up to its balance.
+      const [sum] = await connection.execute('select sum("grant_delta" + "purchase_delta") as "total" from "billing_credit_ledger" where "team_id" = ?', [teamId]);
+      expect(Number(sum!.total)).toBe(await balance());
+    });
+
+    it('answers a run it did not execute from its stored record (one prepared read): the same answer as the executing process gave', async () => {
+      const { body: executed } = await counted();
+      const runs = t.kernel.container.get(RunService);
+      const handle = await runs.attach(t.kernel.fork(), executed.documentId, executed.runId);
+      expect(handle).not.toBeNull();
+      trace = { sql: [] };
+      const answer = await handle!.result();
+      const sql = trace.sql;
+      trace = null;
+      expect(answer).toEqual(executed);
+      expect(sql.filter((s) => /^select .* from .runs./i.test(s)), sql.join('\n')).toEqual([expect.stringMatching(/^select "id", "document_id" as "documentId", "status"/)]);
     });
   });
 });

@@ -82,6 +82,8 @@ export class GroupCommit implements RowSink {
   private draining = false;
   /** The transaction of the group executing now. */
   private groupTx: EntityManager | null = null;
+  /** Not grouped: the writes `atEnd` put off, by the transaction of the unit executing them. */
+  private readonly lastWrites = new WeakMap<EntityManager, (() => Promise<void>)[]>();
 
   /** `sql`: for `insertRow`. */
   constructor(
@@ -92,7 +94,19 @@ export class GroupCommit implements RowSink {
 
   /** Runs `work` in a transaction (shared with others on SQLite); resolves with its answer once committed. */
   run<T>(work: GroupWork<T>, options: GroupWorkOptions = {}): Promise<T> {
-    if (!this.grouped) return inTransaction(this.fork(), (tx) => work(tx, true, this));
+    if (!this.grouped) {
+      return inTransaction(this.fork(), async (tx) => {
+        const last: (() => Promise<void>)[] = [];
+        this.lastWrites.set(tx, last);
+        try {
+          const answer = await work(tx, true, this);
+          for (const write of last) await write();
+          return answer;
+        } finally {
+          this.lastWrites.delete(tx);
+        }
+      });
+    }
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, atomic: options.atomic ?? false, concurrent: options.concurrent ?? false, resolve: resolve as (value: unknown) => void, reject });
       if (!this.draining) void this.drain();
@@ -112,6 +126,17 @@ export class GroupCommit implements RowSink {
     if (!this.sql) throw new Error('GroupCommit.insertRow: this group commit has no prepared statements.');
     const changed = await this.sql.run(sqlInsertRows(table, 1), values, tx);
     if (changed !== 1) throw new Error(`The insert into ${table.name} wrote ${changed} rows instead of 1.`);
+  }
+
+  /**
+   * Not grouped (PostgreSQL), with `tx` the transaction of a unit of `run`: `write` runs after the
+   * unit's work, just before its commit (in the order of the calls). Otherwise at once. See
+   * `RowSink.atEnd`.
+   */
+  async atEnd(tx: EntityManager, write: () => Promise<void>): Promise<void> {
+    const last = this.lastWrites.get(tx);
+    if (last) last.push(write);
+    else await write();
   }
 
   /** The `rows` of a unit of the group executing in `tx`: its rows wait in `into`; any other manager's are inserted at once. */

@@ -137,6 +137,13 @@ export const rowsPerInsert = (table: SqlRowTable): number => Math.max(1, Math.mi
  */
 export interface RowSink {
   insertRow(em: EntityManager, table: SqlRowTable, values: readonly SqlValue[]): Promise<void>;
+  /**
+   * Runs `write` as the last statements of `em`'s unit of work, just before its commit, when `em`
+   * is the transaction of a unit that commits alone (PostgreSQL); otherwise at once. For a write
+   * that takes a row lock others wait for: the lock is then held for the commit only. A failure
+   * of `write` fails (and rolls back) the unit.
+   */
+  atEnd?(em: EntityManager, write: () => Promise<void>): Promise<void>;
 }
 
 /**

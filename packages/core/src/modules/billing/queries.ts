@@ -161,3 +161,118 @@ export async function closeHeldReservation(sql: PreparedStatements, em: EntityMa
     reason: row['reason'] as string,
   };
 }
+
+// -------------------------------------------------------------------------------------------------
+// PostgreSQL only: the balance's row lock is held from the UPDATE that takes it until COMMIT, so
+// every statement between the two delays the team's next run. These statements write the balance
+// and its ledger entry (and, for a hold, the reservation) in one statement, with data-modifying
+// CTEs, and the callers place them last before COMMIT. Casts are spelled out: PostgreSQL cannot
+// infer a parameter's type from an INSERT ... SELECT target column.
+
+/**
+ * Takes `amount` from the grant credits when they cover all of it, inserts the held reservation
+ * (its grant month: the balance's `period_end`) and the reservation's ledger entry (the balance
+ * after it). Answers how many rows each part wrote: all 1 when the credits were taken, all 0
+ * (nothing written) when they were not. Any other answer (a trigger skipped an insert) means a
+ * partial write the caller must roll back; it must not be taken for "not enough grant credits".
+ */
+const holdFromGrantPg = sqlStatement(
+  'billing.hold_from_grant_pg',
+  `with "b" as (
+    update "billing_credit_balances" set "grant_credits" = "grant_credits" - ?::int, "version" = "version" + 1, "updated_at" = ?::timestamptz
+    where "team_id" = ?::uuid and "grant_credits" >= ?::int
+    returning "grant_credits", "purchase_credits", "period_end"
+  ), "r" as (
+    insert into "billing_credit_reservations" ("id", "team_id", "status", "amount", "grant_part", "purchase_part", "grant_period_end", "used_credits", "reason", "user_id", "expires_at", "closed_at", "created_at", "updated_at")
+    select ?::uuid, ?::uuid, 'held', ?::int, ?::int, 0, "b"."period_end", null, ?::text, ?::uuid, ?::timestamptz, null, ?::timestamptz, ?::timestamptz from "b"
+    returning "id"
+  ), "l" as (
+    insert into "billing_credit_ledger" ("id", "team_id", "kind", "grant_delta", "purchase_delta", "grant_after", "purchase_after", "reason", "reservation_id", "order_id", "unique_key", "created_at")
+    select ?::uuid, ?::uuid, 'reservation', ?::int, 0, "b"."grant_credits", "b"."purchase_credits", ?::text, "r"."id", null, null, ?::timestamptz from "b" cross join "r"
+    returning "id"
+  )
+  select (select count(*) from "b") as "taken", (select count(*) from "r") as "reserved", (select count(*) from "l") as "recorded"`,
+);
+
+export interface GrantHold {
+  reservationId: string;
+  ledgerEntryId: string;
+  teamId: string;
+  amount: number;
+  /** The reservation's reason (the ledger's reads `Reserved for <reason>`). */
+  reason: string;
+  userId: string | null;
+  expiresAt: Date;
+  now: Date;
+}
+
+/**
+ * PostgreSQL: `holdFromGrantPg`; answers whether the grant credits were taken (false: nothing was
+ * written). Throws `CreditWriteIncomplete` when only part of it was written.
+ */
+export async function holdGrantCreditsPg(sql: PreparedStatements, em: EntityManager, h: GrantHold): Promise<boolean> {
+  const reason = h.reason.slice(0, 500);
+  const row = await sql.first<Record<string, unknown>>(
+    holdFromGrantPg,
+    [
+      h.amount, h.now, h.teamId, h.amount,
+      h.reservationId, h.teamId, h.amount, h.amount, reason, h.userId, h.expiresAt, h.now, h.now,
+      h.ledgerEntryId, h.teamId, -h.amount, `Reserved for ${reason}`.slice(0, 500), h.now,
+    ],
+    em,
+  );
+  const taken = Number(row?.['taken']);
+  const reserved = Number(row?.['reserved']);
+  const recorded = Number(row?.['recorded']);
+  if (taken === 0 && reserved === 0 && recorded === 0) return false;
+  if (taken === 1 && reserved === 1 && recorded === 1) return true;
+  throw new CreditWriteIncomplete(`the credit hold wrote ${taken} balance, ${reserved} reservation and ${recorded} ledger rows`);
+}
+
+/**
+ * Gives a closed reservation's credits back (as `giveBack`: the grant part only while the balance
+ * is still in the reservation's grant month) and inserts the ledger entry with the balance after
+ * it: its grant delta and its reason depend on whether the month is the same, so both reasons are
+ * bound and the statement picks one. One row changed, or none when the team has no balance.
+ */
+const giveBackPg = sqlStatement(
+  'billing.give_back_pg',
+  `with "b" as (
+    update "billing_credit_balances" set
+      "grant_credits" = "grant_credits" + case when "period_end" = ?::timestamptz then ?::int else 0 end,
+      "purchase_credits" = "purchase_credits" + ?::int, "version" = "version" + 1, "updated_at" = ?::timestamptz
+    where "team_id" = ?::uuid
+    returning "grant_credits", "purchase_credits", "period_end" = ?::timestamptz as "same_month"
+  )
+  insert into "billing_credit_ledger" ("id", "team_id", "kind", "grant_delta", "purchase_delta", "grant_after", "purchase_after", "reason", "reservation_id", "order_id", "unique_key", "created_at")
+  select ?::uuid, ?::uuid, ?::text, case when "b"."same_month" then ?::int else 0 end, ?::int, "b"."grant_credits", "b"."purchase_credits",
+    case when "b"."same_month" then ?::text else ?::text end, ?::uuid, null, null, ?::timestamptz from "b"`,
+);
+
+export interface GiveBack {
+  ledgerEntryId: string;
+  reservationId: string;
+  teamId: string;
+  kind: 'settlement' | 'release';
+  grantBack: number;
+  grantPeriodEnd: Date;
+  purchaseBack: number;
+  /** The ledger's reason when the balance is still in the grant month, and when it is not. */
+  reasonSameMonth: string;
+  reasonMonthEnded: string;
+  now: Date;
+}
+
+/** PostgreSQL: `giveBackPg`; throws `CreditWriteIncomplete` when the team has no balance. */
+export async function giveBackAndRecordPg(sql: PreparedStatements, em: EntityManager, g: GiveBack): Promise<void> {
+  await runOne(
+    sql,
+    giveBackPg,
+    [
+      g.grantPeriodEnd, g.grantBack, g.purchaseBack, g.now, g.teamId, g.grantPeriodEnd,
+      g.ledgerEntryId, g.teamId, g.kind, g.grantBack, g.purchaseBack, g.reasonSameMonth.slice(0, 500), g.reasonMonthEnded.slice(0, 500), g.reservationId, g.now,
+    ],
+    em,
+    'the credit balance of the reservation\'s team',
+  );
+}

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { sqlRowTable, sqlStatement, type PreparedStatements, type RowSink, type SqlValue } from '../../ports/database.js';
+import { sqlBool, sqlDate, sqlRowTable, sqlStatement, type PreparedStatements, type RowSink, type SqlValue } from '../../ports/database.js';
 import type { Run } from './entities/run.entity.js';
 
 /**
@@ -94,4 +94,37 @@ export function finishRun(
     ],
     em,
   );
+}
+
+/** What a run's answer (`RunService.resultOf`) reads of its record: no inputs, content or usage. */
+const runResultStatement = sqlStatement(
+  'runs.result_by_id',
+  `select "id", "document_id" as "documentId", "status", "ctx", "sessions", "duration_ms" as "durationMs", "started_at" as "startedAt", "timed_out" as "timedOut",
+    "output", "error", "waiting" from "runs" where "id" = ?`,
+);
+
+export type RunResultFields = Pick<Run, 'id' | 'documentId' | 'status' | 'ctx' | 'sessions' | 'durationMs' | 'startedAt' | 'timedOut' | 'output' | 'error' | 'waiting'>;
+
+/**
+ * The fields of a run's answer, in one prepared read (the ORM's `findOne` of the whole record
+ * costs the accepting process more than the rest of a queued run's answer). Undefined: no such
+ * run. JSON columns come back parsed on PostgreSQL and as text on SQLite.
+ */
+export async function readRunResult(sql: PreparedStatements, runId: string): Promise<RunResultFields | undefined> {
+  const row = await sql.first<Record<string, unknown>>(runResultStatement, [runId]);
+  if (!row) return undefined;
+  const parsed = (value: unknown): unknown => (sql.dialect === 'sqlite' && typeof value === 'string' ? JSON.parse(value) : (value ?? null));
+  return {
+    id: row['id'] as string,
+    documentId: (row['documentId'] as string | null) ?? null,
+    status: row['status'] as Run['status'],
+    ctx: parsed(row['ctx']) as Run['ctx'],
+    sessions: parsed(row['sessions']) as Run['sessions'],
+    durationMs: row['durationMs'] === null || row['durationMs'] === undefined ? null : Number(row['durationMs']),
+    startedAt: sqlDate(row['startedAt']),
+    timedOut: sqlBool(row['timedOut']),
+    output: parsed(row['output']) as Run['output'],
+    error: parsed(row['error']) as Run['error'],
+    waiting: parsed(row['waiting']) as Run['waiting'],
+  };
 }

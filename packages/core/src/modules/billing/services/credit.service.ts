@@ -18,7 +18,7 @@ import { RunAlone } from '../../../kernel/group-commit.js';
 import { inTransaction } from '../../../kernel/transaction.js';
 import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
 import type { PreparedStatements, RowSink } from '../../../ports/database.js';
-import { closeHeldReservation, CreditWriteIncomplete, giveCreditsBack, insertHeldReservation, lockTeamShared, recordLedgerEntry, takeGrantCredits } from '../queries.js';
+import { closeHeldReservation, CreditWriteIncomplete, giveBackAndRecordPg, giveCreditsBack, holdGrantCreditsPg, insertHeldReservation, lockTeamShared, recordLedgerEntry, takeGrantCredits } from '../queries.js';
 
 export interface ReserveInput {
   teamId: string;
@@ -30,6 +30,8 @@ export interface ReserveInput {
   userId?: string | null;
   /** Seconds until the expiry job releases the reservation (default `billing.reservationTtlSeconds`). */
   ttlSeconds?: number;
+  /** The reservation's id, when the caller chose it (a new id otherwise). */
+  id?: string;
 }
 
 /** A reservation made by `CreditService.hold`. */
@@ -92,6 +94,7 @@ export class CreditService {
     }
     const now = this.clock.now();
     if (!(await lockTeamShared(this.sql, tx, input.teamId))) throw billingErrors.noTeam('The team no longer exists.');
+    if (this.sql.dialect === 'postgresql') return this.holdPg(tx, input, now, options.alone);
     const after = await takeGrantCredits(this.sql, tx, input.teamId, input.amount, now);
     if (!after) {
       // The general path opens a savepoint: a unit of a group commit must run alone for it.
@@ -99,7 +102,7 @@ export class CreditService {
       const reserved = await this.reserve(tx, input);
       return { id: reserved.id, amount: reserved.amount, grantPart: reserved.grantPart, purchasePart: reserved.purchasePart };
     }
-    const id = this.ids.next();
+    const id = input.id ?? this.ids.next();
     const reason = input.reason.slice(0, 500);
     await recordLedgerEntry(this.sql, tx, {
       id: this.ids.next(),
@@ -125,6 +128,31 @@ export class CreditService {
       createdAt: now,
     }, options.rows);
     return { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 };
+  }
+
+  /**
+   * `hold` on PostgreSQL, after the team's share lock: the grant credits, the reservation and its
+   * ledger entry in one statement (see `holdGrantCreditsPg`), so the balance's row lock is held
+   * from that statement to the commit, not across three round trips. A caller that writes more in
+   * `tx` should write it before the hold (the run's record does: see `RunService.start`).
+   */
+  private async holdPg(tx: EntityManager, input: ReserveInput, now: Date, alone: boolean | undefined): Promise<CreditHold> {
+    const id = input.id ?? this.ids.next();
+    const taken = await holdGrantCreditsPg(this.sql, tx, {
+      reservationId: id,
+      ledgerEntryId: this.ids.next(),
+      teamId: input.teamId,
+      amount: input.amount,
+      reason: input.reason,
+      userId: input.userId ?? null,
+      expiresAt: new Date(now.getTime() + (input.ttlSeconds ?? this.config.reservationTtlSeconds) * 1000),
+      now,
+    });
+    if (taken) return { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 };
+    // Grant credits short, or no balance yet: the general path (a savepoint), with the same id.
+    if (alone === false) throw new RunAlone();
+    const reserved = await this.reserve(tx, { ...input, id });
+    return { id: reserved.id, amount: reserved.amount, grantPart: reserved.grantPart, purchasePart: reserved.purchasePart };
   }
 
   /**
@@ -161,12 +189,33 @@ export class CreditService {
     const usedPurchase = used - usedGrant;
     const grantBack = reservation.grantPart - usedGrant;
     const purchaseBack = reservation.purchasePart - usedPurchase;
+    const label = status === 'settled' ? `Settled ${used} of ${reservation.amount} reserved for ${reservation.reason}` : `Released ${reservation.amount} reserved for ${reservation.reason}`;
+    if (this.sql.dialect === 'postgresql') {
+      // The balance and its ledger entry in one statement, put off to just before the commit
+      // (with `rows`, the unit's end): the balance's row lock is then held for the commit only.
+      const why = close.reason ? `: ${close.reason}` : '';
+      const write = () =>
+        giveBackAndRecordPg(this.sql, tx, {
+          ledgerEntryId: this.ids.next(),
+          reservationId,
+          teamId: reservation.teamId,
+          kind: status === 'settled' ? 'settlement' : 'release',
+          grantBack,
+          grantPeriodEnd: reservation.grantPeriodEnd,
+          purchaseBack,
+          reasonSameMonth: `${label}${why}`,
+          reasonMonthEnded: `${label}${why}${grantBack > 0 ? ` (${grantBack} plan credits not returned: their month ended)` : ''}`,
+          now,
+        });
+      if (rows?.atEnd) await rows.atEnd(tx, write);
+      else await write();
+      return;
+    }
     const after = await giveCreditsBack(this.sql, tx, { teamId: reservation.teamId, grantBack, grantPeriodEnd: reservation.grantPeriodEnd, purchaseBack, now });
     if (!after) throw new CreditWriteIncomplete('the credit balance of the reservation\'s team');
     const sameMonth = after.periodEnd.getTime() === reservation.grantPeriodEnd.getTime();
     let why = close.reason ? `: ${close.reason}` : '';
     if (!sameMonth && grantBack > 0) why += ` (${grantBack} plan credits not returned: their month ended)`;
-    const label = status === 'settled' ? `Settled ${used} of ${reservation.amount} reserved for ${reservation.reason}` : `Released ${reservation.amount} reserved for ${reservation.reason}`;
     await recordLedgerEntry(this.sql, tx, {
       id: this.ids.next(),
       teamId: reservation.teamId,
@@ -196,7 +245,7 @@ export class CreditService {
         const grantPart = Math.min(balance.grantCredits, input.amount);
         const purchasePart = input.amount - grantPart;
         const reservation = tx.create(CreditReservation, {
-          id: this.ids.next(),
+          id: input.id ?? this.ids.next(),
           team: tx.getReference(Team, input.teamId),
           status: 'held',
           amount: input.amount,
