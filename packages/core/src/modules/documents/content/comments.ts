@@ -57,18 +57,19 @@ function isComment(line: Piece[]): boolean {
   return first?.kind === 'text' && first.text.startsWith(COMMENT_PREFIX);
 }
 
-/** Applies `edit` to the children of every inline container (a node whose content is inline and has text). */
+/**
+ * Applies `edit` to the children of every inline container (a node whose content is inline and
+ * has text), innermost first: a node whose block children lose all their content to `edit` is
+ * inline afterwards (its text beside them forms lines of its own), and is then edited too.
+ */
 function visitContainers(nodes: RichNode[], edit: (children: RichNode[]) => RichNode[]): RichNode[] {
   for (const node of nodes) {
     if (!node.content?.length) continue;
-    if (isInlineContent(node.content)) {
-      if (node.content.some((child) => child.type === 'text')) {
-        const next = edit(node.content);
-        if (next.length) node.content = next;
-        else delete node.content;
-      }
-    } else {
-      visitContainers(node.content, edit);
+    if (!isInlineContent(node.content)) visitContainers(node.content, edit);
+    if (isInlineContent(node.content) && node.content.some((child) => child.type === 'text')) {
+      const next = edit(node.content);
+      if (next.length) node.content = next;
+      else delete node.content;
     }
   }
   return nodes;

@@ -124,6 +124,22 @@ describe('comments', () => {
     expect(toMarkdownIr(stripped)).not.toMatch(/^\/\//m);
   });
 
+  it('strips a comment line beside a block whose only line was a comment (found by the property below)', () => {
+    // The inner paragraph loses its content, which leaves its parent inline: the parent's own "// " is a line then.
+    const doc: DocumentContent = {
+      type: 'doc',
+      content: [
+        {
+          type: 'paragraph',
+          attrs: { id: 'b0' },
+          content: [{ type: 'a', content: [{ type: 'paragraph', content: [{ type: 'text', text: '// ' }] }, { type: 'text', text: '\n// ' }] }],
+        },
+      ],
+    };
+    expect(hasComments(doc)).toBe(true);
+    expect(hasComments(stripComments(doc))).toBe(false);
+  });
+
   it('never leaves a comment line after stripping, on generated documents', () => {
     fc.assert(
       fc.property(richDocument, (d) => {
