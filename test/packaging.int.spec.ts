@@ -24,6 +24,8 @@ const tarballOf = (name: string) => {
 const servers: Server[] = [];
 const installed = (dir: string, name: string) => existsSync(join(dir, 'node_modules', name, 'package.json'));
 const trellisBin = () => join(app, 'node_modules', '@trellis', 'cli', 'dist', 'bin.js');
+/** node-gyp leaves its object files in build/Release/obj.target; a prebuilt binary comes without them. */
+const compiled = (dir: string, name: string) => existsSync(join(dir, 'node_modules', name, 'build', 'Release', 'obj.target'));
 
 async function npm(args: string[], cwd: string, timeoutMs = 300_000) {
   const result = await run('npm', args, { cwd, env: npmEnv(), timeoutMs });
@@ -77,11 +79,13 @@ describe('packages installed from their tarballs with npm, outside the workspace
     expect(Object.keys(host.dependencies).filter((name) => name.startsWith('@trellis/'))).toEqual(['@trellis/core']);
   });
 
-  it('installs a SQLite-only application without pg, ioredis or any adapter it does not use', () => {
+  it('installs a SQLite-only application without pg, ioredis, the optional better-sqlite3 driver or any adapter it does not use', () => {
     expect(installed(app, '@trellis/db-sqlite')).toBe(true);
-    for (const name of ['pg', 'ioredis', 'bullmq', '@trellis/db-postgres', '@trellis/pubsub-redis', '@trellis/ratelimit-redis', '@trellis/ratelimit-postgres', '@trellis/queue-bullmq', '@trellis/payments-stripe']) {
+    for (const name of ['pg', 'ioredis', 'bullmq', 'better-sqlite3', '@mikro-orm/better-sqlite', '@trellis/db-postgres', '@trellis/pubsub-redis', '@trellis/ratelimit-redis', '@trellis/ratelimit-postgres', '@trellis/queue-bullmq', '@trellis/payments-stripe']) {
       expect(installed(app, name), name).toBe(false);
     }
+    // The default driver came from the binary the workspace built (seedPrebuilds): nothing compiled.
+    expect(compiled(app, 'sqlite3')).toBe(false);
   });
 
   it('starts a host from the installed CLI and answers /healthz', async () => {
@@ -159,6 +163,9 @@ process.on('SIGTERM', () => kernel.stop().then(() => process.exit(0)));
     expect(installed(scaffold, '@trellis/cli')).toBe(true);
     expect(installed(scaffold, 'pg')).toBe(false);
     expect(installed(scaffold, 'ioredis')).toBe(false);
+    // The optional driver is neither installed nor compiled; the default one is not compiled either.
+    expect(installed(scaffold, 'better-sqlite3')).toBe(false);
+    expect(compiled(scaffold, 'sqlite3')).toBe(false);
     const [npmCommand, ...args] = commands.at(-1)!.split(' ');
     const server = startServer(npmCommand!, args, { cwd: scaffold, env: npmEnv({ TRELLIS_PORT: '0' }) });
     servers.push(server);
@@ -166,5 +173,15 @@ process.on('SIGTERM', () => kernel.stop().then(() => process.exit(0)));
     expect(await healthz(url!)).toMatchObject({ status: 200, body: { status: 'ok' } });
     expect((await fetch(`${url}/hello`)).status).toBe(200);
     await server.stop();
+
+    // Adding an adapter is the one command its README gives: the vendored tarballs, whose own
+    // @trellis/ai-sdk dependency (not on the registry) comes from vendor/ through `overrides`.
+    const aiLine = readme.split('\n').find((line) => line.startsWith('npm install ') && line.includes('trellis-ai-openai-'))!;
+    expect(aiLine).toMatch(/^npm install \.\/vendor\/trellis\/trellis-ai-openai-[\d.]+\.tgz \.\/vendor\/trellis\/trellis-ai-anthropic-[\d.]+\.tgz\s+#/);
+    expect(readme).not.toMatch(/npm install @trellis\//);
+    await npm(aiLine.replace(/\s+#.*$/, '').split(' ').slice(1), scaffold);
+    const loaded = await run('node', ['--input-type=module', '-e', "const m = await import('@trellis/ai-openai'); console.log(typeof m.OpenAiProvider === 'function')"], { cwd: scaffold, env: npmEnv() });
+    expect(loaded.stdout.trim(), loaded.stderr).toBe('true');
+    expect(installed(scaffold, '@trellis/ai-sdk')).toBe(true);
   }, 600_000);
 });

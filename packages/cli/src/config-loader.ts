@@ -27,6 +27,7 @@ export const environmentVariables: ReadonlyArray<{ name: string; path: string; d
   { name: 'TRELLIS_HOST', path: 'server.host', description: 'Interface to listen on.' },
   { name: 'TRELLIS_TRANSPORT', path: 'server.transport', description: 'uws or node.' },
   { name: 'TRELLIS_JWT_SECRET', path: 'auth.jwtSecret', description: 'HS256 secret for user JWTs (at least 32 characters).' },
+  { name: 'TRELLIS_SECRETS_FILE', path: 'database.secretsFile', description: 'Where generated secrets are kept when auth.jwtSecret or ai.encryption.key is unset. Default: <SQLite file>.secrets.json.' },
   { name: 'TRELLIS_LOG_LEVEL', path: 'log.level', description: 'fatal, error, warn, info, debug, trace or silent.' },
   { name: 'TRELLIS_LOG_FORMAT', path: '', description: 'json or pretty: how the CLI writes logs to stderr. Default: pretty when stderr is a terminal, json otherwise.' },
   { name: 'TRELLIS_PUBLIC_URL', path: 'publicUrl', description: 'External base URL of the API.' },

@@ -15,3 +15,4 @@ export { CliConfigError, createCliHost, validateCliConfig, withKernel, type CliH
 export { createCliLogger } from './cli-logger.js';
 export { withKernelOptions, withServerOptions } from './options.js';
 export { renderConfigurationDocs } from './config-docs.js';
+export { checkPortFree, describeBindFailure, portProblem } from './port-check.js';

@@ -1,5 +1,5 @@
 import { ConfigError, coreModules, randomSecret, validateConfig, type Kernel, type ObjectNode, type Shape, type TrellisConfig, type TrellisConfigInput, type TrellisModule } from '@trellis/core';
-import { AdapterNotInstalledError, adaptersModule, createHost, loadDatabaseFromUrl, type Host } from '@trellis/host';
+import { AdapterNotInstalledError, adaptersModule, createHost, loadDatabaseFromUrl, secretsFileFor, type Host, type SecretsFileMode } from '@trellis/host';
 import type { Logger } from 'pino';
 import { createCliLogger } from './cli-logger.js';
 import { CliError, loadConfigWithSources, sourceOfPath, type KernelFlags, type LoadedConfig } from './config-loader.js';
@@ -30,6 +30,11 @@ export interface CliHostOptions {
   modules?: readonly TrellisModule[];
   /** Runs on the validated configuration before the host is composed (and before anything is logged). */
   precheck?: (config: TrellisConfig) => Promise<void>;
+  /**
+   * The secrets file beside a SQLite database (`database.secretsFile`): `persist` (default)
+   * creates it on first use; `read` only reads it (commands that issue no tokens and open no secret).
+   */
+  secrets?: SecretsFileMode;
 }
 
 export interface CliHost {
@@ -56,8 +61,9 @@ export async function createCliHost(flags: KernelFlags, options: CliHostOptions 
   const config = validateCliConfig(loaded, modules);
   await options.precheck?.(config);
 
-  // One-shot commands issue no JWTs: a throwaway secret keeps the kernel from warning about it.
-  if (options.oneShot && !config.auth.jwtSecret) input.auth = { ...input.auth, jwtSecret: randomSecret() };
+  // One-shot commands issue no JWTs: without a secrets file to read, a throwaway secret keeps the
+  // kernel from warning about it (with one, the secrets are those `trellis start` uses).
+  if (options.oneShot && !config.auth.jwtSecret && !secretsFileFor(input, config.database.url)) input.auth = { ...input.auth, jwtSecret: randomSecret() };
   // A one-shot command logs errors only (its result is on stdout), unless the user chose a level.
   const level = options.oneShot && input.log?.level === undefined ? 'error' : config.log.level;
   const log = createCliLogger(level);
@@ -70,7 +76,14 @@ export async function createCliHost(flags: KernelFlags, options: CliHostOptions 
     if (error instanceof AdapterNotInstalledError) throw new CliError(error.message, 2);
     throw new CliError(`database.url: ${(error as Error).message}`, 2);
   }
-  const host = createHost({ config: input, database, modules, logger: log, version: cliVersion() });
+  let host: Host;
+  try {
+    host = createHost({ config: input, database, modules, logger: log, version: cliVersion(), secrets: options.secrets });
+  } catch (error) {
+    // An unreadable secrets file, or one that cannot be written (a read-only folder).
+    if ((error as NodeJS.ErrnoException).code || /secrets file/.test((error as Error).message)) throw new CliError(`database.secretsFile: ${(error as Error).message}`, 2);
+    throw error;
+  }
   try {
     // The adapter packages the `adapters` section names, imported and bound before any command runs.
     await host.load();

@@ -30,3 +30,16 @@ export function describeBindFailure(host: string, port: number, code: string): s
       return `Cannot listen on ${host}:${port} (${code}).`;
   }
 }
+
+/**
+ * `undefined` when the configured `server.host`/`server.port` can be bound now (or the port is 0),
+ * else the sentence `trellis start` prints. For an application's own entry point (the scaffold's
+ * server.mjs) to check before `host.start()` connects and migrates.
+ */
+export async function portProblem(server: { host?: string; port?: number }): Promise<string | undefined> {
+  const host = server.host ?? '127.0.0.1';
+  const port = server.port ?? 8080;
+  if (port === 0) return undefined;
+  const free = await checkPortFree(host, port);
+  return free.ok ? undefined : describeBindFailure(host, port, free.code);
+}

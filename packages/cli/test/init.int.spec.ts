@@ -1,9 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { transports } from '@trellis/test-support';
-import { getJson, logLines, postJson, runCli, startCli, startScript, tempDir, workspaceRoot } from './support/cli.js';
+import { getJson, logLines, postJson, runCli, runScript, startCli, startScript, tempDir, workspaceRoot } from './support/cli.js';
 
 // Every test runs the CLI in child processes (each boots Node and the framework): on a busy CI
 // machine a few of them take a while, so the limit is generous. Nothing here asserts timings.
@@ -150,6 +151,21 @@ describe('trellis init', () => {
       expect(status.code, status.stderr).toBe(0);
       expect(JSON.parse(status.stdout).pending.length).toBeGreaterThan(0);
       expect(existsSync(join(project, 'trellis.db'))).toBe(true);
+    });
+
+    it('`node server.mjs` on a taken port says so, as `trellis start` does, before opening the database', async () => {
+      const blocker = createServer();
+      await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+      const { port } = blocker.address() as { port: number };
+      const database = join(project, 'port-check.db');
+      try {
+        const result = await runScript(join(project, 'server.mjs'), [], { cwd: project, env: { TRELLIS_PORT: String(port), TRELLIS_DATABASE: `sqlite:${database}` } });
+        expect(result.code).toBe(1);
+        expect(result.stderr).toContain(`Port ${port} on 127.0.0.1 is already in use. Stop the other process or choose another port with --port (or TRELLIS_PORT).`);
+        expect(existsSync(database)).toBe(false);
+      } finally {
+        await new Promise<void>((resolve) => blocker.close(() => resolve()));
+      }
     });
 
     it("rejects a typo in its own module's section, naming the path", async () => {

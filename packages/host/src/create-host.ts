@@ -6,6 +6,7 @@ import { databaseFromUrl } from './database-from-url.js';
 import { startMetricsServer, type MetricsServer } from './metrics-server.js';
 import { tracingFromConfig, type InstalledTracing } from './tracing.js';
 import { pickTransport } from './pick-transport.js';
+import { applySecretsFile, reportSecretsFile, type SecretsFileMode } from './secrets-file.js';
 import type { Transport, TransportName } from './transport.js';
 
 export interface HostOptions {
@@ -19,6 +20,12 @@ export interface HostOptions {
   logger?: Logger;
   /** Version shown in the OpenAPI document; default: this package's version. */
   version?: string;
+  /**
+   * The secrets file (`database.secretsFile`, by default beside a SQLite file database) that
+   * supplies `auth.jwtSecret` and `ai.encryption.key` when the configuration sets neither:
+   * `persist` (default) creates it on first start, `read` only reads it.
+   */
+  secrets?: SecretsFileMode;
 }
 
 const hostVersion = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
@@ -50,14 +57,17 @@ export function createHost(options: HostOptions = {}): Host {
   const database = options.database ?? databaseFromUrl(options.config?.database?.url ?? 'sqlite:./trellis.db');
   // Adapters named in the `adapters` section are imported by load(); adapters passed in code win over them.
   const configured = adaptersFromConfig(options.config?.['adapters'], database.dialect);
+  // Generated secrets outlive the process: a restart keeps logins and stored AI model keys working.
+  const secrets = applySecretsFile(options.config, options.secrets, database.description);
   const kernel = createKernel({
-    config: options.config,
+    config: secrets.config,
     database,
     adapters: options.adapters ?? [],
     modules: [...(options.modules ?? coreModules), configured.module],
     logger: options.logger,
     version: options.version ?? hostVersion,
   });
+  reportSecretsFile(secrets, kernel.log);
   let transport: Transport | undefined;
   let port = 0;
   let stopping: Promise<void> | undefined;

@@ -1,4 +1,5 @@
 export { createHost, type Host, type HostOptions } from './create-host.js';
+export { applySecretsFile, secretsFileFor, type SecretsFileMode, type SecretsFileOutcome } from './secrets-file.js';
 export { databaseFromUrl, loadDatabaseFromUrl } from './database-from-url.js';
 export { AdapterNotInstalledError, adapterPackageNames, type AdapterPackageName } from './adapter-packages.js';
 export { toNodeHandler, type NodeHandler, type NodeHandlerOptions } from './node-handler.js';

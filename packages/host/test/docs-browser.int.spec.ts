@@ -11,8 +11,12 @@ import { startTestHost, testDatabases, type TestHost } from '@trellis/test-suppo
 const binary = process.env.TRELLIS_TEST_CHROMIUM || undefined;
 const reason = 'TRELLIS_TEST_CHROMIUM is not set';
 
-/** Loads `url` in headless Chromium; the DOM after the scripts ran, and the console lines. */
-function render(url: string): Promise<{ dom: string; console: string[] }> {
+/**
+ * Loads `url` in headless Chromium; the DOM after the scripts ran, the console lines, and the
+ * lines where Chromium reports a console error or an uncaught exception (`:ERROR:CONSOLE` or
+ * `Uncaught`, whatever the level it logs them at).
+ */
+function render(url: string): Promise<{ dom: string; console: string[]; errors: string[] }> {
   return new Promise((resolve, reject) => {
     const args = ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run', '--enable-logging=stderr', '--v=0', '--virtual-time-budget=30000', '--timeout=90000', '--dump-dom', url];
     const child = spawn(binary!, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -21,7 +25,10 @@ function render(url: string): Promise<{ dom: string; console: string[] }> {
     child.stdout.on('data', (chunk: Buffer) => (dom += chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => (log += chunk.toString('utf8')));
     child.on('error', reject);
-    child.on('close', () => resolve({ dom, console: log.split('\n').filter((line) => line.includes(':CONSOLE')) }));
+    child.on('close', () => {
+      const consoleLines = log.split('\n').filter((line) => line.includes(':CONSOLE'));
+      resolve({ dom, console: consoleLines, errors: consoleLines.filter((line) => /:ERROR:CONSOLE|Uncaught|\b(Error|TypeError|SyntaxError)\b/.test(line)) });
+    });
   });
 }
 
@@ -54,5 +61,10 @@ suite(`API reference page in Chromium${binary ? '' : ` (skipped: ${reason})`}`, 
     expect(page.dom.split('Test Request').length - 1).toBeGreaterThanOrEqual(system.length);
     // The authentication panel offers the API's bearer scheme with a token field.
     expect(page.dom).toContain('Bearer Token');
+    // No console error (the parser once rejected a schema property named `default`), no vendor
+    // developer toolbar (Scalar shows it on localhost unless told not to), and an icon of its own.
+    expect(page.errors).toEqual([]);
+    expect(page.dom).not.toContain('api-reference-toolbar');
+    expect(page.dom).toMatch(/<link rel="icon" type="image\/svg\+xml" href="data:image\/svg\+xml,/);
   }, 120_000);
 });

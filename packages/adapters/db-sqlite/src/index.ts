@@ -1,4 +1,3 @@
-import { BetterSqliteDriver } from '@mikro-orm/better-sqlite';
 import { Migration, Migrator } from '@mikro-orm/migrations';
 import type { Options } from '@mikro-orm/core';
 import { SqliteDriver } from '@mikro-orm/sqlite';
@@ -28,6 +27,36 @@ export interface SqliteDatabaseOptions {
   driver?: SqliteDriverName;
 }
 
+/** The package that brings `better-sqlite3`: an optional peer dependency, installed by whoever picks that driver. */
+export const betterSqlitePackage = '@mikro-orm/better-sqlite';
+
+/**
+ * `driver: 'better-sqlite3'` on an installation without its optional package. The message says
+ * which command adds it (docs/adapters.md, "The SQLite drivers").
+ */
+export class SqliteDriverNotInstalledError extends Error {
+  override readonly name = 'SqliteDriverNotInstalledError';
+  readonly code = 'adapter_not_installed';
+  constructor(options?: { cause?: unknown }) {
+    super(
+      `The SQLite driver better-sqlite3 is optional and not installed. Add it next to @trellis/db-sqlite: npm install ${betterSqlitePackage}@6.6.16 (which brings better-sqlite3; or drop ?driver=better-sqlite3 to use the default sqlite3 driver).`,
+      options,
+    );
+  }
+}
+
+/** Imports MikroORM's better-sqlite3 driver, or throws SqliteDriverNotInstalledError. */
+async function importBetterSqliteDriver(): Promise<Options['driver']> {
+  try {
+    return (await import('@mikro-orm/better-sqlite')).BetterSqliteDriver;
+  } catch (error) {
+    const e = error as { code?: unknown; message?: unknown };
+    const missing = (e.code === 'ERR_MODULE_NOT_FOUND' || e.code === 'MODULE_NOT_FOUND') && typeof e.message === 'string' && /['"](@mikro-orm\/better-sqlite|better-sqlite3)['"]/.test(e.message);
+    if (missing) throw new SqliteDriverNotInstalledError({ cause: error });
+    throw error;
+  }
+}
+
 /**
  * The embedded default database: one SQLite file (or memory), WAL journal with `synchronous=FULL`
  * (unless `synchronous: 'normal'`), foreign keys on, and a busy timeout so concurrent writers wait
@@ -38,12 +67,18 @@ export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAda
   const path = options.path ?? './trellis.db';
   const memory = path === ':memory:';
   const driver = options.driver ?? 'sqlite3';
+  // better-sqlite3 is an optional peer dependency: imported at prepare() when it is the driver.
+  let betterSqliteDriver: Options['driver'] | undefined;
   return {
     dialect: 'sqlite',
     description: `sqlite:${path}`,
+    async prepare() {
+      if (driver === 'better-sqlite3') betterSqliteDriver ??= await importBetterSqliteDriver();
+    },
     ormOptions(migrations): Options {
+      if (driver === 'better-sqlite3' && !betterSqliteDriver) throw new Error('The better-sqlite3 driver is not loaded yet: await database.prepare() first (the kernel does).');
       return {
-        driver: driver === 'sqlite3' ? SqliteDriver : BetterSqliteDriver,
+        driver: driver === 'sqlite3' ? SqliteDriver : betterSqliteDriver,
         dbName: path,
         extensions: [Migrator],
         pool: { min: 1, max: 1 },

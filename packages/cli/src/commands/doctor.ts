@@ -47,7 +47,7 @@ async function doctor(flags: DoctorFlags): Promise<void> {
 
   let cli: CliHost | undefined;
   try {
-    cli = await createCliHost(flags, { oneShot: true });
+    cli = await createCliHost(flags, { oneShot: true, secrets: 'read' });
     add('configuration', 'ok', cli.loaded.file ? `valid (${cli.loaded.file})` : 'valid (defaults, environment and flags; no file)');
     add('modules', 'ok', `${cli.modules.map((m) => m.name).join(', ')}${cli.modulesFile ? ` (from ${cli.modulesFile})` : ' (built-in)'}`);
   } catch (error) {
@@ -63,6 +63,7 @@ async function doctor(flags: DoctorFlags): Promise<void> {
     const database = await checkDatabase(cli);
     const connected = database.some((c) => c.name === 'database' && c.status === 'ok' && c.detail.endsWith('answers'));
     for (const check of database) add(check.name, check.status, check.detail);
+    const secrets = await checkSecrets(cli, connected);
     if (connected) await stopQuietly(host.kernel, cli.log);
 
     const { host: address, port } = config.server;
@@ -72,7 +73,7 @@ async function doctor(flags: DoctorFlags): Promise<void> {
       add('port', free.ok ? 'ok' : 'warn', free.ok ? `${address}:${port} is free` : `${describeBindFailure(address, port, free.code)} (fine if it is this Trellis host)`);
     }
 
-    add('JWT secret', config.auth.jwtSecret ? 'ok' : 'warn', config.auth.jwtSecret ? 'auth.jwtSecret is set' : 'auth.jwtSecret is not set: each process generates its own, sessions end at restart (development only); set TRELLIS_JWT_SECRET');
+    for (const check of secrets) add(check.name, check.status, check.detail);
   }
 
   add('espeak-ng', ...(await checkTool('espeak-ng', ['--version'], 'optional; POST /tool/speech needs it (@trellis/speech-espeak runs it as a separate process): apt-get install espeak-ng')));
@@ -152,6 +153,43 @@ async function checkDatabase(cli: CliHost): Promise<CheckResult[]> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Where `auth.jwtSecret` and `ai.encryption.key` come from (the configuration, the secrets file, or
+ * nowhere), and whether the stored AI model secrets open with the key start would use.
+ */
+async function checkSecrets(cli: CliHost, connected: boolean): Promise<CheckResult[]> {
+  const { config, host, loaded } = cli;
+  const { applySecretsFile } = await import('@trellis/host');
+  const outcome = applySecretsFile(loaded.config, 'read', host.kernel.database.description);
+  const checks: CheckResult[] = [];
+  if (config.auth.jwtSecret) checks.push({ name: 'JWT secret', status: 'ok', detail: 'auth.jwtSecret is set' });
+  else if (outcome.read.length) {
+    checks.push({
+      name: 'secrets file',
+      status: outcome.loosePermissions ? 'warn' : 'ok',
+      detail: `${outcome.file} supplies ${outcome.read.map((name) => (name === 'jwtSecret' ? 'auth.jwtSecret' : 'ai.encryption.key')).join(' and ')}${outcome.loosePermissions ? '; other users can read it: chmod 600 it' : ' (owner-only)'}; back it up with the database`,
+    });
+  } else if (outcome.file) {
+    checks.push({ name: 'secrets file', status: 'ok', detail: `${outcome.file} does not exist yet: start generates auth.jwtSecret and ai.encryption.key into it (owner-only)` });
+  } else {
+    checks.push({ name: 'JWT secret', status: 'warn', detail: 'auth.jwtSecret is not set and this database has no secrets file: each process generates its own, sessions end at restart (development only); set TRELLIS_JWT_SECRET' });
+  }
+  if (!connected || !cli.modules.some((m) => m.name === 'ai')) return checks;
+  const { AiModelService } = await import('@trellis/core');
+  try {
+    const { checked, unreadable } = await host.kernel.get(AiModelService).unreadableSecrets(host.kernel.fork());
+    checks.push(
+      unreadable.length
+        ? { name: 'AI model secrets', status: 'fail', detail: `${unreadable.length} of ${checked} cannot be decrypted with the configured key (models ${[...new Set(unreadable.map((u) => u.id))].slice(0, 5).join(', ')}): start refuses (ai_secrets_unreadable); restore the key that wrote them (docs/errors.md)` }
+        : { name: 'AI model secrets', status: 'ok', detail: checked ? `${checked} stored, all readable with the configured key` : 'none stored' },
+    );
+  } catch (error) {
+    // The ai tables are not there yet (pending migrations): nothing stored.
+    if (!/no such table|does not exist/i.test((error as Error).message)) throw error;
+  }
+  return checks;
 }
 
 function checkTool(command: string, args: string[], hint: string): Promise<[Status, string]> {

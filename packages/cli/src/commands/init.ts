@@ -82,8 +82,9 @@ async function init(dir: string, flags: InitFlags): Promise<void> {
   }
   await write('package.json', `${JSON.stringify(packageJson(name, tarballs), null, 2)}\n`);
   for (const file of templateFiles) {
-    const text = await readFile(join(templates, file.from), 'utf8');
-    await write(file.to, text.replaceAll('{{name}}', name).replaceAll('{{version}}', cliVersion()));
+    let text = (await readFile(join(templates, file.from), 'utf8')).replaceAll('{{name}}', name).replaceAll('{{version}}', cliVersion());
+    if (file.from === 'README.md') text = readmeFor(text, tarballs);
+    await write(file.to, text);
   }
 
   const shown = relative(process.cwd(), target) || '.';
@@ -176,10 +177,41 @@ function run(command: string, args: string[], cwd: string): Promise<{ code: numb
   });
 }
 
+/**
+ * The scaffold's README. With `--from`, the packages are not on the registry: each `npm install
+ * @trellis/<name>` line names the vendored tarball instead, and a paragraph says why.
+ */
+function readmeFor(text: string, tarballs?: ReadonlyMap<string, string>): string {
+  if (!tarballs) return text.replace('{{vendored}}', '');
+  const installLine = /^(npm install )(.*?)(\s+#.*)?$/gm;
+  const rewritten = text.replace(installLine, (line, command: string, names: string, comment: string | undefined) => {
+    const specs = names.trim().split(/\s+/);
+    if (!specs.every((spec) => tarballs.has(spec))) return line;
+    const replaced = `${command}${specs.map((spec) => `./${vendorDir}/${basename(tarballs.get(spec)!)}`).join(' ')}`;
+    return comment ? `${replaced}${comment.replace(/^\s+/, '  ')}` : replaced;
+  });
+  return rewritten
+    .replace(/`npm install (@trellis\/[a-z0-9-]+)`/g, (quoted, spec: string) => (tarballs.has(spec) ? `\`npm install ./${vendorDir}/${basename(tarballs.get(spec)!)}\`` : quoted))
+    .replace(
+      '{{vendored}}',
+      `
+This app was made with \`trellis init --from\`: its \`@trellis/*\` packages are the tarballs in
+\`${vendorDir}/\` (they are not on the npm registry yet), so an adapter is added by its tarball,
+as above. \`overrides\` in package.json points the packages' own \`@trellis/*\` dependencies
+(\`@trellis/ai-sdk\` of the AI providers) at their tarballs too.
+`,
+    );
+}
+
+/** Vendored packages that other `@trellis/*` packages depend on but the scaffold does not list: npm must take them from the tarballs too. */
+const transitivePackages = ['@trellis/ai-sdk'] as const;
+
 function packageJson(name: string, tarballs?: ReadonlyMap<string, string>): Record<string, unknown> {
   const range = `^${cliVersion()}`;
   const dependencies: Record<string, string> = {};
   for (const pkg of scaffoldPackages) dependencies[pkg] = tarballs ? `file:${vendorDir}/${basename(tarballs.get(pkg)!)}` : range;
+  const overrides: Record<string, string> = {};
+  for (const pkg of transitivePackages) if (tarballs?.has(pkg)) overrides[pkg] = `file:${vendorDir}/${basename(tarballs.get(pkg)!)}`;
   return {
     name,
     version: '0.1.0',
@@ -193,5 +225,6 @@ function packageJson(name: string, tarballs?: ReadonlyMap<string, string>): Reco
       doctor: 'trellis doctor',
     },
     dependencies,
+    ...(Object.keys(overrides).length ? { overrides } : {}),
   };
 }

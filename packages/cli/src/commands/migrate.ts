@@ -53,7 +53,7 @@ export const migrateCommand = {
 /** Connects through the kernel's migrator only: modules are not started and nothing listens. */
 async function withMigrator(flags: KernelFlags, work: (kernel: Kernel) => Promise<void>): Promise<void> {
   const { createCliHost, stopQuietly, withDatabaseContext } = await import('../kernel-runner.js');
-  const { host, log } = await createCliHost(flags, { oneShot: true });
+  const { host, log } = await createCliHost(flags, { oneShot: true, secrets: 'read' });
   try {
     await withDatabaseContext(host, () => work(host.kernel));
   } finally {

@@ -24,7 +24,7 @@ export const openapiCommand = {
 async function openapi(flags: OpenApiFlags): Promise<void> {
   const { createCliHost } = await import('../kernel-runner.js');
   // The kernel is composed but never started or connected: nothing to stop afterwards.
-  const { host } = await createCliHost(flags, { oneShot: true });
+  const { host } = await createCliHost(flags, { oneShot: true, secrets: 'read' });
   const document = host.kernel.openapi();
   const text = `${JSON.stringify(document, null, 2)}\n`;
   if (!flags.out) {

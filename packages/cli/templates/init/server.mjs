@@ -3,12 +3,16 @@
 // trellis.config.json, then TRELLIS_* environment variables (TRELLIS_PORT, TRELLIS_DATABASE,
 // TRELLIS__HELLO__GREETING, ...); the modules from trellis.modules.mjs.
 import { fileURLToPath } from 'node:url';
-import { loadConfig } from '@trellis/cli';
+import { loadConfig, portProblem } from '@trellis/cli';
 import { createHost } from '@trellis/host';
 import modules from './trellis.modules.mjs';
 
 async function main() {
   const config = await loadConfig({ config: fileURLToPath(new URL('./trellis.config.json', import.meta.url)) });
+  // A taken port is reported before the database is opened or migrated (as `trellis start` does).
+  const problem = await portProblem(config.server ?? {});
+  if (problem) throw new Error(problem);
+
   const host = createHost({ config, modules });
 
   // Pending migrations of every module are applied here (database.migrateOnStart).

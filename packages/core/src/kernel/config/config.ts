@@ -45,13 +45,19 @@ export const kernelConfigSchema = s.object({
       .describe('`sqlite:<path>`, `sqlite::memory:` or `postgres://user:pass@host:port/db`. SQLite commits with `synchronous=FULL` (durable through a power loss); `sqlite:<path>?synchronous=normal` trades that for speed. `?driver=better-sqlite3` runs SQLite on the synchronous driver instead of the asynchronous `sqlite3` (see docs/adapters.md).'),
     migrateOnStart: s.boolean().default(true).describe('Apply pending migrations when the host starts.'),
     debug: s.boolean().default(false).describe('Log every SQL statement (without its bound values).'),
+    secretsFile: s
+      .string()
+      .orUndefined()
+      .describe(
+        'File where the reference host keeps the secrets it generates when `auth.jwtSecret` or `ai.encryption.key` is unset (JSON, owner-only permissions, written once on first start). Default: beside a SQLite file database, `<database file>.secrets.json`; none for `sqlite::memory:` and PostgreSQL (set the secrets there). Back it up with the database: without it, logins end and stored AI model keys cannot be read.',
+      ),
   }),
   auth: s.object({
     jwtSecret: s
       .string()
       .min(32)
       .orUndefined()
-      .describe('HS256 secret for user JWTs (at least 32 characters). When unset a random one is generated at start: development only.'),
+      .describe('HS256 secret for user JWTs (at least 32 characters). When unset, the reference host generates one on first start and keeps it in its secrets file (`database.secretsFile`); where it has none (PostgreSQL, `sqlite::memory:`, a kernel embedded without the host), a random one is generated per process: development only.'),
     jwtIssuer: s.string().default('trellis').describe('`iss` claim of issued JWTs.'),
     jwtTtlSeconds: s.int().range(60).default(86_400).describe('Lifetime of user JWTs.'),
     passwordMinLength: s.int().range(8, 128).default(8).describe('Minimum password length.'),

@@ -15,7 +15,7 @@ export const aiConfigSchema = s.object({
       .matches(/^[A-Za-z0-9+/_-]{43}=?$/, '32 bytes in base64 or base64url (openssl rand -base64 32)')
       .orUndefined()
       .describe(
-        'AES-256-GCM key that encrypts the secret keys of AI model conf (`apiKey`, ...) at rest: 32 random bytes in base64. When unset, a key is derived from `auth.jwtSecret` (with a warning): set it in production, and keep it when you rotate the JWT secret.',
+        'AES-256-GCM key that encrypts the secret keys of AI model conf (`apiKey`, ...) at rest: 32 random bytes in base64. When unset, the reference host generates one on first start and keeps it in its secrets file (`database.secretsFile`); where it has none (PostgreSQL, `sqlite::memory:`), a key is derived from `auth.jwtSecret` (with a warning). Set it in production, and keep it when you rotate the JWT secret.',
       ),
     keyId: s
       .string()
@@ -27,6 +27,13 @@ export const aiConfigSchema = s.object({
       .default(() => ({}))
       .describe(
         'Old keys by id, kept to decrypt values written before a rotation. At start, values under an old key are re-encrypted with the current key; remove an old key once the log says nothing uses it (docs/ai.md).',
+      ),
+    onUnreadable: s
+      .string()
+      .oneOf(['refuse', 'clear'] as const)
+      .default('refuse')
+      .describe(
+        'What start does when a stored AI model secret cannot be decrypted with the configured keys (the key that wrote it is lost): `refuse` stops with `ai_secrets_unreadable` naming the models; `clear` removes those secrets (their models need their keys entered again) and starts. Set `clear` once, only when the old key is gone for good.',
       ),
   }),
   pricing: s.object({

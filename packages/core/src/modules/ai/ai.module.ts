@@ -1,4 +1,5 @@
 import { ContainerModule } from 'inversify';
+import { TrellisError } from '../../kernel/errors.js';
 import { defineModule } from '../../kernel/module.js';
 import { entityManagerServiceIdentifier } from '../../kernel/tokens.js';
 import { aiGatewayServiceIdentifier, aiProvidersServiceIdentifier } from '../../ports/ai-provider.js';
@@ -44,9 +45,23 @@ export const aiModule = defineModule({
     }),
   routes: aiRoutes,
   async onStart(ctx) {
+    const service = ctx.get(AiModelService);
+    const section = ctx.section as AiConfig;
+    // Secrets the configured keys cannot open: start refuses, rather than serve models whose keys fail at the first call.
+    const check = await service.unreadableSecrets(ctx.get(entityManagerServiceIdentifier).fork(), { clear: section.encryption.onUnreadable === 'clear' });
+    if (check.unreadable.length && section.encryption.onUnreadable === 'clear') {
+      ctx.log.warn({ models: check.unreadable.map((u) => u.id) }, 'AI model secrets that no configured key decrypts were removed (ai.encryption.onUnreadable=clear): enter those models\' keys again, then remove the setting');
+    } else if (check.unreadable.length) {
+      const names = check.unreadable.slice(0, 5).map((u) => `${u.name} (${u.id}, ${u.key})`).join(', ');
+      throw new TrellisError(
+        'internal',
+        'ai_secrets_unreadable',
+        `${check.unreadable.length} of ${check.checked} stored AI model secrets cannot be decrypted with the configured key (${names}${check.unreadable.length > 5 ? ', ...' : ''}). The database was written with another ai.encryption.key (or another secrets file, or auth.jwtSecret when no key was set). Restore that key: set ai.encryption.key, or keep it in ai.encryption.previousKeys. If it is lost for good, start once with ai.encryption.onUnreadable=clear (TRELLIS__AI__ENCRYPTION__ON_UNREADABLE=clear) to remove those secrets; their models then need their keys entered again.`,
+      );
+    }
     // Secrets under an old key, or in plain text, are encrypted with the current key.
-    const changed = await ctx.get(AiModelService).reseal(ctx.get(entityManagerServiceIdentifier).fork());
+    const changed = await service.reseal(ctx.get(entityManagerServiceIdentifier).fork());
     if (changed) ctx.log.info({ models: changed }, 'AI model secrets re-encrypted with the current key');
-    else if (Object.keys((ctx.section as AiConfig).encryption.previousKeys).length > 0) ctx.log.info('No AI model secret uses an old key: the old keys can be removed');
+    else if (Object.keys(section.encryption.previousKeys).length > 0) ctx.log.info('No AI model secret uses an old key: the old keys can be removed');
   },
 });

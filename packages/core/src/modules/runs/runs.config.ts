@@ -21,7 +21,7 @@ export const runsConfigSchema = s.object({
     .oneOf(['stop', 'continue'] as const)
     .default('stop')
     .describe('What a run does after a block fails, for runs and blocks that do not say (`attrs.onError` on a block, `onError` in the run body).'),
-  creditsPerRun: s.int().range(0, 1_000_000).default(1).describe('Credits every run costs on top of its model usage (reserved at start, always charged when the run started).'),
+  creditsPerRun: s.int().range(0, 1_000_000).default(1).describe('Credits a run costs on top of its model usage: reserved at start, charged when the run completes (or stops at an ask block), released when it fails, is cancelled or times out (docs/runs.md, "Credits").'),
   reservationTtlSeconds: s
     .int()
     .range(60, 30 * 86_400)

@@ -144,6 +144,41 @@ export class AiModelService {
    * stored in plain text (written before encryption existed, or straight into the database).
    * Returns how many models changed.
    */
+  /**
+   * The stored secrets the configured keys cannot open (a key that is missing, or one that is not
+   * the key that wrote them: a lost `ai.encryption.key` or secrets file). `clear` removes them from
+   * their models' conf, so the models work again once their keys are entered anew.
+   */
+  async unreadableSecrets(em: EntityManager, options: { clear?: boolean } = {}): Promise<{ checked: number; unreadable: Array<{ id: string; name: string; key: string; keyId: string | null }> }> {
+    let checked = 0;
+    const unreadable: Array<{ id: string; name: string; key: string; keyId: string | null }> = [];
+    const batch = 200;
+    for (let offset = 0; ; offset += batch) {
+      const models = await em.find(AiModel, {}, { orderBy: { id: 'asc' }, limit: batch, offset });
+      for (const model of models) {
+        const conf = { ...model.conf };
+        let dirty = false;
+        for (const [key, value] of Object.entries(conf)) {
+          if (!isSealed(value)) continue;
+          checked++;
+          try {
+            this.box.open(value);
+          } catch (error) {
+            if (!(error instanceof TrellisError)) throw error;
+            unreadable.push({ id: model.id, name: model.name, key, keyId: SecretBox.keyIdOf(value) });
+            if (options.clear) {
+              delete conf[key];
+              dirty = true;
+            }
+          }
+        }
+        if (dirty) model.conf = conf;
+      }
+      if (options.clear) await em.flush();
+      if (models.length < batch) return { checked, unreadable };
+    }
+  }
+
   async reseal(em: EntityManager): Promise<number> {
     let changed = 0;
     const batch = 200;
