@@ -53,6 +53,9 @@ describe('trellis doctor', () => {
     expect(result.code).toBe(0);
     expect(check(JSON.parse(result.stdout), 'database')).toEqual({ name: 'database', status: 'ok', detail: `${file} does not exist yet; it is created at start` });
     expect(existsSync(file)).toBe(false);
+    // Nor the secrets file: it says where start will generate them.
+    expect(check(JSON.parse(result.stdout), 'secrets file')).toEqual({ name: 'secrets file', status: 'ok', detail: `${file}.secrets.json does not exist yet: start generates auth.jwtSecret and ai.encryption.key into it (owner-only)` });
+    expect(existsSync(`${file}.secrets.json`)).toBe(false);
   });
 
   it('fails (exit 1) when the database does not answer', async () => {

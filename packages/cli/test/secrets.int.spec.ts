@@ -74,7 +74,7 @@ describe('trellis start without configured secrets, twice on one SQLite file', (
     expect(server.stderr()).not.toContain('⚠ auth.jwtSecret and ai.encryption.key were not set');
     expect(logLines(server.stderr()).some((line) => line['msg'] === 'auth.jwtSecret and ai.encryption.key read from the secrets file')).toBe(true);
     // doctor opens every stored secret with the key start would use.
-    const doctor = await runCli(['doctor', '--json', '--database', `sqlite:${database}`, '--port', '0'], { cwd: dir.path });
+    const doctor = await runCli(['doctor', '--json', '--database', `sqlite:${database}`], { cwd: dir.path });
     const checks = JSON.parse(doctor.stdout).checks as Array<{ name: string; status: string; detail: string }>;
     expect(checks.find((c) => c.name === 'secrets file')).toMatchObject({ status: 'ok' });
     expect(checks.find((c) => c.name === 'AI model secrets')).toMatchObject({ status: 'ok', detail: '1 stored, all readable with the configured key' });
@@ -83,7 +83,7 @@ describe('trellis start without configured secrets, twice on one SQLite file', (
   it('refuses to start, naming the model, when the key that wrote the secrets is gone; doctor says so', async () => {
     await rename(secretsFile, `${secretsFile}.lost`);
     try {
-      const doctor = await runCli(['doctor', '--json', '--database', `sqlite:${database}`, '--port', '0'], { cwd: dir.path });
+      const doctor = await runCli(['doctor', '--json', '--database', `sqlite:${database}`], { cwd: dir.path });
       expect(doctor.code).toBe(1);
       const checks = JSON.parse(doctor.stdout).checks as Array<{ name: string; status: string; detail: string }>;
       expect(checks.find((c) => c.name === 'AI model secrets')).toMatchObject({ status: 'fail' });
