@@ -35,6 +35,8 @@ const config = {
   documentDownloadType: 'json',
   // Scalar shows its developer toolbar (with links to its hosted products) on localhost by default.
   showDeveloperTools: 'never',
+  // The try-it client's empty state links to Scalar's site ("Powered By Scalar.com").
+  customCss: '.scalar-version-number { display: none !important; }',
 };
 
 /** The page's icon, inline (the CSP allows `data:` images), so the browser asks for no /favicon.ico. */

@@ -151,7 +151,9 @@ export class DeploymentInputDto {
   description?: string;
 
   @IsOptional()
-  @Doc({ description: 'Default value (any JSON).', schema: {} })
+  // Every JSON type spelled out (rather than `{}`): the /docs renderer's schema check rejects this
+  // object with an untyped `default` property and logs a console error.
+  @Doc({ description: 'Default value (any JSON).', schema: { type: ['string', 'number', 'boolean', 'object', 'array', 'null'] } })
   default?: unknown;
 }
 
