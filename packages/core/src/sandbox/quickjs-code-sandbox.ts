@@ -21,8 +21,9 @@ export interface QuickJsCodeSandboxOptions {
   /**
    * Workers one tenant (`CodeSandboxRequest.tenant`, a team) may hold at once; its further runs
    * wait while other tenants' runs take the free workers. Waiting runs get workers tenant by
-   * tenant in turn (round robin), each tenant's runs in order. Default: half the workers (at
-   * least 1), so that one tenant's endless loops leave the other half to everyone else.
+   * tenant in turn (round robin), each tenant's runs in order. Runs without a tenant take their
+   * turn as one tenant but are not capped. Default: half the workers (at least 1), so that one
+   * tenant's endless loops leave the other half to everyone else.
    */
   workersPerTenant?: number;
   /**
@@ -267,7 +268,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
    */
   private acquire(request: CodeSandboxRequest): Promise<Slot> {
     const tenant = request.tenant ?? '';
-    if (!this.lines.has(tenant) && this.heldBy(tenant) < this.workersPerTenant) {
+    if (!this.lines.has(tenant) && this.below(tenant)) {
       const slot = this.freeSlot();
       if (slot) return Promise.resolve(this.claim(slot, tenant));
     }
@@ -313,6 +314,11 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     return this.held.get(tenant) ?? 0;
   }
 
+  /** Whether `tenant` may take one more worker (runs without a tenant, `''`, always may). */
+  private below(tenant: string): boolean {
+    return tenant === '' || this.heldBy(tenant) < this.workersPerTenant;
+  }
+
   /** An idle worker, or a new one when fewer than `workers` run; undefined when all are busy. */
   private freeSlot(): Slot | undefined {
     if (this.closed) return undefined;
@@ -351,7 +357,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
    */
   private pump(): void {
     for (;;) {
-      const tenant = this.turn.find((candidate) => this.heldBy(candidate) < this.workersPerTenant);
+      const tenant = this.turn.find((candidate) => this.below(candidate));
       if (tenant === undefined) return;
       const slot = this.freeSlot();
       if (!slot) return;
