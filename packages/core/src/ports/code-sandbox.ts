@@ -12,8 +12,9 @@ export interface CodeSandboxRequest {
   timeoutMs: number;
   /**
    * When the caller's own time is up (epoch ms, as `Date.now()`), waiting for the sandbox
-   * included: the code gets at most what is left of it when it starts, and a run still waiting
-   * then fails with `sandbox_timeout` without starting. A run's deadline, for a code block.
+   * included: a run still waiting for a worker then fails with `sandbox_timeout` without
+   * starting. A run's deadline, for a code block (its `signal` aborts at the same time, and stops
+   * code that started).
    */
   deadline?: number;
   /**

@@ -74,7 +74,7 @@ export class CodeSandboxError extends TrellisError {
 interface Active {
   id: number;
   request: CodeSandboxRequest;
-  /** The time limit of this run: `timeoutMs`, or less when the request's deadline comes first. */
+  /** The time limit of this run. */
   timeoutMs: number;
   console: ConsoleEntry[];
   hostError?: { error: unknown };
@@ -190,9 +190,9 @@ export class QuickJsCodeSandbox implements CodeSandbox {
       this.release(slot);
       throw cancelled();
     }
-    // The wait for a worker counted against the deadline: the code has what is left of it.
-    const timeoutMs = request.deadline === undefined ? request.timeoutMs : Math.min(request.timeoutMs, Math.floor(request.deadline - Date.now()));
-    if (timeoutMs <= 0) {
+    // The wait for a worker counts against the deadline (the caller's signal stops the code at it).
+    const { timeoutMs } = request;
+    if (request.deadline !== undefined && request.deadline <= Date.now()) {
       this.release(slot);
       throw pastDeadline();
     }
