@@ -56,6 +56,9 @@ describe.each(testDatabases())('output quotas and a fair sandbox on $name', (db)
   it('runs another team\'s trivial code while one team keeps 8 endless loops waiting for the sandbox: the victim\'s runs end first', async () => {
     const loops = await workflowDocument(t, attacker.token, wf.doc(wf.code('spin', 'for (;;) {}')));
     const trivial = await workflowDocument(t, victim.token, wf.doc(wf.code('sum', 'return 1 + 1')));
+    const attackersTrivial = await workflowDocument(t, attacker.token, wf.doc(wf.code('sum', 'return 1 + 1')));
+    // Both sandbox workers started (one per team at once), so no run below waits for a worker to load.
+    await Promise.all([start(attacker, attackersTrivial.documentId), start(victim, trivial.documentId)]);
     const order: string[] = [];
     // Each loop is stopped by its run's timeout (the wait for a worker counts against it).
     const attack = Array.from({ length: 8 }, (_, i) => start(attacker, loops.documentId, { timeout: 8 }).then((r) => {

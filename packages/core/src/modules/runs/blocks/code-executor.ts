@@ -27,10 +27,10 @@ export class CodeBlockExecutor implements BlockExecutor {
       const result = await sandbox.run({
         code: block.text,
         globals: { inputs: { ...io.inputs }, blocks },
-        // The run's own deadline aborts `signal`, and counts the wait for a sandbox worker; the
-        // block's limit is its own.
+        // The run's own deadline aborts `signal`, which also ends the wait for a sandbox worker
+        // (the wait counts against the run's timeout); the block's limit is its own, from when
+        // its code starts.
         timeoutMs: this.limits.timeoutMs,
-        deadline: io.deadline,
         tenant: io.tenant,
         memoryBytes: this.limits.memoryBytes,
         signal: io.signal,

@@ -10,8 +10,6 @@ export interface BlockIo {
   tenant: string;
   /** Aborted on timeout or cancel; executors stop promptly. */
   signal: AbortSignal;
-  /** When the run's timeout strikes (epoch ms). */
-  deadline: number;
   /** Inputs, earlier blocks' outputs and text blocks' text, by name. */
   ctx: ReadonlyMap<string, unknown>;
   /** The validated inputs by input block name. */

@@ -326,7 +326,6 @@ export class RunEngine {
       userId: state.userId,
       tenant: state.teamId ?? state.userId,
       signal,
-      deadline: state.deadline,
       ctx,
       inputs: state.inputs,
       remainingMs: () => Math.max(0, state.deadline - Date.now()),
