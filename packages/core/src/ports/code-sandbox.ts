@@ -10,6 +10,19 @@ export interface CodeSandboxRequest {
   globals: Record<string, unknown>;
   /** Wall-clock limit for the whole execution. */
   timeoutMs: number;
+  /**
+   * When the caller's own time is up (epoch ms, as `Date.now()`), waiting for the sandbox
+   * included: a run still waiting for a worker then fails with `sandbox_timeout` without
+   * starting. A run's deadline, for a code block (its `signal` aborts at the same time, and stops
+   * code that started).
+   */
+  deadline?: number;
+  /**
+   * Who the code runs for (a team): a sandbox that shares a bounded number of workers shares them
+   * fairly between tenants (the embedded one: at most `workersPerTenant` each, tenants served in
+   * turn). Runs without a tenant share one.
+   */
+  tenant?: string;
   /** Limit of the sandbox's heap. */
   memoryBytes: number;
   signal?: AbortSignal;
@@ -17,9 +30,11 @@ export interface CodeSandboxRequest {
    * Called for each `emit(text)`, in order, on the caller's thread, while the code runs and before
    * `run` settles (the embedded sandbox runs code on a worker thread and delivers emits in small
    * batches). Not called after `signal` aborts. If it throws, the run stops and rejects with that
-   * error.
+   * error. When it answers a promise (its consumer is behind), the sandbox stops taking output
+   * from the code until the promise settles: the code waits in `emit` once a little more is on
+   * its way (back-pressure; the wait counts against its time limit).
    */
-  onEmit?(text: string): void;
+  onEmit?(text: string): unknown;
 }
 
 export interface CodeSandboxResult {

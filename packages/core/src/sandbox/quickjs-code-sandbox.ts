@@ -7,17 +7,25 @@ import { Worker } from 'node:worker_threads';
 import { TrellisError } from '../kernel/errors.js';
 import type { CodeSandbox, CodeSandboxRequest, CodeSandboxResult } from '../ports/code-sandbox.js';
 import type { EngineStats, SandboxFailureCode } from './quickjs-engine.js';
-import { ABORT_INDEX, SHARED_BYTES, STARTED_AT_INDEX, STARTED_ID_INDEX } from './quickjs-shared-memory.js';
+import { ABORT_INDEX, ACK_INDEX, SHARED_BYTES, STARTED_AT_INDEX, STARTED_ID_INDEX } from './quickjs-shared-memory.js';
 // Types only: the worker's module (and the engine behind it) must not load on this thread.
 import type { ConsoleItem, FromWorker, ToWorker, WorkerData } from './quickjs-worker.js';
 
 export interface QuickJsCodeSandboxOptions {
   /**
    * Worker threads that run code, each one run at a time. Runs beyond this wait for a free
-   * worker (the wait does not count against their time limit). Workers start when first needed.
-   * Default: the number of CPUs, at most 4.
+   * worker (the wait does not count against their time limit, but does against their `deadline`).
+   * Workers start when first needed. Default: the number of CPUs, at most 4.
    */
   workers?: number;
+  /**
+   * Workers one tenant (`CodeSandboxRequest.tenant`, a team) may hold at once; its further runs
+   * wait while other tenants' runs take the free workers. Waiting runs get workers tenant by
+   * tenant in turn (round robin), each tenant's runs in order. Runs without a tenant take their
+   * turn as one tenant but are not capped. Default: half the workers (at least 1), so that one
+   * tenant's endless loops leave the other half to everyone else.
+   */
+  workersPerTenant?: number;
   /**
    * Limit of the interpreter's own call stack, in bytes. Deeper recursion fails the run with
    * `sandbox_error` ("Maximum call stack size exceeded"). Default 256 KiB (about 1,400 frames
@@ -66,6 +74,8 @@ export class CodeSandboxError extends TrellisError {
 interface Active {
   id: number;
   request: CodeSandboxRequest;
+  /** The time limit of this run. */
+  timeoutMs: number;
   console: ConsoleEntry[];
   hostError?: { error: unknown };
   hardStop?: ReturnType<typeof setTimeout>;
@@ -84,6 +94,8 @@ interface Slot {
   clock: Float64Array;
   /** Handed to a run (set before the run's job is posted). */
   busy: boolean;
+  /** The tenant of the run it is handed to. */
+  tenant?: string;
   active?: Active;
   gone: boolean;
   /** The worker's engine counters, as of its last finished job. */
@@ -129,8 +141,14 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   private readonly maxConsoleChars: number;
   private readonly retainMemoryBytes: number;
   private readonly hardStopGraceMs: number;
+  private readonly workersPerTenant: number;
   private readonly slots: Slot[] = [];
-  private readonly waiting: Array<(slot: Slot) => void> = [];
+  /** Runs waiting for a worker, by tenant, in order. */
+  private readonly lines = new Map<string, Waiter[]>();
+  /** Tenants with waiting runs, in the order they take turns. */
+  private readonly turn: string[] = [];
+  /** Workers each tenant holds. */
+  private readonly held = new Map<string, number>();
   private nextId = 1;
   private closed = false;
   /** The engine counters of workers that are gone. */
@@ -138,7 +156,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
 
   /** Checks options; throws with the offending field named. */
   static validateOptions(options: QuickJsCodeSandboxOptions): void {
-    for (const name of ['workers', 'maxStackBytes', 'maxConsoleChars', 'retainMemoryBytes', 'hardStopGraceMs'] as const) {
+    for (const name of ['workers', 'workersPerTenant', 'maxStackBytes', 'maxConsoleChars', 'retainMemoryBytes', 'hardStopGraceMs'] as const) {
       const value = options[name];
       if (value !== undefined && (!Number.isSafeInteger(value) || value <= 0)) {
         throw new Error(`QuickJsCodeSandbox: ${name} must be a positive integer, got ${String(value)}.`);
@@ -149,6 +167,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   constructor(options: QuickJsCodeSandboxOptions = {}) {
     QuickJsCodeSandbox.validateOptions(options);
     this.workers = options.workers ?? Math.max(1, Math.min(4, availableParallelism()));
+    this.workersPerTenant = Math.min(this.workers, options.workersPerTenant ?? Math.max(1, Math.floor(this.workers / 2)));
     this.maxStackBytes = options.maxStackBytes ?? 256 * 1024;
     this.maxConsoleChars = options.maxConsoleChars ?? MiB;
     this.retainMemoryBytes = options.retainMemoryBytes ?? 64 * MiB;
@@ -166,18 +185,25 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     } catch (error) {
       throw new CodeSandboxError('sandbox_error', `The globals are not JSON: ${(error as Error).message}`);
     }
-    const slot = await this.acquire();
+    const slot = await this.acquire(request);
     if (request.signal?.aborted) {
       this.release(slot);
       throw cancelled();
     }
+    // The wait for a worker counts against the deadline (the caller's signal stops the code at it).
+    const { timeoutMs } = request;
+    if (request.deadline !== undefined && request.deadline <= Date.now()) {
+      this.release(slot);
+      throw pastDeadline();
+    }
     return new Promise<CodeSandboxResult>((resolve, reject) => {
-      const active: Active = { id: this.nextId++, request, console: [], resolve, reject };
+      const active: Active = { id: this.nextId++, request, timeoutMs, console: [], resolve, reject };
       slot.active = active;
       Atomics.store(slot.flag, ABORT_INDEX, 0);
+      Atomics.store(slot.flag, ACK_INDEX, 0);
       // The backstop of the time limit: checked at the limit, counted from when the code started
       // (the worker writes that to shared memory rather than sending a message).
-      active.hardStop = setTimeout(() => this.checkDeadline(slot, active), active.request.timeoutMs);
+      active.hardStop = setTimeout(() => this.checkDeadline(slot, active), timeoutMs);
       if (request.signal) {
         active.onAbort = () => this.stop(slot, active, 'abort');
         request.signal.addEventListener('abort', active.onAbort, { once: true });
@@ -188,7 +214,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
         job: {
           code: request.code,
           globalsJson,
-          timeoutMs: request.timeoutMs,
+          timeoutMs,
           memoryBytes: request.memoryBytes,
           maxStackBytes: this.maxStackBytes,
           maxConsoleChars: this.maxConsoleChars,
@@ -217,32 +243,140 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   /** Terminates the workers; runs in progress fail with `sandbox_error`. */
   async close(): Promise<void> {
     this.closed = true;
-    this.waiting.splice(0);
+    const waiting = [...this.lines.values()].flat();
+    this.lines.clear();
+    this.turn.length = 0;
+    for (const waiter of waiting) waiter.fail(new CodeSandboxError('sandbox_error', 'The sandbox was closed.'));
     await Promise.all(this.slots.splice(0).map((slot) => this.retire(slot, new CodeSandboxError('sandbox_error', 'The sandbox was closed.'))));
   }
 
-  private acquire(): Promise<Slot> {
-    const idle = this.slots.find((slot) => !slot.busy && !slot.gone);
-    if (idle) return Promise.resolve(this.claim(idle));
-    if (this.slots.length < this.workers) return Promise.resolve(this.claim(this.spawn()));
-    return new Promise((resolve) => this.waiting.push(resolve));
+  /**
+   * How many runs wait for a worker, by tenant (for tests and diagnostics), and how many workers
+   * each tenant holds.
+   */
+  queueStats(): { waiting: Record<string, number>; held: Record<string, number> } {
+    return {
+      waiting: Object.fromEntries([...this.lines].map(([tenant, line]) => [tenant, line.length])),
+      held: Object.fromEntries(this.held),
+    };
   }
 
-  private claim(slot: Slot): Slot {
+  /**
+   * A worker for a run of `request.tenant`: at once when one is free (or may start) and the
+   * tenant holds fewer than `workersPerTenant`; otherwise the run waits in its tenant's line until
+   * `pump` hands it one, its signal aborts, or its deadline passes.
+   */
+  private acquire(request: CodeSandboxRequest): Promise<Slot> {
+    const tenant = request.tenant ?? '';
+    if (!this.lines.has(tenant) && this.below(tenant)) {
+      const slot = this.freeSlot();
+      if (slot) return Promise.resolve(this.claim(slot, tenant));
+    }
+    return new Promise((resolve, reject) => {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const leave = (error: unknown) => {
+        const line = this.lines.get(tenant);
+        const index = line ? line.indexOf(waiter) : -1;
+        if (index < 0) return;
+        line!.splice(index, 1);
+        if (!line!.length) this.dropLine(tenant);
+        waiter.fail(error);
+      };
+      const onAbort = () => leave(new CodeSandboxError('sandbox_timeout', 'The run was cancelled before the code started.'));
+      const waiter: Waiter = {
+        take: (slot) => {
+          cleanup();
+          resolve(slot);
+        },
+        fail: (error) => {
+          cleanup();
+          reject(error);
+        },
+      };
+      const cleanup = () => {
+        if (timer) clearTimeout(timer);
+        request.signal?.removeEventListener('abort', onAbort);
+      };
+      let line = this.lines.get(tenant);
+      if (!line) {
+        this.lines.set(tenant, (line = []));
+        this.turn.push(tenant);
+      }
+      line.push(waiter);
+      request.signal?.addEventListener('abort', onAbort, { once: true });
+      if (request.deadline !== undefined) timer = setTimeout(() => leave(pastDeadline()), Math.max(0, request.deadline - Date.now()));
+      // A tenant below its share whose line was empty a moment ago may start at once.
+      this.pump();
+    });
+  }
+
+  private heldBy(tenant: string): number {
+    return this.held.get(tenant) ?? 0;
+  }
+
+  /** Whether `tenant` may take one more worker (runs without a tenant, `''`, always may). */
+  private below(tenant: string): boolean {
+    return tenant === '' || this.heldBy(tenant) < this.workersPerTenant;
+  }
+
+  /** An idle worker, or a new one when fewer than `workers` run; undefined when all are busy. */
+  private freeSlot(): Slot | undefined {
+    if (this.closed) return undefined;
+    const idle = this.slots.find((slot) => !slot.busy && !slot.gone);
+    if (idle) return idle;
+    return this.slots.length < this.workers ? this.spawn() : undefined;
+  }
+
+  private claim(slot: Slot, tenant: string): Slot {
     slot.busy = true;
+    slot.tenant = tenant;
+    this.held.set(tenant, this.heldBy(tenant) + 1);
     slot.worker.ref();
     return slot;
+  }
+
+  /** The tenant of a worker that is free or gone holds one worker less. */
+  private unclaim(slot: Slot): void {
+    const tenant = slot.tenant;
+    if (tenant === undefined) return;
+    slot.tenant = undefined;
+    const count = this.heldBy(tenant) - 1;
+    if (count > 0) this.held.set(tenant, count);
+    else this.held.delete(tenant);
+  }
+
+  private dropLine(tenant: string): void {
+    this.lines.delete(tenant);
+    const at = this.turn.indexOf(tenant);
+    if (at >= 0) this.turn.splice(at, 1);
+  }
+
+  /**
+   * Hands free workers to waiting runs: the tenants take turns (the first in `turn` below its
+   * share gets the worker and goes to the back), each tenant's runs in the order they came.
+   */
+  private pump(): void {
+    for (;;) {
+      const tenant = this.turn.find((candidate) => this.below(candidate));
+      if (tenant === undefined) return;
+      const slot = this.freeSlot();
+      if (!slot) return;
+      const line = this.lines.get(tenant)!;
+      const waiter = line.shift()!;
+      this.turn.splice(this.turn.indexOf(tenant), 1);
+      if (line.length) this.turn.push(tenant);
+      else this.lines.delete(tenant);
+      waiter.take(this.claim(slot, tenant));
+    }
   }
 
   private release(slot: Slot): void {
     slot.active = undefined;
     if (slot.gone) return;
-    const next = this.waiting.shift();
-    if (next) next(slot);
-    else {
-      slot.busy = false;
-      slot.worker.unref();
-    }
+    this.unclaim(slot);
+    slot.busy = false;
+    slot.worker.unref();
+    this.pump();
   }
 
   private spawn(): Slot {
@@ -260,8 +394,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
       const active = slot.active;
       if (active) this.finish(slot, active, () => active.reject(this.lostError(slot, active, reason)));
       // A waiting run gets a fresh worker in place of this one.
-      const next = this.waiting.shift();
-      if (next && !this.closed) next(this.claim(this.spawn()));
+      this.pump();
     };
     worker.on('error', (error) => lost(error.message));
     worker.on('exit', (code) => lost(`exit code ${code}`));
@@ -283,7 +416,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   private checkDeadline(slot: Slot, active: Active): void {
     if (slot.active !== active) return;
     const started = this.startedAt(slot, active);
-    const left = started === undefined ? active.request.timeoutMs : started + active.request.timeoutMs - performance.now();
+    const left = started === undefined ? active.timeoutMs : started + active.timeoutMs - performance.now();
     if (left > 0) active.hardStop = setTimeout(() => this.checkDeadline(slot, active), Math.ceil(left));
     else this.stop(slot, active, 'deadline');
   }
@@ -299,7 +432,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   private receive(slot: Slot, message: FromWorker): void {
     const active = slot.active;
     if (!active || active.id !== message.id) return;
-    this.output(slot, active, message.emits, message.console);
+    this.output(slot, active, message.emits, message.console, message.type === 'output');
     if (message.type === 'done') {
       slot.stats = message.stats;
       const { outcome } = message;
@@ -315,20 +448,35 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     }
   }
 
-  /** Delivers a batch of output: console lines kept, emits handed to `onEmit` in order. */
-  private output(slot: Slot, active: Active, emits: string, lines: ConsoleItem[]): void {
+  /**
+   * Delivers a batch of output: console lines kept, emits handed to `onEmit` in order. A batch
+   * sent while the code runs (`streamed`) is then counted as taken, which lets the worker send
+   * another; when `onEmit` answered a promise (its listener is behind), only once that settled.
+   */
+  private output(slot: Slot, active: Active, emits: string, lines: ConsoleItem[], streamed: boolean): void {
     for (const [level, text] of lines) active.console.push({ level, text });
-    if (!emits || active.stopping || active.request.signal?.aborted) return;
-    for (const text of JSON.parse(emits) as string[]) {
-      if (active.stopping) break;
-      try {
-        active.request.onEmit?.(text);
-      } catch (error) {
-        // The listener's failure ends the run with that error; the code cannot catch it away.
-        active.hostError = { error };
-        this.stop(slot, active, 'host');
+    let behind: PromiseLike<unknown> | undefined;
+    if (emits && !active.stopping && !active.request.signal?.aborted) {
+      for (const text of JSON.parse(emits) as string[]) {
+        if (active.stopping) break;
+        try {
+          const answer = active.request.onEmit?.(text);
+          if (answer && typeof (answer as PromiseLike<unknown>).then === 'function') behind = answer as PromiseLike<unknown>;
+        } catch (error) {
+          // The listener's failure ends the run with that error; the code cannot catch it away.
+          active.hostError = { error };
+          this.stop(slot, active, 'host');
+        }
       }
     }
+    if (!streamed) return;
+    const take = () => {
+      if (slot.active !== active) return;
+      Atomics.add(slot.flag, ACK_INDEX, 1);
+      Atomics.notify(slot.flag, ACK_INDEX);
+    };
+    if (behind && !active.stopping) behind.then(take, take);
+    else take();
   }
 
   /**
@@ -344,6 +492,8 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     }
     active.stopping ??= why;
     Atomics.store(slot.flag, ABORT_INDEX, 1);
+    // A worker waiting for its output to be taken sees the flag at once.
+    Atomics.notify(slot.flag, ACK_INDEX);
     if (active.hardStop) clearTimeout(active.hardStop);
     active.hardStop = setTimeout(() => this.kill(slot, active, why), this.hardStopGraceMs);
   }
@@ -354,7 +504,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     let error: unknown;
     if (why === 'host' && active.hostError) error = active.hostError.error;
     else if (why === 'abort') error = new CodeSandboxError('sandbox_timeout', 'The run was cancelled while the code was running.', active.console, duration);
-    else error = new CodeSandboxError('sandbox_timeout', `The code ran longer than its time limit of ${active.request.timeoutMs} ms.`, active.console, duration);
+    else error = new CodeSandboxError('sandbox_timeout', `The code ran longer than its time limit of ${active.timeoutMs} ms.`, active.console, duration);
     void this.retire(slot, error);
   }
 
@@ -365,12 +515,12 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     this.forget(slot);
     const active = slot.active;
     if (active) this.finish(slot, active, () => active.reject(error));
-    const next = this.waiting.shift();
-    if (next && !this.closed) next(this.claim(this.spawn()));
+    this.pump();
     await slot.worker.terminate();
   }
 
   private forget(slot: Slot): void {
+    this.unclaim(slot);
     const index = this.slots.indexOf(slot);
     if (index >= 0) this.slots.splice(index, 1);
     if (slot.stats) addStats(this.goneStats, slot.stats);
@@ -385,6 +535,13 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     settle();
   }
 }
+
+interface Waiter {
+  take(slot: Slot): void;
+  fail(error: unknown): void;
+}
+
+const pastDeadline = () => new CodeSandboxError('sandbox_timeout', 'The run reached its deadline while it waited for a sandbox worker.');
 
 function addStats(total: EngineStats, more: EngineStats): void {
   total.loads += more.loads;

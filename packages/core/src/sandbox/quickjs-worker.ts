@@ -1,13 +1,16 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { QuickJsEngine, type ConsoleLevel, type EngineJob, type EngineOutcome, type EngineStats } from './quickjs-engine.js';
-import { ABORT_INDEX, STARTED_AT_INDEX, STARTED_ID_INDEX } from './quickjs-shared-memory.js';
+import { ABORT_INDEX, ACK_INDEX, OUTPUT_IN_FLIGHT, STARTED_AT_INDEX, STARTED_ID_INDEX } from './quickjs-shared-memory.js';
 
 /**
  * Entry of a sandbox worker thread: runs the jobs the main thread sends, one at a time, and
  * streams their emits and console lines back as they happen: the emits of a batch as one JSON
  * text (the sandbox's own batches joined, never parsed here), so a burst of thousands of emits
  * costs the main thread a few messages and one `JSON.parse` each. The last batch travels with
- * the job's 'done', so a short job costs one message each way. The main thread aborts a job
+ * the job's 'done', so a short job costs one message each way. At most `OUTPUT_IN_FLIGHT` batches
+ * travel ahead of what the main thread took (`ACK_INDEX`): past that the code waits in its `emit`
+ * (or console call) until the main thread takes one, the job is aborted, or its time is up, so
+ * output never piles up faster than its listener stores it. The main thread aborts a job
  * through the shared flag (seen by the interpreter's interrupt handler) and, if the job does not
  * stop within the grace period, terminates the whole thread.
  */
@@ -68,8 +71,23 @@ if (port) {
       failed(id, 'sandbox_timeout', 'The run was cancelled before the code started.');
       return;
     }
-    clock[STARTED_AT_INDEX] = performance.timeOrigin + performance.now();
+    const startedAt = performance.now();
+    clock[STARTED_AT_INDEX] = performance.timeOrigin + startedAt;
     Atomics.store(flag, STARTED_ID_INDEX, id);
+    const deadline = startedAt + job.timeoutMs;
+    /** Output batches sent for this job (the main thread counts those it took at `ACK_INDEX`). */
+    let sent = 0;
+    /** Waits while too many batches are on their way, unless the job was aborted or its time is up (the interrupt handler then stops the code). */
+    const holdBack = () => {
+      for (;;) {
+        const taken = Atomics.load(flag, ACK_INDEX);
+        if (sent - taken < OUTPUT_IN_FLIGHT) return;
+        if (Atomics.load(flag, ABORT_INDEX) !== 0) return;
+        const left = deadline - performance.now();
+        if (left <= 0) return;
+        Atomics.wait(flag, ACK_INDEX, taken, Math.min(20, Math.ceil(left)));
+      }
+    };
     let consoleChars = 0;
     let consoleFull = false;
     let emits: string[] = [];
@@ -80,9 +98,11 @@ if (port) {
     const flush = () => {
       if (!waiting()) return;
       send({ type: 'output', id, emits: emits.length ? joinJsonArrays(emits) : '', console: lines });
+      sent += 1;
       emits = [];
       emitChars = 0;
       lines = [];
+      holdBack();
     };
     const due = () => emitChars >= BATCH_CHARS || lines.length >= BATCH_CONSOLE || performance.now() - batchStarted >= BATCH_MS;
     const push = (item: ConsoleItem) => {

@@ -17,6 +17,9 @@ export const runErrors = {
   runNotFound: () => new TrellisError('not_found', 'run_not_found', 'No such run of this document.'),
   notWaiting: (status: string) => new TrellisError('conflict', 'run_not_waiting', `The run is ${status}, not waiting for an answer.`),
   alreadyFinished: (status: string) => new TrellisError('conflict', 'run_finished', `The run already ended (${status}).`),
+  /** A block's output (chunks, tool calls and results) passed a quota of `OutputLimits`: the block fails with it. */
+  outputLimit: (what: string, limit: number, setting: string) =>
+    new TrellisError('bad_request', 'output_limit_exceeded', `The ${what} passed its limit of ${limit.toLocaleString('en-US')} (runs.${setting}).`, { extra: { limit, setting: `runs.${setting}` } }),
 };
 
 /** Codes a block or a run fails with (in `block_error` and `run_error` events). */

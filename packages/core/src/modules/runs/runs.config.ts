@@ -8,6 +8,11 @@ export const runsConfigSchema = s.object({
     .default(900)
     .describe('Largest `timeout` a run may ask for, in seconds; a larger one is refused with 400 `timeout_too_large`. The default timeout is capped by it too.'),
   concurrency: s.int().range(1, 1_000).default(8).describe('Runs one process executes at once (the in-process queue, and each `trellis worker`).'),
+  teamConcurrency: s
+    .int()
+    .range(1, 1_000)
+    .orUndefined()
+    .describe('Runs of one team the in-process queue executes at once; the team\'s further runs wait while other teams\' runs take the free slots (teams take turns). Default: three quarters of `concurrency` (at least 1), so one team cannot hold every slot.'),
   execute: s
     .boolean()
     .default(true)
@@ -35,6 +40,31 @@ export const runsConfigSchema = s.object({
     .default(64 * 1024 * 1024)
     .describe('Heap limit of one code block\'s sandbox.'),
   sandboxWorkers: s.int().range(1, 64).orUndefined().describe('Worker threads of the embedded code sandbox (default: the CPUs, at most 4).'),
+  sandboxWorkersPerTeam: s
+    .int()
+    .range(1, 64)
+    .orUndefined()
+    .describe('Sandbox workers the code blocks of one team may hold at once; its further code blocks wait while other teams\' take the free workers (teams take turns; the wait counts against the run\'s timeout). Default: half of `sandboxWorkers` (at least 1).'),
+  maxBlockEvents: s
+    .int()
+    .range(1, 100_000_000)
+    .default(100_000)
+    .describe('Output events (`block_chunk`, `tool_start`, `tool_result`) one block may emit; past it the block fails with `output_limit_exceeded`.'),
+  maxBlockOutputBytes: s
+    .int()
+    .range(1, 2 ** 40)
+    .default(16 * 1024 * 1024)
+    .describe('Bytes of output (UTF-8 of the chunks\' text and of the tool results\' JSON) one block may emit; past it the block fails with `output_limit_exceeded`.'),
+  maxRunEvents: s
+    .int()
+    .range(1, 100_000_000)
+    .default(250_000)
+    .describe('Output events all the blocks of a run may emit in one execution (a start, or a continuation after an answer or a lost worker); past it the block emitting fails with `output_limit_exceeded`.'),
+  maxRunOutputBytes: s
+    .int()
+    .range(1, 2 ** 40)
+    .default(64 * 1024 * 1024)
+    .describe('Bytes of output all the blocks of a run may emit in one execution; past it the block emitting fails with `output_limit_exceeded`.'),
   flushIntervalMs: s
     .int()
     .range(1, 5_000)

@@ -32,9 +32,16 @@ export const runsModule = defineModule({
     new ContainerModule(({ bind }) => {
       const config = section as RunsConfig;
       bind(runsConfigServiceIdentifier).toConstantValue(config);
-      bind(runQueueServiceIdentifier).toConstantValue(new InProcessRunQueue({ concurrency: config.concurrency, closeGraceMs: config.shutdownGraceMs }));
+      bind(runQueueServiceIdentifier).toConstantValue(
+        new InProcessRunQueue({ concurrency: config.concurrency, teamConcurrency: config.teamConcurrency, closeGraceMs: config.shutdownGraceMs }),
+      );
       // The embedded CodeSandbox (QuickJS in WebAssembly on worker threads, started when first used).
-      bind(codeSandboxServiceIdentifier).toConstantValue(new QuickJsCodeSandbox(config.sandboxWorkers ? { workers: config.sandboxWorkers } : {}));
+      bind(codeSandboxServiceIdentifier).toConstantValue(
+        new QuickJsCodeSandbox({
+          ...(config.sandboxWorkers ? { workers: config.sandboxWorkers } : {}),
+          ...(config.sandboxWorkersPerTeam ? { workersPerTenant: config.sandboxWorkersPerTeam } : {}),
+        }),
+      );
       bind(RunService).toSelf();
       bind(projectRunsServiceIdentifier).toDynamicValue((context) => {
         const runs = context.get(RunService);

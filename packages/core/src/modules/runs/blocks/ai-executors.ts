@@ -42,7 +42,9 @@ export class LlmBlockExecutor implements BlockExecutor {
       for await (const part of gateway.chat({ userId: io.userId, modelId, request: { messages, tools, temperature, signal: io.signal, threadId: io.runId } })) {
         if (part.type === 'text-delta') {
           text += part.delta;
-          io.chunk(part.delta);
+          // The log behind: the stream is not read further until it caught up.
+          const behind = io.chunk(part.delta);
+          if (behind) await behind;
         } else if (part.type === 'tool-call') {
           calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
         } else if (part.type === 'finish') {
@@ -52,7 +54,7 @@ export class LlmBlockExecutor implements BlockExecutor {
       if (!calls.length) return { output: text };
       messages.push({ role: 'assistant', content: text, toolCalls: calls });
       for (const call of calls) {
-        io.toolStart(call.toolCallId, call.toolName);
+        await io.toolStart(call.toolCallId, call.toolName);
         let result: unknown;
         try {
           result = await gateway.callTool({ userId: io.userId, toolIds, toolName: call.toolName, args: call.input, signal: io.signal });
@@ -60,7 +62,7 @@ export class LlmBlockExecutor implements BlockExecutor {
           if (io.signal.aborted) throw error;
           result = { error: errorCode(error), message: errorText(error) };
         }
-        io.toolResult(call.toolCallId, result);
+        await io.toolResult(call.toolCallId, result);
         messages.push({ role: 'tool', toolCallId: call.toolCallId, toolName: call.toolName, content: JSON.stringify(result ?? null) });
       }
     }
@@ -83,9 +85,9 @@ export class ToolBlockExecutor implements BlockExecutor {
     const toolName = block.attrs.action as string;
     const toolCallId = `${block.id}:${toolName}`;
     const args = renderDeep(block.attrs.args ?? {}, io.ctx);
-    io.toolStart(toolCallId, toolName);
+    await io.toolStart(toolCallId, toolName);
     const result = await gateway.callTool({ userId: io.userId, toolIds: [block.attrs.tool as string], toolName, args, signal: io.signal });
-    io.toolResult(toolCallId, result);
+    await io.toolResult(toolCallId, result);
     return { output: result ?? null };
   }
 }

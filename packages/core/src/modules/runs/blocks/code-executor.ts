@@ -27,10 +27,15 @@ export class CodeBlockExecutor implements BlockExecutor {
       const result = await sandbox.run({
         code: block.text,
         globals: { inputs: { ...io.inputs }, blocks },
-        // The run's own deadline aborts `signal`; the block's limit is its own.
+        // The run's own deadline aborts `signal`, which also ends the wait for a sandbox worker
+        // (the wait counts against the run's timeout); the block's limit is its own, from when
+        // its code starts.
         timeoutMs: this.limits.timeoutMs,
+        tenant: io.tenant,
         memoryBytes: this.limits.memoryBytes,
         signal: io.signal,
+        // A quota that strikes throws here: the sandbox stops the code with that error. A
+        // promise (the event log is behind) holds the code back in `emit`.
         onEmit: (text) => io.chunk(text),
       });
       io.sandboxTime(result.durationMs);

@@ -6,6 +6,8 @@ export interface BlockIo {
   runId: string;
   /** The user the run executes for (AI models and tools are resolved for this user). */
   userId: string;
+  /** The team the run bills to (or its user): whose share of shared resources (the sandbox's workers) it uses. */
+  tenant: string;
   /** Aborted on timeout or cancel; executors stop promptly. */
   signal: AbortSignal;
   /** Inputs, earlier blocks' outputs and text blocks' text, by name. */
@@ -14,10 +16,16 @@ export interface BlockIo {
   inputs: Readonly<Record<string, unknown>>;
   /** Milliseconds left before the run's timeout. */
   remainingMs(): number;
-  /** A `block_chunk` delta. */
-  chunk(delta: string): void;
-  toolStart(toolCallId: string, toolName: string): void;
-  toolResult(toolCallId: string, result: unknown): void;
+  /**
+   * Output of the block. `chunk` emits a `block_chunk` delta, `toolStart` and `toolResult` their
+   * events. Each throws `output_limit_exceeded` once the block or the run passed a quota on its
+   * output (the block fails with it; an executor lets it through). Each answers a promise when the
+   * run's event log is behind: a producer that can wait (a stream it reads, a sandbox) waits for it
+   * before it produces more (back-pressure); undefined otherwise.
+   */
+  chunk(delta: string): Promise<void> | undefined;
+  toolStart(toolCallId: string, toolName: string): Promise<void> | undefined;
+  toolResult(toolCallId: string, result: unknown): Promise<void> | undefined;
   modelUsage(modelId: string, usage: AiUsage): void;
   sandboxTime(ms: number): void;
 }

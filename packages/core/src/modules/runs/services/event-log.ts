@@ -171,7 +171,60 @@ export interface RunEventSink {
   /** Resolves once every event emitted so far is stored. */
   flush(): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Undefined while the sink keeps up; when more than `BACKLOG_EVENTS` events or
+   * `BACKLOG_BYTES` of them wait to be stored (or read), a promise that resolves once half of that
+   * is left. Producers that can wait (code blocks' emits, model streams, tool results) wait for
+   * it before they produce more: what a run holds in memory stays bounded however fast it emits.
+   */
+  backlog(): Promise<void> | undefined;
 }
+
+/** Events a sink may hold unstored before its producers are held back (see `RunEventSink.backlog`). */
+export const BACKLOG_EVENTS = 8_000;
+/** Bytes (UTF-16 code units of the events' JSON) a sink may hold unstored before its producers are held back. */
+export const BACKLOG_BYTES = 4 * 1024 * 1024;
+
+/** The backlog of a sink: events and their size held, and the producers waiting for it to shrink. */
+class Backlog {
+  events = 0;
+  bytes = 0;
+  private drained: { promise: Promise<void>; resolve: () => void } | null = null;
+
+  add(events: number, bytes: number): void {
+    this.events += events;
+    this.bytes += bytes;
+  }
+
+  remove(events: number, bytes: number): void {
+    this.events = Math.max(0, this.events - events);
+    this.bytes = Math.max(0, this.bytes - bytes);
+    if (this.drained && this.events <= BACKLOG_EVENTS / 2 && this.bytes <= BACKLOG_BYTES / 2) this.release();
+  }
+
+  /** Lets every waiting producer go (the backlog shrank, or the sink failed or stopped keeping events). */
+  release(): void {
+    const drained = this.drained;
+    this.drained = null;
+    drained?.resolve();
+  }
+
+  wait(): Promise<void> | undefined {
+    if (this.events <= BACKLOG_EVENTS && this.bytes <= BACKLOG_BYTES) return undefined;
+    if (!this.drained) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.drained = { promise, resolve };
+    }
+    return this.drained.promise;
+  }
+}
+
+const sizeOf = (events: readonly RunEventText[]): number => {
+  let bytes = 0;
+  for (const event of events) bytes += event.json.length;
+  return bytes;
+};
 
 /** Sequence numbers an attempt reserves at a time (persisted on the run before use). */
 export const SEQ_BLOCK = 10_000;
@@ -238,6 +291,8 @@ export class StoredEventSink implements RunEventSink {
   /** The block of the last chunk, and the start of its chunks' text (`{"blockId":"..","delta":`). */
   private chunkBlock: string | null = null;
   private chunkPrefix = '';
+  /** Events emitted and not stored yet (pending, or in a store under way). */
+  private readonly unstored = new Backlog();
 
   private constructor(
     private readonly group: GroupCommit,
@@ -273,6 +328,7 @@ export class StoredEventSink implements RunEventSink {
     const seq = this.next++;
     const event: SinkEvent = { seq, type, json: JSON.stringify(data) };
     this.pending.push(event);
+    this.unstored.add(1, event.json.length);
     if (seq >= this.ceiling) void this.reserve().catch(() => undefined);
     else if (seq >= this.ceiling - RESERVE_AHEAD) this.reserveAhead();
     this.afterStore.push(event);
@@ -296,6 +352,7 @@ export class StoredEventSink implements RunEventSink {
     const seq = this.next++;
     const event: SinkEvent = { seq, type, json };
     this.pending.push(event);
+    this.unstored.add(1, json.length);
     if (seq < this.ceiling && !this.held.length) {
       this.outbox.push(event);
       if (!this.publishScheduled) {
@@ -373,6 +430,10 @@ export class StoredEventSink implements RunEventSink {
     return this.flushWith();
   }
 
+  backlog(): Promise<void> | undefined {
+    return this.failed ? undefined : this.unstored.wait();
+  }
+
   /**
    * Stores the events emitted so far and runs `write` in the same transaction (a checkpoint of
    * the run with the events of its block: one write per block). `write` runs even when there are
@@ -422,12 +483,15 @@ export class StoredEventSink implements RunEventSink {
       };
       const events = steps.length === 1 ? step.batch : steps.flatMap((s) => s.batch);
       const writing = steps.find((s) => s.write);
+      // Whatever happens to them next, these events leave the backlog (stored, or dropped with a failure).
+      const leave = () => this.unstored.remove(events.length, sizeOf(events));
       try {
         if (this.failed) throw this.failed;
         // Events past the numbers stored on the run wait for their reservation (a retry of the run
         // starts above the stored ceiling: the log must hold nothing above it).
         if (this.reserving && events.length && events[events.length - 1]!.seq >= this.ceiling) await this.reserving;
       } catch (error) {
+        leave();
         settle({ ok: false, error });
         throw error;
       }
@@ -455,9 +519,13 @@ export class StoredEventSink implements RunEventSink {
         }, { concurrent: true });
       } catch (error) {
         if (events.length) this.failed = error;
+        leave();
+        // A failed sink stores nothing more: its producers need not wait for it.
+        if (this.failed) this.unstored.release();
         settle({ ok: false, error });
         throw error;
       }
+      leave();
       let published = false;
       for (const s of steps) {
         if (!s.after.length || (s.write && !s.keepStored(answer))) continue;
@@ -491,12 +559,31 @@ export class LocalEventSink implements RunEventSink {
   private queue: (RunEventRecord & RunEventText)[] = [];
   private wake: (() => void) | null = null;
   private closed = false;
+  /** Set when nobody will read the events (the run's caller asked for its result only, or its reader left): they are not kept. */
+  private unread = false;
+  /** Events in the queue, not yet taken by the reader. */
+  private readonly queued = new Backlog();
 
   emit(type: string, data: Record<string, unknown>): number {
     const seq = this.next++;
-    this.queue.push({ seq, type, data, json: JSON.stringify(data) });
+    if (this.unread) return seq;
+    const event = { seq, type, data, json: JSON.stringify(data) };
+    this.queue.push(event);
+    this.queued.add(1, event.json.length);
     this.wake?.();
     return seq;
+  }
+
+  backlog(): Promise<void> | undefined {
+    return this.unread ? undefined : this.queued.wait();
+  }
+
+  /** Stops keeping events: nobody will read them (the queue is dropped and producers never wait). */
+  discard(): void {
+    this.unread = true;
+    this.queue = [];
+    this.queued.remove(this.queued.events, this.queued.bytes);
+    this.queued.release();
   }
 
   emitChunk(blockId: string, delta: string): number {
@@ -515,16 +602,29 @@ export class LocalEventSink implements RunEventSink {
     this.wake?.();
   }
 
+  /** The events in the batches they are taken in; a reader that stops early leaves the rest unkept. */
   async *batches(): AsyncGenerator<(RunEventRecord & RunEventText)[]> {
-    for (;;) {
-      if (this.queue.length) yield this.queue.splice(0);
-      if (this.queue.length) continue;
-      if (this.closed) return;
-      await new Promise<void>((resolve) => (this.wake = resolve));
-      this.wake = null;
+    try {
+      for (;;) {
+        if (this.queue.length) {
+          const batch = this.queue;
+          this.queue = [];
+          this.queued.remove(batch.length, sizeOf(batch));
+          yield batch;
+        }
+        if (this.queue.length) continue;
+        if (this.closed) return;
+        await new Promise<void>((resolve) => (this.wake = resolve));
+        this.wake = null;
+      }
+    } finally {
+      this.discard();
     }
   }
 }
+
+/** Events a reader holds from the live tail before it drops them and reads the log instead. */
+export const LIVE_EVENTS = 20_000;
 
 export interface FollowOptions {
   /** End at `run_waiting` when the run is still waiting for an answer. */
@@ -554,13 +654,30 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
   /** The live tail not read yet: the arrays as the sinks and messages gave them (never changed here), `liveAt` into the first. */
   const live: (readonly RunEventText[])[] = [];
   let liveAt = 0;
+  /** Events in `live`; past `LIVE_EVENTS` (a reader slower than the run) the live tail is dropped and read from the log instead. */
+  let liveCount = 0;
+  let overflowed = false;
   let wake: (() => void) | null = null;
-  // The sinks of this process hand their events over directly.
-  const tap = tapOf(pubsub);
-  const fromSink = (events: readonly RunEventText[]) => {
-    if (events.length) live.push(events);
+  const arrive = (events: readonly RunEventText[]) => {
+    if (!events.length) return;
+    if (liveCount + events.length > LIVE_EVENTS) {
+      live.length = 0;
+      liveAt = 0;
+      liveCount = 0;
+      overflowed = true;
+    } else {
+      live.push(events);
+      liveCount += events.length;
+    }
     wake?.();
   };
+  const shiftLive = () => {
+    liveCount -= live.shift()!.length;
+    liveAt = 0;
+  };
+  // The sinks of this process hand their events over directly.
+  const tap = tapOf(pubsub);
+  const fromSink = arrive;
   let tapped = tap.readers.get(runId);
   if (!tapped) tap.readers.set(runId, (tapped = new Set()));
   tapped.add(fromSink);
@@ -581,8 +698,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
           // Not a message of this version or the last: the log fills the hole.
           return;
         }
-        if (events.length) live.push(events);
-        wake?.();
+        arrive(events);
       });
     }
   } catch (error) {
@@ -648,23 +764,25 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
     let quietPolls = 0;
     for (;;) {
       if (options.signal?.aborted) return;
+      if (overflowed) {
+        // The live tail was dropped: what it held is (or is about to be) in the log.
+        overflowed = false;
+        if (yield* catchUp()) return yield out;
+      }
       // The live tail.
       let progressed = false;
       while (live.length) {
         const batch = live[0]!;
         if (liveAt === 0 && !out.length && contiguous(batch, last)) {
           // The usual case: a whole batch that follows on: sent as it came.
-          live.shift();
+          shiftLive();
           last = batch[batch.length - 1]!.seq;
           progressed = true;
           out = batch.slice();
           continue;
         }
         const event = batch[liveAt++]!;
-        if (liveAt === batch.length) {
-          live.shift();
-          liveAt = 0;
-        }
+        if (liveAt === batch.length) shiftLive();
         if (event.seq <= last) continue;
         if (event.seq > last + 1) {
           // A hole: the events before this one are (or are about to be) in the log.

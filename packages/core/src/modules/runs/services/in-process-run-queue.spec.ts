@@ -93,20 +93,20 @@ describe('InProcessRunQueue', () => {
   });
 
   it('claims a free slot for a job about to exist, and none while the slots are taken or jobs wait', async () => {
-    const queue = new InProcessRunQueue({ concurrency: 2 });
-    expect(queue.claim('early')).toBeNull(); // no handler yet
+    const queue = new InProcessRunQueue({ concurrency: 2, teamConcurrency: 2 });
+    expect(queue.claim('early', 't')).toBeNull(); // no handler yet
     const seen: string[] = [];
     const gates = new Map<string, () => void>();
     await queue.process(async (job) => {
       seen.push(job.runId);
       await new Promise<void>((resolve) => gates.set(job.runId, resolve));
     });
-    const first = queue.claim('c1')!;
+    const first = queue.claim('c1', 't')!;
     expect(first).not.toBeNull();
     expect(queue.active).toBe(1);
     // A cancelled claim gives its slot back.
-    const cancelled = queue.claim('c2')!;
-    expect(queue.claim('c3')).toBeNull();
+    const cancelled = queue.claim('c2', 't')!;
+    expect(queue.claim('c3', 't')).toBeNull();
     cancelled.cancel();
     expect(queue.active).toBe(1);
     first.start({ runId: 'c1', teamId: 't' });
@@ -121,10 +121,10 @@ describe('InProcessRunQueue', () => {
     gates.get('c1')!();
     await tick();
     expect(seen).toEqual(['c1', 'q1', 'q2']);
-    expect(queue.claim('c4')).toBeNull();
+    expect(queue.claim('c4', 't')).toBeNull();
     gates.get('q1')!();
     await tick();
-    const later = queue.claim('c4')!;
+    const later = queue.claim('c4', 't')!;
     expect(later).not.toBeNull();
     gates.get('q2')!();
     await tick();
@@ -135,5 +135,40 @@ describe('InProcessRunQueue', () => {
     later.start({ runId: 'c4', teamId: 't' });
     expect(dropped).toEqual(['c4']);
     expect(seen).toEqual(['c1', 'q1', 'q2']);
+  });
+
+  it('runs at most teamConcurrency jobs of one team at once: another team\'s job takes a free slot at once, even behind a long line', async () => {
+    const queue = new InProcessRunQueue({ concurrency: 4 });
+    const seen: string[] = [];
+    const gates = new Map<string, () => void>();
+    await queue.process(async (job) => {
+      seen.push(job.runId);
+      await new Promise<void>((resolve) => gates.set(job.runId, resolve));
+    });
+    // Eight endless jobs of one team: three run (three quarters of 4), five wait.
+    for (let i = 0; i < 8; i++) await queue.enqueue({ runId: `loop${i}`, teamId: 'attacker' });
+    await tick();
+    expect(seen).toEqual(['loop0', 'loop1', 'loop2']);
+    expect(queue.active).toBe(3);
+    expect(queue.waiting).toBe(5);
+    // The team at its share claims no slot either; another team does.
+    expect(queue.claim('loop8', 'attacker')).toBeNull();
+    const victim = queue.claim('v1', 'victim')!;
+    expect(victim).not.toBeNull();
+    victim.start({ runId: 'v1', teamId: 'victim' });
+    await tick();
+    gates.get('v1')!();
+    await tick();
+    // Through the line, too: the victim's next run starts at once while the attacker's wait.
+    await queue.enqueue({ runId: 'v2', teamId: 'victim' });
+    await tick();
+    expect(seen).toEqual(['loop0', 'loop1', 'loop2', 'v1', 'v2']);
+    gates.get('v2')!();
+    // An attacker job that ends lets its next one in.
+    gates.get('loop0')!();
+    await tick();
+    expect(seen.at(-1)).toBe('loop3');
+    for (const gate of gates.values()) gate();
+    await queue.close();
   });
 });

@@ -3,6 +3,11 @@ import type { RunJob, RunJobHandler, RunQueue } from '../../../ports/run-queue.j
 export interface InProcessRunQueueOptions {
   /** Jobs executed at once. */
   concurrency: number;
+  /**
+   * Jobs of one team executed at once: its further jobs wait while other teams' take the free
+   * slots. Default: three quarters of `concurrency` (at least 1).
+   */
+  teamConcurrency?: number;
   /** How long `close` waits for running jobs before it aborts them. */
   closeGraceMs?: number;
 }
@@ -17,8 +22,9 @@ export interface SlotClaim {
 
 /**
  * The embedded RunQueue: jobs wait in memory and run in this process with bounded concurrency.
- * Each team has its own FIFO line and the lines take turns (round robin), so one team's burst
- * cannot hold back another team's runs. Jobs queued when the process stops are not kept; the
+ * Each team has its own FIFO line and the lines take turns (round robin), and a team executes at
+ * most `teamConcurrency` jobs at once, so one team's burst (or its runs that never end) cannot
+ * hold back another team's runs. Jobs queued when the process stops are not kept; the
  * runs module finds such runs again (queued or running without a heartbeat) and enqueues them.
  */
 export class InProcessRunQueue implements RunQueue {
@@ -28,12 +34,26 @@ export class InProcessRunQueue implements RunQueue {
   private readonly known = new Set<string>();
   /** Runs enqueued again while they executed: each executes once more when its execution ends. */
   private readonly again = new Map<string, RunJob>();
-  private readonly running = new Map<string, { promise: Promise<void>; abort: AbortController }>();
+  private readonly running = new Map<string, { promise: Promise<void>; abort: AbortController; teamId: string }>();
+  /** Jobs executing, by team. */
+  private readonly busy = new Map<string, number>();
+  private readonly teamConcurrency: number;
   private handler: RunJobHandler | null = null;
   private closed = false;
   private readonly dropListeners: ((job: RunJob) => void)[] = [];
 
-  constructor(private readonly options: InProcessRunQueueOptions) {}
+  constructor(private readonly options: InProcessRunQueueOptions) {
+    this.teamConcurrency = Math.min(options.concurrency, options.teamConcurrency ?? Math.max(1, Math.floor((options.concurrency * 3) / 4)));
+  }
+
+  private below(teamId: string): boolean {
+    return (this.busy.get(teamId) ?? 0) < this.teamConcurrency;
+  }
+
+  private occupy(runId: string, teamId: string, entry: { promise: Promise<void>; abort: AbortController; teamId: string }): void {
+    this.running.set(runId, entry);
+    this.busy.set(teamId, (this.busy.get(teamId) ?? 0) + 1);
+  }
 
   /** Called for each job this queue will not run (enqueued after, or still waiting at, `close`). */
   onDropped(listener: (job: RunJob) => void): void {
@@ -79,9 +99,11 @@ export class InProcessRunQueue implements RunQueue {
     return this.running.size;
   }
 
+  /** The next job: of the first team in turn below its share (which then goes to the back). */
   private take(): RunJob | undefined {
-    const team = this.turn.shift();
-    if (team === undefined) return undefined;
+    const at = this.turn.findIndex((team) => this.below(team));
+    if (at < 0) return undefined;
+    const team = this.turn.splice(at, 1)[0]!;
     const line = this.lines.get(team)!;
     const job = line.shift()!;
     if (line.length) this.turn.push(team);
@@ -95,8 +117,8 @@ export class InProcessRunQueue implements RunQueue {
       const job = this.take();
       if (!job) return;
       const abort = new AbortController();
-      const entry = { promise: Promise.resolve(), abort };
-      this.running.set(job.runId, entry);
+      const entry = { promise: Promise.resolve(), abort, teamId: job.teamId };
+      this.occupy(job.runId, job.teamId, entry);
       entry.promise = this.execute(this.handler, job, abort);
     }
   }
@@ -113,7 +135,13 @@ export class InProcessRunQueue implements RunQueue {
 
   /** A job's slot is free: the next job runs, the same run first if it was enqueued meanwhile. */
   private release(runId: string): void {
+    const entry = this.running.get(runId);
     this.running.delete(runId);
+    if (entry) {
+      const count = (this.busy.get(entry.teamId) ?? 1) - 1;
+      if (count > 0) this.busy.set(entry.teamId, count);
+      else this.busy.delete(entry.teamId);
+    }
     this.known.delete(runId);
     const again = this.again.get(runId);
     if (again) {
@@ -125,15 +153,17 @@ export class InProcessRunQueue implements RunQueue {
 
   /**
    * Takes a free slot for a job that is about to exist (its run is being stored), when one is free
-   * and no job waits (so no team is passed over): the caller then `start`s the job in it at once,
-   * without a trip through the lines, or `cancel`s the claim. Null when no slot is free, jobs wait,
-   * no handler runs jobs, or the queue is closed.
+   * and no job that could run waits (so no team is passed over) and `teamId` is below its share:
+   * the caller then `start`s the job in it at once, without a trip through the lines, or
+   * `cancel`s the claim. Null when no slot is free, jobs wait, no handler runs jobs, or the queue
+   * is closed.
    */
-  claim(runId: string): SlotClaim | null {
-    if (!this.handler || this.closed || this.known.has(runId) || this.running.size >= this.options.concurrency || this.turn.length) return null;
+  claim(runId: string, teamId: string): SlotClaim | null {
+    if (!this.handler || this.closed || this.known.has(runId) || this.running.size >= this.options.concurrency) return null;
+    if (!this.below(teamId) || this.lines.has(teamId) || this.turn.some((team) => this.below(team))) return null;
     const abort = new AbortController();
-    const entry = { promise: Promise.resolve(), abort };
-    this.running.set(runId, entry);
+    const entry = { promise: Promise.resolve(), abort, teamId };
+    this.occupy(runId, teamId, entry);
     this.known.add(runId);
     let settled = false;
     const release = () => this.release(runId);

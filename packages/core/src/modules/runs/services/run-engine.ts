@@ -4,7 +4,7 @@ import type { BlockExecutor, BlockIo } from '../blocks/executor.js';
 import { asText } from '../blocks/template.js';
 import type { BlockKind, WorkflowBlock } from '../blocks/workflow.js';
 import type { BlockSession, CtxEntry, RunStatus, RunUsage } from '../entities/run.entity.js';
-import { runFailure } from '../errors.js';
+import { runErrors, runFailure } from '../errors.js';
 import type { RunEventSink } from './event-log.js';
 
 /** The in-memory state of an executing run (a stored run's checkpoint, or a debug run). */
@@ -12,6 +12,8 @@ export interface RunState {
   id: string;
   documentId: string | null;
   userId: string;
+  /** The team the run bills to: its tenant in shared resources (the user's when absent). */
+  teamId?: string | null;
   status: RunStatus;
   inputs: Record<string, unknown>;
   blocks: WorkflowBlock[];
@@ -74,6 +76,52 @@ function checkpointSnapshot(state: RunState): RunState {
   return { ...state, sessions: structuredClone(state.sessions), ctx: state.ctx.slice(), usage: structuredClone(state.usage), waiting: state.waiting && { ...state.waiting } };
 }
 
+/**
+ * Quotas on the output of a block and of a run's execution (`runs.max*` settings): `block_chunk`,
+ * `tool_start` and `tool_result` events, counted and measured (UTF-8 bytes of the delta, or of
+ * the tool result's JSON). The block that passes one fails with `output_limit_exceeded`.
+ */
+export interface OutputLimits {
+  blockEvents: number;
+  blockBytes: number;
+  runEvents: number;
+  runBytes: number;
+}
+
+const unlimited: OutputLimits = { blockEvents: Infinity, blockBytes: Infinity, runEvents: Infinity, runBytes: Infinity };
+
+/** What a block's and its execution's output used so far; `exceeded` is set (and stays) once a quota struck. */
+class OutputMeter {
+  blockEvents = 0;
+  blockBytes = 0;
+  runEvents = 0;
+  runBytes = 0;
+  exceeded: TrellisError | null = null;
+
+  constructor(private readonly limits: OutputLimits) {}
+
+  /** Counts one event of `bytes`; throws `output_limit_exceeded` when it passes a quota (and for any event after). */
+  charge(bytes: number): void {
+    if (this.exceeded) throw this.exceeded;
+    this.blockEvents += 1;
+    this.blockBytes += bytes;
+    this.runEvents += 1;
+    this.runBytes += bytes;
+    const { limits } = this;
+    if (this.blockEvents > limits.blockEvents) this.exceeded = runErrors.outputLimit('block\'s output events', limits.blockEvents, 'maxBlockEvents');
+    else if (this.blockBytes > limits.blockBytes) this.exceeded = runErrors.outputLimit('block\'s output bytes', limits.blockBytes, 'maxBlockOutputBytes');
+    else if (this.runEvents > limits.runEvents) this.exceeded = runErrors.outputLimit('run\'s output events', limits.runEvents, 'maxRunEvents');
+    else if (this.runBytes > limits.runBytes) this.exceeded = runErrors.outputLimit('run\'s output bytes', limits.runBytes, 'maxRunOutputBytes');
+    if (this.exceeded) throw this.exceeded;
+  }
+
+  startBlock(): void {
+    this.blockEvents = 0;
+    this.blockBytes = 0;
+    this.exceeded = null;
+  }
+}
+
 /** Why an execution was stopped from outside. */
 export type StopReason = 'timeout' | 'cancel' | 'shutdown';
 
@@ -125,7 +173,10 @@ const errorOf = (error: unknown): { code: string; message: string } => {
  * (or `run_waiting` at an ask block). The run's timeout aborts every block it started.
  */
 export class RunEngine {
-  constructor(private readonly executors: ReadonlyMap<BlockKind, BlockExecutor>) {}
+  constructor(
+    private readonly executors: ReadonlyMap<BlockKind, BlockExecutor>,
+    private readonly limits: OutputLimits = unlimited,
+  ) {}
 
   async execute(state: RunState, sink: RunEventSink, persistence: RunPersistence, options: ExecuteOptions = {}): Promise<void> {
     const controller = new AbortController();
@@ -142,6 +193,7 @@ export class RunEngine {
     const heartbeat = setInterval(() => void persistence.heartbeat().catch(() => undefined), options.heartbeatMs ?? 10_000);
     heartbeat.unref?.();
     state.status = 'running';
+    const meter = new OutputMeter(this.limits);
     let savedAt = Date.now();
     // A skipped checkpoint, written after DEFERRED_CHECKPOINT_MS unless the next boundary comes first.
     let deferred: { timer: ReturnType<typeof setTimeout>; write: Promise<void> | null } | null = null;
@@ -185,7 +237,7 @@ export class RunEngine {
           state.cursor++;
           continue;
         }
-        const outcome = await this.runBlock(state, block, sink, controller.signal);
+        const outcome = await this.runBlock(state, block, sink, controller.signal, meter);
         if (outcome === 'wait') {
           await settleDeferred();
           // Published once the checkpoint that stores the waiting state committed: a client that
@@ -260,7 +312,7 @@ export class RunEngine {
     state.cursor++;
   }
 
-  private async runBlock(state: RunState, block: WorkflowBlock, sink: RunEventSink, signal: AbortSignal): Promise<'done' | 'wait' | 'stop'> {
+  private async runBlock(state: RunState, block: WorkflowBlock, sink: RunEventSink, signal: AbortSignal, meter: OutputMeter): Promise<'done' | 'wait' | 'stop'> {
     const session = state.sessions.find((s) => s.blockId === block.id)!;
     const started = Date.now();
     session.status = 'running';
@@ -268,16 +320,30 @@ export class RunEngine {
     delete session.error;
     sink.emit('block_start', { blockId: block.id, blockType: block.type, blockName: block.name });
     const ctx = new Map(state.ctx.map((entry) => [entry.name, entry.value]));
+    meter.startBlock();
     const io: BlockIo = {
       runId: state.id,
       userId: state.userId,
+      tenant: state.teamId ?? state.userId,
       signal,
       ctx,
       inputs: state.inputs,
       remainingMs: () => Math.max(0, state.deadline - Date.now()),
-      chunk: (delta) => void sink.emitChunk(block.id, delta),
-      toolStart: (toolCallId, toolName) => void sink.emit('tool_start', { blockId: block.id, toolCallId, toolName }),
-      toolResult: (toolCallId, result) => void sink.emit('tool_result', { blockId: block.id, toolCallId, result: result ?? null }),
+      chunk: (delta) => {
+        meter.charge(Buffer.byteLength(delta));
+        sink.emitChunk(block.id, delta);
+        return sink.backlog();
+      },
+      toolStart: (toolCallId, toolName) => {
+        meter.charge(Buffer.byteLength(toolName));
+        sink.emit('tool_start', { blockId: block.id, toolCallId, toolName });
+        return sink.backlog();
+      },
+      toolResult: (toolCallId, result) => {
+        meter.charge(Buffer.byteLength(JSON.stringify(result ?? null)));
+        sink.emit('tool_result', { blockId: block.id, toolCallId, result: result ?? null });
+        return sink.backlog();
+      },
       modelUsage: (modelId: string, usage: AiUsage) => {
         const entry = (state.usage.models[modelId] ??= { inputTokens: 0, outputTokens: 0, calls: 0 });
         entry.inputTokens += usage.inputTokens;
@@ -295,6 +361,8 @@ export class RunEngine {
       if (!executor) throw new TrellisError('not_implemented', 'block_kind_unsupported', `No executor handles ${block.kind} blocks.`);
       const outcome = await executor.execute(block, io);
       if (signal.aborted) throw signal.reason;
+      // A quota struck and the executor went on regardless: the block fails all the same.
+      if (meter.exceeded) throw meter.exceeded;
       if ('wait' in outcome) {
         session.status = 'waiting';
         state.status = 'waiting';
@@ -316,7 +384,7 @@ export class RunEngine {
         session.status = 'pending';
         return 'stop';
       }
-      const failure = signal.aborted ? errorOf(signal.reason) : errorOf(error);
+      const failure = signal.aborted ? errorOf(signal.reason) : errorOf(meter.exceeded ?? error);
       if (signal.aborted) failure.message = signal.reason instanceof TrellisError && signal.reason.code === runFailure.timeout.code ? runFailure.timeout.message : failure.message;
       session.status = 'failed';
       session.error = failure;

@@ -159,7 +159,12 @@ export class RunService {
       new AskBlockExecutor(),
       new OutputBlockExecutor(),
     ];
-    this.engine = new RunEngine(new Map<BlockKind, BlockExecutor>(executors.map((e) => [e.kind, e])));
+    this.engine = new RunEngine(new Map<BlockKind, BlockExecutor>(executors.map((e) => [e.kind, e])), {
+      blockEvents: config.maxBlockEvents,
+      blockBytes: config.maxBlockOutputBytes,
+      runEvents: config.maxRunEvents,
+      runBytes: config.maxRunOutputBytes,
+    });
     this.group = new GroupCommit(this.fork, !rootEm.getPlatform().constructor.name.toLowerCase().includes('postgre'), sql);
   }
 
@@ -270,7 +275,7 @@ export class RunService {
     run.ctx = initial.ctx;
     // A free slot of the in-process queue: the run is stored already claimed for its first attempt
     // (as `execute` would claim it) and starts in the slot at once, without a claim of its own.
-    const slot = this.consuming && this.queue instanceof InProcessRunQueue ? this.queue.claim(runId) : null;
+    const slot = this.consuming && this.queue instanceof InProcessRunQueue ? this.queue.claim(runId, input.teamId) : null;
     if (slot) Object.assign(run, { status: 'running', attempt: 1, startedAt: now, deadlineAt: new Date(now.getTime() + timeoutSeconds * 1000) });
     // The credit hold and the run's record are one transaction: a hold without its run is never stored.
     try {
@@ -351,6 +356,7 @@ export class RunService {
   private startDebug(args: { runId: string; input: StartRunInput; blocks: WorkflowBlock[]; values: Record<string, unknown>; onError: 'stop' | 'continue'; timeoutSeconds: number; reservationId: string | null; amount: number; teamId: string }): StartedRun {
     const { runId, input, blocks } = args;
     const state = initialState({ id: runId, documentId: input.documentId, userId: input.userId, blocks, inputs: args.values, onError: args.onError, startedAt: Date.now(), timeoutSeconds: args.timeoutSeconds });
+    state.teamId = args.teamId;
     const sink = new LocalEventSink();
     const persistence: RunPersistence = {
       checkpoint: async () => undefined,
@@ -387,6 +393,11 @@ export class RunService {
           for await (const batch of batches()) yield* batch;
         })(),
       result: async () => {
+        // Asked for the result only: the events will not be read, so they are not kept.
+        if (!consumed) {
+          consumed = true;
+          sink.discard();
+        }
         await done;
         return {
           runId,
@@ -597,6 +608,7 @@ export class RunService {
       id: run.id,
       documentId: run.documentId,
       userId: run.userId,
+      teamId: run.teamId,
       status: run.status,
       inputs: run.inputs,
       blocks,
