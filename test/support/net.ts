@@ -38,15 +38,15 @@ export const loopbackUrls = (port: number, path = ''): string[] => loopbackHostF
 export const rebindingName = 'rebind.trellis.test';
 
 /**
- * A resolver that answers `rebindingName` with `allowed` and `refused` in turn (a name flipping
- * between two addresses, as in DNS rebinding), and fails other names.
+ * A resolver that answers `rebindingName` with `allowed` and `refused` in turn, switching every
+ * `period` answers (a name flipping between two addresses, as in DNS rebinding), and fails other names.
  */
-export function flippingResolver(allowed: string, refused: string): GuardResolver & { readonly calls: number } {
+export function flippingResolver(allowed: string, refused: string, period = 1): GuardResolver & { readonly calls: number } {
   let calls = 0;
   const resolve = async (hostname: string): Promise<LookupAddress[]> => {
     if (hostname !== rebindingName) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' });
+    const address = Math.floor(calls / period) % 2 === 0 ? allowed : refused;
     calls += 1;
-    const address = calls % 2 === 1 ? allowed : refused;
     return [{ address, family: 4 }];
   };
   return Object.defineProperty(resolve, 'calls', { get: () => calls }) as GuardResolver & { readonly calls: number };
@@ -84,16 +84,16 @@ export interface RebindingOutcome {
 /**
  * Runs `attempt` `rounds` times, each with a fresh guard (so a fresh connection) that allows
  * 127.0.0.1 and whose resolver flips `rebindingName` between 127.0.0.1 (the server under test) and
- * 127.0.0.2 (a trap on the same port). `attempt` gets the guard and `http://rebind.trellis.test:<port>`.
+ * 127.0.0.2 (a trap on the same port) every `period` answers. `attempt` gets the guard and `http://rebind.trellis.test:<port>`.
  * The guard holds when the trap is never reached.
  */
 export async function runRebinding(
   port: number,
   attempt: (guard: NetworkGuard, origin: string) => Promise<unknown>,
-  options: { rounds?: number; allow?: AllowPrivateNetworks; isRefusal: (error: unknown) => boolean },
+  options: { rounds?: number; period?: number; allow?: AllowPrivateNetworks; isRefusal: (error: unknown) => boolean },
 ): Promise<RebindingOutcome> {
   const trap = await startTrap(port);
-  const resolve = flippingResolver('127.0.0.1', '127.0.0.2');
+  const resolve = flippingResolver('127.0.0.1', '127.0.0.2', options.period);
   const outcome: RebindingOutcome = { succeeded: 0, refused: 0, other: [], trapHits: 0, resolutions: 0 };
   try {
     for (let round = 0; round < (options.rounds ?? 10); round += 1) {

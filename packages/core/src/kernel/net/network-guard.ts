@@ -86,6 +86,7 @@ export class NetworkGuard {
   private readonly rules: ReturnType<typeof parseAllowList>;
   private readonly resolve: GuardResolver;
   private readonly localAddresses: () => Iterable<string>;
+  private closing?: Promise<void>;
 
   constructor(options: NetworkGuardOptions) {
     this.open = options.allowPrivateNetworks === true;
@@ -167,8 +168,9 @@ export class NetworkGuard {
   }
 
   /** Closes the dispatcher's pooled connections. */
-  async close(): Promise<void> {
-    await this.dispatcher.close();
+  close(): Promise<void> {
+    this.closing ??= this.dispatcher.close();
+    return this.closing;
   }
 }
 
