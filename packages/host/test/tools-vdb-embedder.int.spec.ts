@@ -31,7 +31,9 @@ describe.each(testDatabases())('vector database with an AI model embedder on $na
       const baseURL = wire.baseURL.replace('127.0.0.1', '127.0.0.2');
       const model = await t.request('POST', '/ai/models', { token, body: { name: 'Refused', service: 'openai', conf: { model: 'wire-chat', baseURL, apiKey } } });
       expect(model.status).toBe(201);
-      await expect(t.kernel.get(aiGatewayServiceIdentifier).embed({ modelId: model.body.id, texts: ['a'] })).rejects.toMatchObject({ code: 'destination_refused', status: 400 });
+      // The AI module's gateway, whose embed the vector database's embedder calls.
+      const gateway = t.kernel.get(aiGatewayServiceIdentifier) as unknown as { embed(input: { modelId: string; texts: string[] }): Promise<unknown> };
+      await expect(gateway.embed({ modelId: model.body.id, texts: ['a'] })).rejects.toMatchObject({ code: 'destination_refused', status: 400 });
     });
 
     it('embeds records and queries through the model and ranks by its vectors', async () => {
