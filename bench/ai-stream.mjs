@@ -206,6 +206,8 @@ async function main() {
         server: { host: '127.0.0.1', port: 0, transport },
         auth: { jwtSecret: 'bench-secret-bench-secret-bench-secret-0123' },
         ai: { pricing: { default: { input: 0, output: 0 } } },
+        // The fake model server is on loopback: let it through the outbound network guard.
+        network: { allowPrivateNetworks: ['127.0.0.1'] },
         realtime: { maxPushBytes: 1_048_576 },
       },
       database: sqliteDatabase({ path: ':memory:' }),

@@ -5,3 +5,4 @@ export * from './run-queue-contract.js';
 export * from './ai-wire/index.js';
 export * from './contract.js';
 export * from './redis.js';
+export * from './net.js';

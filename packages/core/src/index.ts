@@ -9,7 +9,7 @@ export { createLogger, redactedPaths } from './kernel/logger.js';
 
 // Configuration
 export { kernelConfigSchema, logLevels, validateConfig, buildConfigSchema, type KernelConfig, type TrellisConfig, type TrellisConfigInput } from './kernel/config/config.js';
-export { ArrayNode, BaseNode, BooleanNode, ConfigError, describeSchema, NumberNode, parseConfig, RecordNode, s, ObjectNode, StringNode, type ConfigIssue, type InferConfig, type SchemaNode, type Shape } from './kernel/config/schema.js';
+export { ArrayNode, BaseNode, BooleanNode, ConfigError, describeSchema, NumberNode, parseConfig, RecordNode, s, ObjectNode, StringNode, UnionNode, type ConfigIssue, type InferConfig, type SchemaNode, type Shape } from './kernel/config/schema.js';
 
 // Errors
 export { TrellisError, errors, httpStatusByKind, isTrellisError, rpcCodeByKind, toTrellisError, type ErrorKind, type TrellisErrorOptions, type ValidationIssue } from './kernel/errors.js';
@@ -36,6 +36,8 @@ export { Authenticator, credentialVerifierServiceIdentifier, extractBearer, type
 export { allCredentialKinds, hasPermission, type CredentialKind, type Permission, type Principal, type PrincipalDevice, type PrincipalUser } from './kernel/auth/principal.js';
 export { requireScopes, scopesAllow } from './kernel/auth/scopes.js';
 export { AccessRevocations, accessRevocationsServiceIdentifier, accessRevocationTopic, signalConcerns, type AccessRevokedSignal, type AccessSubject, type AccessWatcher } from './kernel/auth/access-revocation.js';
+export { allowPrivateNetworksOf, destinationRefused, destinationRefusedCode, NetworkGuard, networkGuardServiceIdentifier, refusalOf, type AllowPrivateNetworks, type GuardResolver, type NetworkGuardOptions } from './kernel/net/network-guard.js';
+export { specialPurposeRange } from './kernel/net/address-policy.js';
 export { generateOpaqueToken, randomSecret, safeEqual, sha256Hex, uuidv7 } from './kernel/crypto.js';
 
 // Ports

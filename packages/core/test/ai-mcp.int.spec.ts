@@ -8,6 +8,8 @@ import { AiToolService } from '../src/modules/ai/services/ai-tool.service.js';
 import type { AiConfig } from '../src/modules/ai/ai.config.js';
 import type { AiTool } from '../src/modules/ai/entities/ai-tool.entity.js';
 import { UuidV7Ids } from '../src/ports/ids.js';
+import { NetworkGuard } from '../src/kernel/net/network-guard.js';
+import { loopbackHostForms, runRebinding } from '@trellis/test-support';
 
 /** A real MCP server (the SDK's server side, stateless Streamable HTTP) with two tools. */
 function mcpServer(): Server {
@@ -31,8 +33,13 @@ function mcpServer(): Server {
   return server;
 }
 
-const config = (allowPrivateNetworks: boolean) =>
-  ({ tools: { allowPrivateNetworks, timeoutMs: 10_000, maxResponseBytes: 1_000_000 }, toolAutoMaxSteps: 4 }) as unknown as AiConfig;
+const config = { tools: { timeoutMs: 10_000, maxResponseBytes: 1_000_000 }, toolAutoMaxSteps: 4 } as unknown as AiConfig;
+const guards: NetworkGuard[] = [];
+const service = (allowPrivateNetworks: boolean | string[] | NetworkGuard) => {
+  const guard = allowPrivateNetworks instanceof NetworkGuard ? allowPrivateNetworks : new NetworkGuard({ allowPrivateNetworks });
+  guards.push(guard);
+  return new AiToolService(new UuidV7Ids(), config, guard);
+};
 
 const tool = (url: string, actions: AiTool['actions']) => ({ id: 'x', name: 'Calc', desc: 'Calculator', actions }) as unknown as AiTool;
 
@@ -58,32 +65,50 @@ describe('mcp tool actions against a real MCP server (Streamable HTTP)', () => {
     await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
   });
-  afterAll(() => new Promise<void>((resolve) => http.close(() => resolve())));
+  afterAll(async () => {
+    await Promise.all(guards.map((guard) => guard.close()));
+    await new Promise<void>((resolve) => http.close(() => resolve()));
+  });
 
   it('offers the server-declared input schema as the function definition', async () => {
-    const service = new AiToolService(new UuidV7Ids(), config(true));
-    const defs = await service.definitions([tool(url, [{ name: 'sum', type: 'mcp', conf: { url, tool: 'add' } }])]);
+    const defs = await service(['127.0.0.1']).definitions([tool(url, [{ name: 'sum', type: 'mcp', conf: { url, tool: 'add' } }])]);
     expect(defs).toEqual([{ name: 'Calc__sum', description: 'Adds two numbers', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } }]);
   });
 
   it('calls tools: structured content, text content, and errors as tool_call_failed', async () => {
-    const service = new AiToolService(new UuidV7Ids(), config(true));
+    const tools = service(['127.0.0.1']);
     const calc = tool(url, [
       { name: 'sum', type: 'mcp', conf: { url, tool: 'add' } },
       { name: 'loud', type: 'mcp', conf: { url, tool: 'shout' } },
       { name: 'bad', type: 'mcp', conf: { url, tool: 'fail' } },
     ]);
     const before = calls;
-    expect(await service.call([calc], 'Calc__sum', { a: 2, b: 40 })).toEqual({ sum: 42 });
-    expect(await service.call([calc], 'Calc__loud', { text: 'hi' })).toBe('HI');
+    expect(await tools.call([calc], 'Calc__sum', { a: 2, b: 40 })).toEqual({ sum: 42 });
+    expect(await tools.call([calc], 'Calc__loud', { text: 'hi' })).toBe('HI');
     expect(calls).toBeGreaterThan(before);
-    await expect(service.call([calc], 'Calc__bad', {})).rejects.toMatchObject({ code: 'tool_call_failed', status: 502, message: expect.stringContaining('it broke') });
+    await expect(tools.call([calc], 'Calc__bad', {})).rejects.toMatchObject({ code: 'tool_call_failed', status: 502, message: expect.stringContaining('it broke') });
   });
 
-  it('refuses a loopback MCP server unless private networks are allowed', async () => {
-    const service = new AiToolService(new UuidV7Ids(), config(false));
+  it.each(loopbackHostForms)('refuses an MCP server at the loopback written %s, before connecting', async (host) => {
+    const target = url.replace('127.0.0.1', host);
     const before = calls;
-    await expect(service.call([tool(url, [{ name: 'sum', type: 'mcp', conf: { url, tool: 'add' } }])], 'Calc__sum', { a: 1, b: 1 })).rejects.toMatchObject({ code: 'tool_destination_refused', status: 400 });
+    await expect(service(false).call([tool(target, [{ name: 'sum', type: 'mcp', conf: { url: target, tool: 'add' } }])], 'Calc__sum', { a: 1, b: 1 })).rejects.toMatchObject({ code: 'tool_destination_refused', status: 400 });
     expect(calls).toBe(before);
+  });
+
+  it('holds when the MCP server name flips between an allowed and a refused address (DNS rebinding)', async () => {
+    const port = Number(new URL(url).port);
+    const outcome = await runRebinding(
+      port,
+      async (guard, origin) => {
+        const target = `${origin}/mcp`;
+        expect(await service(guard).call([tool(target, [{ name: 'sum', type: 'mcp', conf: { url: target, tool: 'add' } }])], 'Calc__sum', { a: 2, b: 3 })).toEqual({ sum: 5 });
+      },
+      { rounds: 12, period: 3, isRefusal: (e) => (e as { code?: string }).code === 'tool_destination_refused' },
+    );
+    expect(outcome.other).toEqual([]);
+    expect(outcome.trapHits).toBe(0);
+    expect(outcome.succeeded).toBeGreaterThan(0);
+    expect(outcome.refused).toBeGreaterThan(0);
   });
 });

@@ -209,7 +209,7 @@ describe('AI model secrets at rest and in logs', () => {
     t = await startTestHost(fileDb, 'node', {
       adapters: [provide(aiProvidersServiceIdentifier, [new ScriptedProvider(), new OpenAiProvider({ retry: { maxRetries: 0 } })])],
       logger: pino({ level: 'trace' }, sink),
-      config: { ai: { encryption: { key: Buffer.alloc(32, 7).toString('base64'), keyId: 'k9' } } },
+      config: { ai: { encryption: { key: Buffer.alloc(32, 7).toString('base64'), keyId: 'k9' } }, network: { allowPrivateNetworks: ['127.0.0.1'] } },
     });
   });
   afterAll(async () => {

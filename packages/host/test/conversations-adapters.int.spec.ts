@@ -60,7 +60,7 @@ describe.each(testDatabases())('conversation turns through the real adapters on 
         weather = await startWeatherServer();
         t = await startTestHost(db, transport, {
           adapters: [provide(aiProvidersServiceIdentifier, [adapter.provider()])],
-          config: { ai: { tools: { allowPrivateNetworks: true }, pricing: { default: { input: 1, output: 1 }, models: { [adapter.service]: { input: 10, output: 20 } }, reserveInputTokens: 1000, reserveOutputTokens: 500 } } },
+          config: { network: { allowPrivateNetworks: ['127.0.0.1'] }, ai: { pricing: { default: { input: 1, output: 1 }, models: { [adapter.service]: { input: 10, output: 20 } }, reserveInputTokens: 1000, reserveOutputTokens: 500 } } },
         });
       });
       afterAll(async () => {

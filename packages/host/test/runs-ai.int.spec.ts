@@ -14,7 +14,7 @@ describe.each(testDatabases())('LLM blocks through the OpenAI adapter on $name',
     let wire: OpenAiWireServer;
     beforeAll(async () => {
       wire = await new OpenAiWireServer({ apiKey: 'sk-runs' }).start();
-      t = await startTestHost(db, transport, { adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])] });
+      t = await startTestHost(db, transport, { adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])], config: { network: { allowPrivateNetworks: ['127.0.0.1'] } } });
     });
     afterAll(async () => {
       await t?.close();

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { embedderServiceIdentifier, VdbCollection } from '@trellis/core';
+import { aiGatewayServiceIdentifier, embedderServiceIdentifier, VdbCollection } from '@trellis/core';
 import { OpenAiWireServer, startTestHost, testDatabases, transports, wireEmbedding, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -14,7 +14,7 @@ describe.each(testDatabases())('vector database with an AI model embedder on $na
     let token: string;
     beforeAll(async () => {
       wire = await new OpenAiWireServer({ apiKey }).start();
-      t = await startTestHost(db, transport, { config: { tools: { vdb: { embedder: { modelId, dimension: 8 } } } } });
+      t = await startTestHost(db, transport, { config: { tools: { vdb: { embedder: { modelId, dimension: 8 } } }, network: { allowPrivateNetworks: ['127.0.0.1'] } } });
       ({ token } = await t.register());
       // An AI model on the wire server; the configuration names it by id, so give it the configured one.
       const model = await t.request('POST', '/ai/models', { token, body: { name: 'Embeddings', service: 'openai', conf: { model: 'wire-chat', embeddingModel: 'wire-embed', baseURL: wire.baseURL, apiKey } } });
@@ -24,6 +24,16 @@ describe.each(testDatabases())('vector database with an AI model embedder on $na
     afterAll(async () => {
       await t?.close();
       await wire?.close();
+    });
+
+    it('embeds through the network guard: a model whose baseURL is a refused address is never reached', async () => {
+      // 127.0.0.2 is loopback too, but not in network.allowPrivateNetworks.
+      const baseURL = wire.baseURL.replace('127.0.0.1', '127.0.0.2');
+      const model = await t.request('POST', '/ai/models', { token, body: { name: 'Refused', service: 'openai', conf: { model: 'wire-chat', baseURL, apiKey } } });
+      expect(model.status).toBe(201);
+      // The AI module's gateway, whose embed the vector database's embedder calls.
+      const gateway = t.kernel.get(aiGatewayServiceIdentifier) as unknown as { embed(input: { modelId: string; texts: string[] }): Promise<unknown> };
+      await expect(gateway.embed({ modelId: model.body.id, texts: ['a'] })).rejects.toMatchObject({ code: 'destination_refused', status: 400 });
     });
 
     it('embeds records and queries through the model and ranks by its vectors', async () => {

@@ -1,5 +1,6 @@
-import type { AiChatRequest, AiProvider, AiStreamPart, TrellisError } from '@trellis/core';
+import { NetworkGuard, type AiChatRequest, type AiProvider, type AiStreamPart, type TrellisError } from '@trellis/core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loopbackHostForms, rebindingName, runRebinding } from '../net.js';
 import type { AiWireServer } from './common.js';
 
 /** Collects every part of a chat stream. */
@@ -44,6 +45,8 @@ export interface ProviderWireSuiteOptions {
   conf: (wire: AiWireServer, apiKey: string) => Record<string, unknown>;
   /** The vendor supports tools (function calls) offered per request. Default true. */
   tools?: boolean;
+  /** The provider embeds (`embed`) on this wire: the network guard is checked on embeddings too. */
+  embeddings?: boolean;
 }
 
 const apiKey = 'wire-test-key-0123456789';
@@ -224,6 +227,77 @@ export function describeProviderOnWire(options: ProviderWireSuiteOptions): void 
       await wire.held();
       for (let i = 0; i < 100 && wire.activeStreams > 0; i += 1) await new Promise((resolve) => setTimeout(resolve, 20));
       expect(wire.activeStreams).toBe(0);
+    });
+
+    describe('through the network guard (request.fetch)', () => {
+      const refused = (error: unknown) => (error as TrellisError | undefined)?.code === 'destination_refused';
+      /** The conf with the wire's host written as `host`. */
+      const confAt = (host: string) => {
+        const raw = options.conf(wire, apiKey);
+        return provider.parseConf({ ...raw, baseURL: String(raw.baseURL).replace('127.0.0.1', host) });
+      };
+      const guarded = async <T>(allowPrivateNetworks: boolean | string[], work: (guard: NetworkGuard) => Promise<T>): Promise<T> => {
+        const guard = new NetworkGuard({ allowPrivateNetworks });
+        try {
+          return await work(guard);
+        } finally {
+          await guard.close();
+        }
+      };
+
+      it.each(loopbackHostForms)('refuses a baseURL at the loopback written %s with destination_refused, never retried', async (host) => {
+        const { parts, error } = await guarded(false, (guard) => collectUntilError(provider.chat(confAt(host), { messages: [{ role: 'user', content: 'hi' }], fetch: guard.fetch })));
+        expect(parts).toEqual([]);
+        expect((error as TrellisError).code).toBe('destination_refused');
+        expect((error as TrellisError).status).toBe(400);
+        expect(wire.requests).toHaveLength(0);
+        if (options.embeddings && provider.embed) {
+          const embedError = await guarded(false, (guard) => provider.embed!(confAt(host), { texts: ['a'], fetch: guard.fetch })).catch((e: unknown) => e);
+          expect((embedError as TrellisError).code).toBe('destination_refused');
+          expect(wire.requests).toHaveLength(0);
+        }
+      });
+
+      it('streams through an allowed guard', async () => {
+        wire.enqueue({ text: ['Through ', 'the guard.'] });
+        const parts = await guarded(['127.0.0.1'], (guard) => collectParts(provider.chat(conf, { messages: [{ role: 'user', content: 'hi' }], fetch: guard.fetch })));
+        expect(textOf(parts)).toBe('Through the guard.');
+        if (options.embeddings && provider.embed) {
+          const result = await guarded(['127.0.0.1'], (guard) => provider.embed!(conf, { texts: ['a', 'b'], fetch: guard.fetch }));
+          expect(result.embeddings).toHaveLength(2);
+        }
+      });
+
+      it('holds when the baseURL host flips between an allowed and a refused address (DNS rebinding)', async () => {
+        const port = Number(new URL(String(options.conf(wire, apiKey).baseURL)).port);
+        const chatOutcome = await runRebinding(
+          port,
+          async (guard) => {
+            wire.reset().enqueue({ text: ['ok'] });
+            const parts = await collectParts(provider.chat(confAt(rebindingName), { messages: [{ role: 'user', content: 'hi' }], fetch: guard.fetch }));
+            expect(textOf(parts)).toBe('ok');
+          },
+          { isRefusal: refused },
+        );
+        expect(chatOutcome.other).toEqual([]);
+        expect(chatOutcome.trapHits).toBe(0);
+        expect(chatOutcome.succeeded).toBeGreaterThan(0);
+        expect(chatOutcome.refused).toBeGreaterThan(0);
+        if (options.embeddings && provider.embed) {
+          const embedOutcome = await runRebinding(
+            port,
+            async (guard) => {
+              wire.reset();
+              expect((await provider.embed!(confAt(rebindingName), { texts: ['a'], fetch: guard.fetch })).embeddings).toHaveLength(1);
+            },
+            { isRefusal: refused },
+          );
+          expect(embedOutcome.other).toEqual([]);
+          expect(embedOutcome.trapHits).toBe(0);
+          expect(embedOutcome.succeeded).toBeGreaterThan(0);
+          expect(embedOutcome.refused).toBeGreaterThan(0);
+        }
+      });
     });
 
     it('validates conf with clear details and refuses unknown keys', () => {

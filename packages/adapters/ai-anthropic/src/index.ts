@@ -36,7 +36,7 @@ export class AnthropicProvider extends AiSdkProvider<AnthropicConf> {
     return { model, apiKey, baseURL, ...sampling };
   }
 
-  protected languageModel(conf: AnthropicConf): LanguageModel {
-    return createAnthropic({ apiKey: conf.apiKey, baseURL: conf.baseURL, headers: conf.headers, fetch: this.options.fetch })(conf.model);
+  protected languageModel(conf: AnthropicConf, fetch?: typeof globalThis.fetch): LanguageModel {
+    return createAnthropic({ apiKey: conf.apiKey, baseURL: conf.baseURL, headers: conf.headers, fetch })(conf.model);
   }
 }

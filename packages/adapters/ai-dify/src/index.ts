@@ -1,4 +1,4 @@
-import { aiErrors, TrellisError, type AiChatRequest, type AiMessage, type AiProvider, type AiStreamPart, type AiUsage } from '@trellis/core';
+import { aiErrors, refusalOf, TrellisError, type AiChatRequest, type AiMessage, type AiProvider, type AiStreamPart, type AiUsage } from '@trellis/core';
 import { aiErrorFromStatus, ConfReader, defaultRetryPolicy, final, streamWithRetries, type AiAdapterOptions, type RetryPolicy } from '@trellis/ai-sdk';
 import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
 
@@ -126,6 +126,8 @@ export class DifyProvider implements AiProvider<DifyConf> {
 
   private mapError(error: unknown, conf: DifyConf): unknown {
     if (error instanceof TrellisError) return error;
+    const refused = refusalOf(error);
+    if (refused) return refused;
     const message = error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}` : String(error);
     return aiErrors.unavailable(`${vendor} could not be reached or its stream failed: ${message.split(conf.apiKey).join('***')}`, error);
   }
@@ -137,7 +139,8 @@ export class DifyProvider implements AiProvider<DifyConf> {
   }
 
   private async *streamOnce(conf: DifyConf, request: AiChatRequest): AsyncGenerator<AiStreamPart> {
-    const fetchFn = this.options.fetch ?? globalThis.fetch;
+    // The adapter's own fetch, else the caller's (the server's network guard), else the global one.
+    const fetchFn = this.options.fetch ?? request.fetch ?? globalThis.fetch;
     const query = difyQuery(request.messages);
     const inputs: Record<string, unknown> = { ...conf.inputs };
     const system = request.messages.filter((message) => message.role === 'system').map((message) => message.content);

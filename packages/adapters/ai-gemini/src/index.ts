@@ -49,12 +49,12 @@ export class GeminiProvider extends AiSdkProvider<GeminiConf> {
     return { model, apiKey, baseURL, embeddingModel, dimensions, ...sampling };
   }
 
-  private google(conf: GeminiConf) {
-    return createGoogleGenerativeAI({ apiKey: conf.apiKey, baseURL: conf.baseURL, headers: conf.headers, fetch: this.options.fetch });
+  private google(conf: GeminiConf, fetch: typeof globalThis.fetch | undefined) {
+    return createGoogleGenerativeAI({ apiKey: conf.apiKey, baseURL: conf.baseURL, headers: conf.headers, fetch });
   }
 
-  protected languageModel(conf: GeminiConf): LanguageModel {
-    return this.google(conf)(conf.model);
+  protected languageModel(conf: GeminiConf, fetch?: typeof globalThis.fetch): LanguageModel {
+    return this.google(conf, fetch)(conf.model);
   }
 
   protected override mapVendorError(error: APICallError): TrellisError | undefined {
@@ -74,7 +74,7 @@ export class GeminiProvider extends AiSdkProvider<GeminiConf> {
   /** Embeddings with `conf.embeddingModel` (default `gemini-embedding-001`). */
   async embed(conf: GeminiConf, request: AiEmbedRequest): Promise<AiEmbedResult> {
     const providerOptions = conf.dimensions === undefined ? undefined : { google: { outputDimensionality: conf.dimensions } };
-    return this.embedWith(this.google(conf).embedding(conf.embeddingModel), conf, request, providerOptions);
+    return this.embedWith(this.google(conf, this.fetchFor(request)).embedding(conf.embeddingModel), conf, request, providerOptions);
   }
 }
 

@@ -8,6 +8,7 @@ describeProviderOnWire({
   provider: (retry) => new GeminiProvider({ retry }),
   startWire: (apiKey) => new GeminiWireServer({ apiKey }).start(),
   conf: (wire, apiKey) => ({ model: 'gemini-2.5-flash', baseURL: (wire as GeminiWireServer).baseURL, apiKey }),
+  embeddings: true,
 });
 
 describe('GeminiProvider requests and conf', () => {

@@ -64,16 +64,16 @@ export class OpenAiProvider extends AiSdkProvider<OpenAiConf> {
     return { model, compatibility, baseURL: baseURL ?? openAiDefaultBaseUrl, apiKey, organization, project, queryParams, embeddingModel, dimensions, ...sampling };
   }
 
-  protected languageModel(conf: OpenAiConf): LanguageModel {
-    if (conf.compatibility === 'openai') return this.openai(conf).chat(conf.model);
-    return this.compatible(conf).chatModel(conf.model);
+  protected languageModel(conf: OpenAiConf, fetch?: typeof globalThis.fetch): LanguageModel {
+    if (conf.compatibility === 'openai') return this.openai(conf, fetch).chat(conf.model);
+    return this.compatible(conf, fetch).chatModel(conf.model);
   }
 
-  private openai(conf: OpenAiConf) {
-    return createOpenAI({ apiKey: conf.apiKey, baseURL: conf.baseURL, organization: conf.organization, project: conf.project, headers: conf.headers, fetch: this.options.fetch });
+  private openai(conf: OpenAiConf, fetch: typeof globalThis.fetch | undefined) {
+    return createOpenAI({ apiKey: conf.apiKey, baseURL: conf.baseURL, organization: conf.organization, project: conf.project, headers: conf.headers, fetch });
   }
 
-  private compatible(conf: OpenAiConf) {
+  private compatible(conf: OpenAiConf, fetch: typeof globalThis.fetch | undefined) {
     return createOpenAICompatible({
       name: 'openaiCompatible',
       baseURL: conf.baseURL,
@@ -81,15 +81,16 @@ export class OpenAiProvider extends AiSdkProvider<OpenAiConf> {
       headers: conf.headers,
       queryParams: conf.queryParams,
       includeUsage: true,
-      fetch: this.options.fetch,
+      fetch,
     });
   }
 
   /** Embeddings with `conf.embeddingModel` (OpenAI default `text-embedding-3-small`; other servers: `conf.model`). */
   async embed(conf: OpenAiConf, request: AiEmbedRequest): Promise<AiEmbedResult> {
     let model: EmbeddingModel;
-    if (conf.compatibility === 'openai') model = this.openai(conf).embedding(conf.embeddingModel ?? 'text-embedding-3-small');
-    else model = this.compatible(conf).embeddingModel(conf.embeddingModel ?? conf.model);
+    const fetch = this.fetchFor(request);
+    if (conf.compatibility === 'openai') model = this.openai(conf, fetch).embedding(conf.embeddingModel ?? 'text-embedding-3-small');
+    else model = this.compatible(conf, fetch).embeddingModel(conf.embeddingModel ?? conf.model);
     const providerOptions = conf.dimensions === undefined ? undefined : { openai: { dimensions: conf.dimensions }, openaiCompatible: { dimensions: conf.dimensions } };
     return this.embedWith(model, conf, request, providerOptions);
   }

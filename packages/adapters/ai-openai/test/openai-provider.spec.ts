@@ -10,6 +10,7 @@ describeProviderOnWire({
   provider: (retry) => new OpenAiProvider({ retry }),
   startWire,
   conf: (wire, apiKey) => ({ model: 'gpt-wire', baseURL: (wire as OpenAiWireServer).baseURL, apiKey, compatibility: 'openai' }),
+  embeddings: true,
 });
 
 describeProviderOnWire({
@@ -17,6 +18,7 @@ describeProviderOnWire({
   provider: (retry) => new OpenAiProvider({ retry }),
   startWire,
   conf: (wire, apiKey) => ({ model: 'llama3.1:8b', baseURL: `${(wire as OpenAiWireServer).baseURL}/`, apiKey }),
+  embeddings: true,
 });
 
 describe('OpenAiProvider requests and conf', () => {

@@ -1,6 +1,7 @@
 import { APICallError } from '@ai-sdk/provider';
 import {
   aiErrors,
+  refusalOf,
   TrellisError,
   type AiChatRequest,
   type AiEmbedRequest,
@@ -97,6 +98,9 @@ export function mapAiSdkError(
   vendorMap?: (error: APICallError) => TrellisError | undefined,
 ): unknown {
   if (error instanceof TrellisError) return error;
+  // The network guard refused the model's address: said as such, never retried.
+  const refused = refusalOf(error);
+  if (refused) return refused;
   if (RetryError.isInstance(error)) return mapAiSdkError(error.lastError, vendor, secrets, vendorMap);
   if (vendorMap && APICallError.isInstance(error)) {
     const mapped = vendorMap(error);
@@ -144,8 +148,13 @@ export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvide
 
   abstract parseConf(conf: Record<string, unknown>): Conf;
 
-  /** The AI SDK model for `conf`. */
-  protected abstract languageModel(conf: Conf): LanguageModel;
+  /** The AI SDK model for `conf`, making its HTTP calls with `fetch`. */
+  protected abstract languageModel(conf: Conf, fetch?: typeof globalThis.fetch): LanguageModel;
+
+  /** The fetch of a request: the adapter's own `fetch` option, else the caller's (the server's network guard). */
+  protected fetchFor(request: { fetch?: typeof globalThis.fetch }): typeof globalThis.fetch | undefined {
+    return this.options.fetch ?? request.fetch;
+  }
 
   /** Vendor-specific `providerOptions` of a call. */
   protected providerOptions(_conf: Conf): Record<string, Record<string, any>> | undefined {
@@ -172,7 +181,7 @@ export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvide
   }
 
   chat(conf: Conf, request: AiChatRequest): AsyncIterable<AiStreamPart> {
-    const model = this.languageModel(conf);
+    const model = this.languageModel(conf, this.fetchFor(request));
     return streamWithRetries(() => this.streamOnce(model, conf, request), { policy: this.policyFor(conf), signal: request.signal, mapError: this.mapError(conf) });
   }
 

@@ -17,7 +17,11 @@ export const defaultRetryPolicy: RetryPolicy = { maxRetries: 2, baseDelayMs: 100
 
 /** Options every Trellis AI adapter takes (none is needed in production). */
 export interface AiAdapterOptions {
-  /** The fetch the SDK uses (tests, proxies). Default: the global fetch. */
+  /**
+   * The fetch the SDK uses (tests, proxies). It replaces the one the caller passes in each request
+   * (`request.fetch`: the server's network guard), so a fetch given here must do its own checking.
+   * Default: `request.fetch`, else the global fetch.
+   */
   fetch?: typeof globalThis.fetch;
   /** Retry policy; `conf.maxRetries` overrides `maxRetries` per model. */
   retry?: Partial<RetryPolicy>;

@@ -19,6 +19,7 @@ import type { RouteDefinition } from './http/route.js';
 import { createLogger } from './logger.js';
 import { flushWithoutAsyncContext } from './orm-flush.js';
 import { mappedType } from './timestamp-type.js';
+import { allowPrivateNetworksOf, NetworkGuard, networkGuardServiceIdentifier } from './net/network-guard.js';
 import { observedStatements, preparedStatementsServiceIdentifier } from './prepared-statements.js';
 import type { PreparedStatements } from '../ports/database.js';
 import { countingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, readDatabasePool, RequestObserver, TrellisMetrics } from './observability/index.js';
@@ -151,6 +152,10 @@ export function createKernel(options: KernelOptions): Kernel {
   // The embedded default; an adapter (`@trellis/ratelimit-redis`) bound by the host replaces it.
   container.bind(rateLimiterServiceIdentifier).toConstantValue(new InMemoryRateLimiter());
   container.bind(passwordHasherServiceIdentifier).toConstantValue(new Argon2idPasswordHasher());
+  const network = allowPrivateNetworksOf(config);
+  if (network.deprecated) log.warn('ai.tools.allowPrivateNetworks is deprecated: set network.allowPrivateNetworks (true, or the hosts, ports and CIDR ranges to let through; docs/network.md).');
+  // Every outbound connection the server makes (AI models, embedders, tool actions) goes through it.
+  container.bind(networkGuardServiceIdentifier).toConstantValue(new NetworkGuard({ allowPrivateNetworks: network.allow }));
   container.bind(ormServiceIdentifier).toDynamicValue(() => requireOrm());
   container.bind(entityManagerServiceIdentifier).toDynamicValue(() => requireOrm().em);
   let statements: PreparedStatements | undefined;
@@ -316,6 +321,7 @@ export function createKernel(options: KernelOptions): Kernel {
         for (const module of started.splice(0).reverse()) await module.onStop?.({ ...moduleContext(module), get });
         await revocations.stop();
         await container.get(pubSubServiceIdentifier).close();
+        await container.get(networkGuardServiceIdentifier).close().catch(() => undefined);
         if (orm) await orm.close(true);
         orm = undefined;
         statements = undefined;

@@ -20,6 +20,8 @@ import { TrellisError } from '../kernel/errors.js';
  *   `aiErrors` (`ai_auth_failed`, `ai_rate_limited` with `retryAfterSeconds`, `ai_unavailable`,
  *   `ai_bad_request`). The adapter retries with backoff where the provider says a retry may
  *   succeed (429 with `retry-after`, 5xx), but never after the first part was yielded.
+ * - Every HTTP call goes through `request.fetch` when the caller gives one (the server's network
+ *   guard); adapters never open connections of their own around it.
  * - `chat` runs one model turn: it does not execute tools. The caller runs tool calls and sends
  *   the results back as `tool` messages in the next request.
  * - `embed` (optional) returns one vector per input text, in order.
@@ -71,6 +73,12 @@ export interface AiChatRequest {
   signal?: AbortSignal;
   /** Opaque id of the caller's conversation or run, for providers that keep their own thread (Dify). */
   threadId?: string;
+  /**
+   * The fetch every HTTP call of this request must go through: the server's network guard
+   * (`NetworkGuard.fetch`), which checks each connection's address. Adapters pass it to their SDK
+   * (or call it); an adapter's own `fetch` option, when set, takes its place.
+   */
+  fetch?: typeof globalThis.fetch;
 }
 
 export interface AiUsage {
@@ -88,6 +96,12 @@ export type AiStreamPart =
 export interface AiEmbedRequest {
   texts: string[];
   signal?: AbortSignal;
+  /**
+   * The fetch every HTTP call of this request must go through: the server's network guard
+   * (`NetworkGuard.fetch`), which checks each connection's address. Adapters pass it to their SDK
+   * (or call it); an adapter's own `fetch` option, when set, takes its place.
+   */
+  fetch?: typeof globalThis.fetch;
 }
 
 export interface AiEmbedResult {

@@ -103,6 +103,21 @@ export const kernelConfigSchema = s.object({
       .describe('Serve `/metrics` on this separate port (on `server.host`) instead of the main one; the reference host only.'),
     defaultMetrics: s.boolean().default(true).describe('Include the Node.js process metrics (CPU, memory, event loop lag, GC).'),
   }),
+  network: s.object({
+    allowPrivateNetworks: s
+      .union(
+        s.boolean(),
+        s.array(
+          s
+            .string()
+            .matches(/^(\d{1,5}|[\d.]+(\/\d{1,2})?|\[?[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*\]?(\/\d{1,3})?|(\*\.)?[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?)$/, 'a port, an IP address or CIDR range, or a host name (`*.example` for a domain)'),
+        ),
+      )
+      .default(false)
+      .describe(
+        'Outbound connections the server makes (AI model `baseURL`s, embedders, `http` and `mcp` tool actions) may not reach loopback, private, link-local, carrier-grade NAT, unique-local or other IANA special-purpose addresses (IPv4 embedded in IPv6 forms included), nor this host\'s own addresses; each connection is checked on the address it connects to. `true` lifts the guard; a list lets through the ports (`11434`), addresses or CIDR ranges (`10.1.0.0/16`, `::1`) and host names (`ollama.internal`, `*.svc.cluster.local`) it names. `ai.tools.allowPrivateNetworks: true` is a deprecated alias of `true` (docs/network.md).',
+      ),
+  }),
   tracing: s.object({
     enabled: s
       .boolean()

@@ -195,6 +195,28 @@ export class RecordNode<T> extends BaseNode<Record<string, T>> {
   }
 }
 
+/** A value that one of several schemas accepts (tried in order; the first that parses wins). */
+export class UnionNode<T> extends BaseNode<T> {
+  readonly typeName: string;
+
+  constructor(readonly options: readonly SchemaNode<T>[]) {
+    super();
+    this.typeName = options.map((option) => option.typeName).join(' | ');
+  }
+
+  check(value: unknown, path: string, issues: ConfigIssue[]): T | undefined {
+    const tried: ConfigIssue[] = [];
+    for (const option of this.options) {
+      const own: ConfigIssue[] = [];
+      const parsed = option.parse(value, path, own);
+      if (own.length === 0 && parsed !== undefined) return parsed;
+      tried.push(...own);
+    }
+    issues.push({ path, message: `must be ${this.typeName}: ${tried.map((issue) => issue.message).join('; or ')}` });
+    return undefined;
+  }
+}
+
 export type Shape = Record<string, SchemaNode<unknown>>;
 type ObjectOf<S extends Shape> = { [K in keyof S]: Infer<S[K]> };
 
@@ -242,6 +264,7 @@ export const s = {
   array: <T>(item: SchemaNode<T>) => new ArrayNode(item),
   record: <T>(item: SchemaNode<T>) => new RecordNode(item),
   object: <S extends Shape>(shape: S) => new ObjectNode(shape),
+  union: <T extends readonly SchemaNode<unknown>[]>(...options: T) => new UnionNode<Infer<T[number]>>(options as unknown as readonly SchemaNode<Infer<T[number]>>[]),
 };
 
 export type InferConfig<S> = Infer<S>;

@@ -62,7 +62,7 @@ export const aiConfigSchema = s.object({
     allowPrivateNetworks: s
       .boolean()
       .default(false)
-      .describe('Let `http` and `mcp` tool actions reach loopback, private, link-local and unique-local addresses. Off by default (server-side request forgery).'),
+      .describe('Deprecated alias: `true` acts as `network.allowPrivateNetworks: true` (for every outbound connection, not only tool actions), with a warning at start. Use `network.allowPrivateNetworks`.'),
     timeoutMs: s.int().range(100, 600_000).default(30_000).describe('Default and largest timeout of one tool action call.'),
     maxResponseBytes: s.int().range(1_024, 50_000_000).default(1_048_576).describe('Largest response body an `http` action reads.'),
   }),

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
+import { networkGuardServiceIdentifier, type NetworkGuard } from '../../../kernel/net/network-guard.js';
 import { entityManagerServiceIdentifier } from '../../../kernel/tokens.js';
 import { aiErrors, type AiChatRequest, type AiEmbedResult, type AiGateway, type AiStreamPart, type AiToolDefinition, type AiUsage } from '../../../ports/ai-provider.js';
 import type { AiConfig, AiPrice } from '../ai.config.js';
@@ -21,13 +22,15 @@ export class AiGatewayService implements AiGateway {
     @inject(AiModelService) private readonly models: AiModelService,
     @inject(AiToolService) private readonly tools: AiToolService,
     @inject(aiConfigServiceIdentifier) private readonly config: AiConfig,
+    @inject(networkGuardServiceIdentifier) private readonly guard: NetworkGuard,
   ) {}
 
   async *chat(input: { userId: string; modelId: string; request: AiChatRequest }): AsyncIterable<AiStreamPart> {
     const model = await this.models.usable(this.root.fork(), input.userId, input.modelId);
     const provider = this.models.requireProvider(model);
     const conf = provider.parseConf(this.models.openConf(model));
-    yield* provider.chat(conf, input.request);
+    // The provider's HTTP calls go through the network guard (a model's baseURL is checked on every connection).
+    yield* provider.chat(conf, { ...input.request, fetch: this.guard.fetch });
   }
 
   /**
@@ -38,7 +41,7 @@ export class AiGatewayService implements AiGateway {
     const model = await this.model(input.modelId);
     const provider = this.models.requireProvider(model);
     if (!provider.embed) throw aiErrors.badRequest(`The AI provider "${provider.service}" of model ${model.id} does not offer embeddings.`);
-    return provider.embed(provider.parseConf(this.models.openConf(model)), { texts: input.texts, signal: input.signal });
+    return provider.embed(provider.parseConf(this.models.openConf(model)), { texts: input.texts, signal: input.signal, fetch: this.guard.fetch });
   }
 
   /** Checks, before any credit is reserved, that the model exists for the user and has a provider. */

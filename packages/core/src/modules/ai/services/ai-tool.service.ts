@@ -4,6 +4,7 @@ import { TrellisError, type ValidationIssue } from '../../../kernel/errors.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
 import type { AiToolDefinition, JsonSchemaObject } from '../../../ports/ai-provider.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { networkGuardServiceIdentifier, type NetworkGuard } from '../../../kernel/net/network-guard.js';
 import { User } from '../../identity/entities/user.entity.js';
 import type { AiConfig } from '../ai.config.js';
 import { AiTool, type AiToolAction } from '../entities/ai-tool.entity.js';
@@ -50,6 +51,7 @@ export class AiToolService {
   constructor(
     @inject(idsServiceIdentifier) private readonly ids: Ids,
     @inject(aiConfigServiceIdentifier) private readonly config: AiConfig,
+    @inject(networkGuardServiceIdentifier) private readonly guard: NetworkGuard,
   ) {}
 
   /** Checks every action's type and conf; 422 `invalid_tool_action` with details. */
@@ -205,6 +207,6 @@ export class AiToolService {
   }
 
   private callOptions(signal?: AbortSignal) {
-    return { allowPrivate: this.config.tools.allowPrivateNetworks, timeoutMs: this.config.tools.timeoutMs, signal };
+    return { guard: this.guard, timeoutMs: this.config.tools.timeoutMs, signal };
   }
 }

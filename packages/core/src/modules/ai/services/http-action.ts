@@ -1,8 +1,5 @@
-import http from 'node:http';
-import https from 'node:https';
 import { TrellisError } from '../../../kernel/errors.js';
-import { isIP } from 'node:net';
-import { assertPublicHost, guardedLookup } from './network-guard.js';
+import { refusalOf, type NetworkGuard } from '../../../kernel/net/network-guard.js';
 import { lookupPath, renderJson, renderText } from './template.js';
 
 export interface HttpActionConf {
@@ -20,7 +17,8 @@ export const toolCallFailed = (message: string, cause?: unknown) =>
   new TrellisError('unavailable', 'tool_call_failed', message, { cause, status: 502, expose: true });
 
 export interface HttpCallOptions {
-  allowPrivate: boolean;
+  /** The server's network guard: every connection of the call goes through it. */
+  guard: NetworkGuard;
   timeoutMs: number;
   maxResponseBytes: number;
   signal?: AbortSignal;
@@ -28,16 +26,13 @@ export interface HttpCallOptions {
 
 /**
  * Runs one templated HTTP request: URL, headers and body rendered from `context`, redirects not
- * followed, the destination checked at connect time, the body read up to a limit. The result is the
+ * followed, every connection checked by the network guard, the body read up to a limit. The result is the
  * JSON body (or the text of a non-JSON one), narrowed by `response.path` when set. A non-2xx status
  * fails with `tool_call_failed`.
  */
 export async function runHttpAction(conf: HttpActionConf, context: Record<string, unknown>, options: HttpCallOptions): Promise<unknown> {
   const url = new URL(renderText(conf.url, context, encodeURIComponent));
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TrellisError('bad_request', 'invalid_tool_action', 'An http action URL must be http or https.');
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  // Node connects to an address literal without calling the lookup hook: check it here.
-  if (isIP(host)) await assertPublicHost(host, options.allowPrivate);
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(conf.headers ?? {})) headers[key.toLowerCase()] = renderText(value, context).replace(/[\r\n]/g, ' ');
   let payload: Buffer | undefined;
@@ -51,31 +46,24 @@ export async function runHttpAction(conf: HttpActionConf, context: Record<string
   const timeoutMs = Math.min(conf.timeoutMs ?? options.timeoutMs, options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
 
-  const { status, contentType, body } = await new Promise<{ status: number; contentType: string; body: Buffer }>((resolve, reject) => {
-    const client = url.protocol === 'https:' ? https : http;
-    const request = client.request(url, { method: conf.method, headers, lookup: guardedLookup(options.allowPrivate) as never, signal }, (response) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      response.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > options.maxResponseBytes) {
-          request.destroy();
-          reject(toolCallFailed(`The tool's response is larger than ai.tools.maxResponseBytes (${options.maxResponseBytes} bytes).`));
-          return;
-        }
-        chunks.push(chunk);
-      });
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, contentType: String(response.headers['content-type'] ?? ''), body: Buffer.concat(chunks) }));
-      response.on('error', reject);
-    });
-    request.on('error', (error) => {
-      if (error instanceof TrellisError) reject(error);
-      else if (signal.aborted && !options.signal?.aborted) reject(toolCallFailed(`The tool did not answer within ${timeoutMs} ms.`, error));
-      else if (options.signal?.aborted) reject(options.signal.reason ?? error);
-      else reject(toolCallFailed(`The tool's endpoint cannot be reached (${(error as NodeJS.ErrnoException).code ?? error.message}).`, error));
-    });
-    request.end(payload);
-  });
+  let status: number;
+  let contentType: string;
+  let body: Buffer;
+  try {
+    // Through the guard's dispatcher: the destination is checked when the connection opens.
+    const response = await options.guard.fetch(url, { method: conf.method, headers, body: payload, signal, redirect: 'manual' });
+    status = response.status;
+    contentType = response.headers.get('content-type') ?? '';
+    body = await readLimited(response, options.maxResponseBytes);
+  } catch (error) {
+    const refused = refusalOf(error);
+    if (refused) throw toolDestinationRefused(refused);
+    if (error instanceof TrellisError) throw error;
+    if (options.signal?.aborted) throw options.signal.reason ?? error;
+    if (signal.aborted) throw toolCallFailed(`The tool did not answer within ${timeoutMs} ms.`, error);
+    const code = (error as { cause?: { code?: string } }).cause?.code;
+    throw toolCallFailed(`The tool's endpoint cannot be reached${code ? ` (${code})` : ''}.`, error);
+  }
 
   let parsed: unknown = body.toString('utf8');
   if (/json/i.test(contentType) && body.length > 0) {
@@ -89,4 +77,27 @@ export async function runHttpAction(conf: HttpActionConf, context: Record<string
     throw toolCallFailed(`The tool's endpoint answered ${status}.`);
   }
   return conf.response?.path ? (lookupPath(parsed, conf.response.path) ?? null) : parsed;
+}
+
+/** The guard's refusal, under the code tool actions have always answered. */
+export const toolDestinationRefused = (refused: TrellisError) =>
+  new TrellisError('bad_request', 'tool_destination_refused', `The tool action may not reach its destination. ${refused.message}`, { cause: refused });
+
+/** The body, failing with `tool_call_failed` past `limit` bytes (the rest is not read). */
+async function readLimited(response: Response, limit: number): Promise<Buffer> {
+  if (!response.body) return Buffer.alloc(0);
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel().catch(() => undefined);
+      throw toolCallFailed(`The tool's response is larger than ai.tools.maxResponseBytes (${limit} bytes).`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
 }

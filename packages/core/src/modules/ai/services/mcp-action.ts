@@ -1,8 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { JsonSchemaObject } from '../../../ports/ai-provider.js';
-import { assertPublicHost } from './network-guard.js';
-import { toolCallFailed } from './http-action.js';
+import { refusalOf, type NetworkGuard } from '../../../kernel/net/network-guard.js';
+import { toolCallFailed, toolDestinationRefused } from './http-action.js';
 import { TrellisError } from '../../../kernel/errors.js';
 
 export interface McpActionConf {
@@ -13,7 +13,8 @@ export interface McpActionConf {
 }
 
 export interface McpCallOptions {
-  allowPrivate: boolean;
+  /** The server's network guard: the SDK's transport fetches through it, so every connection is checked. */
+  guard: NetworkGuard;
   timeoutMs: number;
   signal?: AbortSignal;
 }
@@ -21,18 +22,19 @@ export interface McpCallOptions {
 /** One MCP session over Streamable HTTP for the length of `work`, closed afterwards. */
 async function withClient<T>(conf: McpActionConf, options: McpCallOptions, work: (client: Client, requestOptions: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
   const url = new URL(conf.url);
-  await assertPublicHost(url.hostname, options.allowPrivate);
   const timeout = Math.min(conf.timeoutMs ?? options.timeoutMs, options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout);
   const client = new Client({ name: 'trellis', version: '1.0.0' });
-  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: conf.headers, redirect: 'manual' } });
+  const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: conf.headers, redirect: 'manual' }, fetch: options.guard.fetch });
   try {
     await client.connect(transport, { signal, timeout });
     return await work(client, { signal, timeout });
   } catch (error) {
+    const refused = refusalOf(error);
+    if (refused) throw toolDestinationRefused(refused);
     if (error instanceof TrellisError) throw error;
     if (options.signal?.aborted) throw options.signal.reason ?? error;
-    throw toolCallFailed(`The MCP server at ${url.origin} failed: ${error instanceof Error ? error.message.slice(0, 300) : 'unknown error'}`, error);
+    throw toolCallFailed(`The MCP server at ${url.origin} failed: ${describeFailure(error)}`, error);
   } finally {
     await client.close().catch(() => undefined);
   }
@@ -63,4 +65,12 @@ export async function runMcpAction(conf: McpActionConf, args: unknown, options: 
     if (texts.length === content.length) return texts.join('\n');
     return content;
   });
+}
+
+/** A failure in words of our own: an HTTP status is named, the body the server sent is not repeated. */
+function describeFailure(error: unknown): string {
+  if (error instanceof StreamableHTTPError) return error.code ? `it answered HTTP ${error.code}` : 'its answer could not be read';
+  const code = (error as { cause?: { code?: string } })?.cause?.code;
+  if (code) return `it cannot be reached (${code})`;
+  return error instanceof Error ? error.message.slice(0, 300) : 'unknown error';
 }
