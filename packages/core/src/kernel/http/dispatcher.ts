@@ -13,7 +13,7 @@ import type { RequestObservation, RequestObserver } from '../observability/reque
 import { oauthErrorBody } from './oauth-error-body.js';
 import { Reply } from './reply.js';
 import { DispatchedRequestContext } from './request-context.js';
-import type { ErrorFormat, RequestContext, RouteDefinition } from './route.js';
+import { credentialRule, type ErrorFormat, type RequestContext, type RouteDefinition } from './route.js';
 import { Router } from './router.js';
 import { isStreamBody, type KernelRequest, type KernelResponse } from './types.js';
 
@@ -212,7 +212,7 @@ export class HttpDispatcher {
   private async run(route: RouteDefinition, rawParams: Record<string, string>, request: KernelRequest, requestId: string, observation?: RequestObservation): Promise<KernelResponse> {
     const ip = this.clientIp(request);
     const userAgent = request.headers['user-agent'] ?? '';
-    const principal = await this.authenticate(route, request, ip, userAgent);
+    const { principal, refusal } = await this.authenticate(route, request, ip, userAgent);
     observation?.identified(principal);
     const failure = route.validationError;
     // Every untrusted value passes the edge guard (depth, NUL, lone surrogates, reserved keys)
@@ -233,7 +233,7 @@ export class HttpDispatcher {
       body = await validateInput(route.body, rawBody, 'body', failure, lenient);
     }
 
-    const ctx: RequestContext = new DispatchedRequestContext(this.deps, request, requestId, params, query, body, principal, ip, userAgent);
+    const ctx: RequestContext = new DispatchedRequestContext(this.deps, request, requestId, params, query, body, principal, ip, userAgent, refusal);
     const result = await route.handler(ctx);
     const headers: Record<string, string> = { 'x-request-id': requestId };
     // Responses that carry a credential are never stored by a cache (RFC 9111 §5.2.2.5).
@@ -252,18 +252,24 @@ export class HttpDispatcher {
     return { status, headers, body: JSON.stringify(result) };
   }
 
-  private async authenticate(route: RouteDefinition, request: KernelRequest, ip: string, userAgent: string): Promise<Principal | null> {
-    if (route.auth === 'none') return null;
+  /**
+   * Applies the route's credential rule (`credentialRules`, docs/http/README.md): who may call,
+   * which kinds are accepted, and what an optional route does with a credential it cannot use.
+   */
+  private async authenticate(route: RouteDefinition, request: KernelRequest, ip: string, userAgent: string): Promise<{ principal: Principal | null; refusal: TrellisError | null }> {
+    const rule = credentialRule(route.auth);
+    if (!rule) return anonymous;
     const token = extractBearer(request.headers);
     if (!token) {
-      if (route.auth === 'optional') return null;
+      if (!rule.required) return anonymous;
       throw new TrellisError('unauthenticated', 'missing_credentials', 'This operation needs a bearer token.', {
         headers: { 'www-authenticate': 'Bearer' },
       });
     }
     const principal = await this.deps.authenticator().authenticate(token, { ip, userAgent });
-    if (route.auth !== 'optional' && !route.auth.includes(principal.kind)) {
-      throw new TrellisError('forbidden', 'credential_not_allowed', `This operation does not accept ${describeKind(principal.kind)} credentials (accepted: ${route.auth.map(describeKind).join(', ')}).`);
+    // Optional or not, a credential that is sent must be of a kind the route accepts.
+    if (!rule.kinds.includes(principal.kind)) {
+      throw new TrellisError('forbidden', 'credential_not_allowed', `This operation does not accept ${describeKind(principal.kind)} credentials (accepted: ${rule.kinds.map(describeKind).join(', ')}).`);
     }
     if (route.refuseImpersonation && principal.actorId) {
       throw new TrellisError('forbidden', 'impersonation_forbidden', 'Not allowed while an administrator acts as this user (become); use your own credentials.');
@@ -275,8 +281,16 @@ export class HttpDispatcher {
       }
     }
     // A scoped credential needs one of the route's scopes or a full-access scope (RFC 6750 §3.1).
-    requireScopes(principal, route.scopes ?? [], this.deps.config.auth.fullAccessScopes);
-    return principal;
+    try {
+      requireScopes(principal, route.scopes ?? [], this.deps.config.auth.fullAccessScopes);
+    } catch (error) {
+      // Where anonymous callers pass, a credential whose scopes do not reach the route does not
+      // make the request worse than sending none: it runs as anonymous (another proof, such as a
+      // deployment token, may admit it), and the refusal answers where a credential is needed.
+      if (rule.required || !(error instanceof TrellisError)) throw error;
+      return { principal: null, refusal: error };
+    }
+    return { principal, refusal: null };
   }
 
   private parseBody(route: RouteDefinition, request: KernelRequest): unknown {
@@ -372,6 +386,7 @@ export class HttpDispatcher {
 }
 
 const noStoreHeaders = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
+const anonymous = { principal: null, refusal: null } as const;
 
 function describeKind(kind: string): string {
   return kind.replace('_', ' ');

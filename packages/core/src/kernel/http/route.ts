@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { ServiceIdentifier } from 'inversify';
 import type { Logger } from 'pino';
 import type { CredentialKind, Permission, Principal } from '../auth/principal.js';
+import type { TrellisError } from '../errors.js';
 import type { HttpMethod } from './types.js';
 
 export type ClassType<T = unknown> = new (...args: any[]) => T;
@@ -25,7 +26,13 @@ export interface RequestContext<P = unknown, Q = unknown, B = unknown> {
    */
   readonly rawBody: Uint8Array;
   readonly principal: Principal | null;
-  /** The principal, or a 401 when the route let anonymous callers in. */
+  /**
+   * On a route with optional authentication: why a credential that was sent was set aside (403
+   * `insufficient_scope`, a scope it lacks), so the request runs as anonymous. A handler that
+   * needs a credential throws this instead of asking for one; `requirePrincipal` does.
+   */
+  readonly credentialRefusal: TrellisError | null;
+  /** The principal, or a 401 when the route let anonymous callers in (the `credentialRefusal` when there is one). */
   requirePrincipal(): Principal;
   /** A unit of work for this request: MikroORM `em.fork()`, created on first use. */
   readonly em: EntityManager;
@@ -71,8 +78,13 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
   description?: string;
   tags?: string[];
   operationId?: string;
-  /** `'none'` for public routes, `'optional'` to read a credential when present, else the accepted kinds. */
-  auth: 'none' | 'optional' | readonly CredentialKind[];
+  /**
+   * Who may call, one of the three rules of `credentialRules` (docs/http/README.md, "Credentials"):
+   * `'none'` for public routes (a credential is not read), the accepted kinds (a credential is
+   * required), or `{ optional: kinds }` (anonymous callers pass; a credential that is sent must be
+   * of one of `kinds`, like on a route that requires one).
+   */
+  auth: RouteAuth;
   /** Permissions the principal must hold (all of them). */
   permission?: Permission | readonly Permission[];
   /**
@@ -114,6 +126,15 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
   /** Leave out of the OpenAPI document. */
   hidden?: boolean;
   handler(ctx: RequestContext<P, Q, B>): unknown;
+}
+
+export type RouteAuth = 'none' | readonly CredentialKind[] | { readonly optional: readonly CredentialKind[] };
+
+/** A route's credential rule in one shape: whether a credential is required, and which kinds are accepted. */
+export function credentialRule(auth: RouteAuth): { required: boolean; kinds: readonly CredentialKind[] } | null {
+  if (auth === 'none') return null;
+  if ('optional' in auth) return { required: false, kinds: auth.optional };
+  return { required: true, kinds: auth };
 }
 
 /** Declares a route with its types inferred from the DTO classes. */

@@ -151,7 +151,7 @@ export class DeploymentInputDto {
   description?: string;
 
   @IsOptional()
-  @Doc({ description: 'Default value (any JSON).', schema: {} })
+  @Doc({ nullable: true, description: 'Default value (any JSON, `null` included).', schema: {} })
   default?: unknown;
 }
 
