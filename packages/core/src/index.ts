@@ -15,7 +15,7 @@ export { ArrayNode, BaseNode, BooleanNode, ConfigError, describeSchema, NumberNo
 export { TrellisError, errors, httpStatusByKind, isTrellisError, rpcCodeByKind, toTrellisError, type ErrorKind, type TrellisErrorOptions, type ValidationIssue } from './kernel/errors.js';
 
 // HTTP
-export { credentialRule, defineRoute, type ClassType, type ErrorFormat, type RequestContext, type RouteAuth, type RouteDefinition, type RouteResponseSpec } from './kernel/http/route.js';
+export { credentialRule, credentialRules, defineRoute, type ClassType, type ErrorFormat, type RequestContext, type RouteAuth, type RouteDefinition, type RouteResponseSpec } from './kernel/http/route.js';
 export { Reply } from './kernel/http/reply.js';
 export { oauthErrorBody, oauthErrorCodes, type OAuthErrorCode } from './kernel/http/oauth-error-body.js';
 export { HttpDispatcher, parseQuery } from './kernel/http/dispatcher.js';

@@ -1,4 +1,5 @@
-import { UserService } from '@trellis/core';
+import { readFileSync } from 'node:fs';
+import { allCredentialKinds, credentialRule, credentialRules, UserService } from '@trellis/core';
 import { startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { actor, createProject, type Actor } from './documents.fixtures.js';
@@ -118,6 +119,52 @@ describe.each(testDatabases())('edge rules on $name', (db) => {
     });
   });
 
+  describe('the credential table', () => {
+    const readme = readFileSync(new URL('../../../docs/http/README.md', import.meta.url), 'utf8');
+    /** The rows of the markdown table whose header starts with `header`. */
+    const table = (header: string): string[][] => {
+      const lines = readme.split('\n');
+      const start = lines.findIndex((line) => line.startsWith(`| ${header} |`));
+      expect(start, `a table headed "${header}" in docs/http/README.md`).toBeGreaterThan(-1);
+      const rows: string[][] = [];
+      for (const line of lines.slice(start + 2)) {
+        if (!line.startsWith('|')) break;
+        rows.push(line.split('|').slice(1, -1).map((cell) => cell.trim()));
+      }
+      return rows;
+    };
+
+    it('in docs/http/README.md is the table the dispatcher applies', () => {
+      const spelled: Record<string, string> = {
+        anonymous: 'anonymous',
+        principal: 'principal',
+        setAside: 'set aside',
+        missing_credentials: '401 missing_credentials',
+        invalid_token: '401 invalid_token',
+        credential_not_allowed: '403 credential_not_allowed',
+        insufficient_scope: '403 insufficient_scope',
+      };
+      const documented = table('rule');
+      const cases = ['absent', 'invalid', 'otherKind', 'scopeShort', 'accepted'] as const;
+      expect(documented.map((row) => row[0])).toEqual(Object.keys(credentialRules));
+      for (const row of documented) {
+        const rule = credentialRules[row[0] as keyof typeof credentialRules];
+        expect(row.slice(1), row[0]).toEqual(cases.map((c) => spelled[rule[c]]));
+      }
+    });
+
+    it('lists every route with optional authentication and the kinds it accepts', () => {
+      const documented = table('route').map(([route, kinds]) => [route, kinds]);
+      const optional = t.kernel.routes.flatMap((route) => {
+        const rule = credentialRule(route.auth);
+        if (!rule || rule.required) return [];
+        const kinds = allCredentialKinds.every((kind) => rule.kinds.includes(kind)) ? 'every kind' : rule.kinds.join(', ');
+        return [[`\`${route.method} ${route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}\``, kinds]];
+      });
+      expect(optional.sort()).toEqual(documented.sort());
+    });
+  });
+
   describe('explicit null in an optional field', () => {
     const refusedNull = (r: { status: number; body: Json }, field: string) => {
       expect(r.status, JSON.stringify(r.body)).toBe(r.status === 400 ? 400 : 422);
@@ -169,7 +216,7 @@ describe.each(testDatabases())('edge rules on $name', (db) => {
       const wrong = await t.request('POST', '/auth/login', { body: { email: owner.email, password: 'p'.repeat(1025) } });
       expect(wrong.body.details).toEqual([{ field: 'password', constraint: 'maxLength', message: 'must be shorter than or equal to 1024 characters' }]);
       // Null in a required field is named as such.
-      const nullName = await t.request('POST', '/project', { token: owner.token, body: { name: null, tools: [] } });
+      const nullName = await t.request('POST', '/project', { token: owner.token, body: { name: null, tools: [], access: 'private' } });
       expect(nullName.body.details).toEqual([{ field: 'name', constraint: 'isNotNull', message: 'must not be null (leave the field out instead)' }]);
     });
   });

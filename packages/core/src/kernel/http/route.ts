@@ -1,9 +1,12 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { ServiceIdentifier } from 'inversify';
 import type { Logger } from 'pino';
-import type { CredentialKind, Permission, Principal } from '../auth/principal.js';
+import type { Permission, Principal } from '../auth/principal.js';
 import type { TrellisError } from '../errors.js';
+import type { RouteAuth } from './credential-rules.js';
 import type { HttpMethod } from './types.js';
+
+export { credentialRule, credentialRules, type RouteAuth } from './credential-rules.js';
 
 export type ClassType<T = unknown> = new (...args: any[]) => T;
 
@@ -126,15 +129,6 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
   /** Leave out of the OpenAPI document. */
   hidden?: boolean;
   handler(ctx: RequestContext<P, Q, B>): unknown;
-}
-
-export type RouteAuth = 'none' | readonly CredentialKind[] | { readonly optional: readonly CredentialKind[] };
-
-/** A route's credential rule in one shape: whether a credential is required, and which kinds are accepted. */
-export function credentialRule(auth: RouteAuth): { required: boolean; kinds: readonly CredentialKind[] } | null {
-  if (auth === 'none') return null;
-  if ('optional' in auth) return { required: false, kinds: auth.optional };
-  return { required: true, kinds: auth };
 }
 
 /** Declares a route with its types inferred from the DTO classes. */
