@@ -15,14 +15,14 @@ export { ArrayNode, BaseNode, BooleanNode, ConfigError, describeSchema, NumberNo
 export { TrellisError, errors, httpStatusByKind, isTrellisError, rpcCodeByKind, toTrellisError, type ErrorKind, type TrellisErrorOptions, type ValidationIssue } from './kernel/errors.js';
 
 // HTTP
-export { defineRoute, type ClassType, type ErrorFormat, type RequestContext, type RouteDefinition, type RouteResponseSpec } from './kernel/http/route.js';
+export { credentialRule, credentialRules, defineRoute, type ClassType, type ErrorFormat, type RequestContext, type RouteAuth, type RouteDefinition, type RouteResponseSpec } from './kernel/http/route.js';
 export { Reply } from './kernel/http/reply.js';
 export { oauthErrorBody, oauthErrorCodes, type OAuthErrorCode } from './kernel/http/oauth-error-body.js';
 export { HttpDispatcher, parseQuery } from './kernel/http/dispatcher.js';
 export { isStreamBody, type HttpMethod, type KernelRequest, type KernelResponse, type ResponseBody } from './kernel/http/types.js';
 export { Router, type RouteMatch } from './kernel/http/router.js';
 export { buildOpenApi, dtoSchema, type OpenApiInfo } from './kernel/http/openapi.js';
-export { Doc, Nested, Schema, type PropertyDoc } from './kernel/http/docs-metadata.js';
+export { Doc, Nested, Nullable, Schema, type PropertyDoc } from './kernel/http/docs-metadata.js';
 export { validateInput } from './kernel/validation.js';
 export { PageQuery, paging, pageOf, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type Page, type Paging } from './kernel/http/dto/paging.js';
 export { IdParams } from './kernel/http/dto/id-params.js';

@@ -326,8 +326,9 @@ describe.each(testDatabases())('block run endpoints on $name', (db) => {
         expect([none.status, none.body.error]).toEqual([401, 'authentication_required']);
         const wrong = await call(bid, { deploymentToken: 'trd_wrong' });
         expect(wrong.status).toBe(401);
+        // An outsider without the token learns nothing: the 404 of private and team deployments.
         const stranger = await call(bid, { token: outsider.token });
-        expect([stranger.status, stranger.body.error]).toEqual([403, 'deployment_access_denied']);
+        expect([stranger.status, stranger.body.error]).toEqual([404, 'block_not_found']);
         // Streams take the token too.
         const streamed = await sse(`${t.url}/block/${bid}/api`, { headers: { 'x-deployment-token': token }, body: { inputs: { n: 3 } } });
         expect(streamed.events.at(-1)!.type).toBe('run_complete');

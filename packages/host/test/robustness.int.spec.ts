@@ -1,14 +1,29 @@
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { coreModules, defineModule, defineRoute, UserService } from '@trellis/core';
+import { coreModules, credentialRule, defineModule, defineRoute, UserService } from '@trellis/core';
 import { startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
 import fc from 'fast-check';
 import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 
-// Each walk sends hundreds of hostile requests to every route (about 20 s per database on a quiet
-// machine); on a loaded one that came close to vitest's 30 s default.
+// Each walk sends hundreds of hostile requests (a few seconds per database on a quiet machine,
+// several times that on a loaded one).
 vi.setConfig({ testTimeout: 120_000 });
+
+/**
+ * Sizing (README, "The route fuzzer"): every route gets every hostile kind at least once whatever
+ * these say; `TRELLIS_FUZZ_SEED` picks which field of a route carries which kind and seeds the
+ * generated walks, `TRELLIS_FUZZ_RUNS` is how many requests each generated walk sends. The seed is
+ * printed, and named in every failure, so a run can be replayed.
+ */
+const fuzzSeed = Number(process.env.TRELLIS_FUZZ_SEED || randomInt(2 ** 31));
+const fuzzRuns = Number(process.env.TRELLIS_FUZZ_RUNS || 150);
+if (!Number.isSafeInteger(fuzzSeed) || !Number.isSafeInteger(fuzzRuns) || fuzzRuns < 1) throw new Error('TRELLIS_FUZZ_SEED and TRELLIS_FUZZ_RUNS must be integers (TRELLIS_FUZZ_RUNS at least 1)');
+const replay = `replay with TRELLIS_FUZZ_SEED=${fuzzSeed} TRELLIS_FUZZ_RUNS=${fuzzRuns}`;
+console.info(`[robustness] ${replay}`);
+
+/** The `i`-th of `items`, shifted by the seed: spreads hostile kinds over the fields of a route. */
+const pick = <T>(items: readonly T[], i: number): T => items[(fuzzSeed + i) % items.length]!;
 
 // Bad input never gets a 5xx: every route of the API, called by a user who holds every
 // permission, with malformed ids, wrong types, unknown fields and random JSON, answers 2xx, 3xx or
@@ -24,7 +39,12 @@ describe.each(testDatabases())('robustness on $name', (db) => {
     await t.kernel.get(UserService).create(t.kernel.fork(), { email, password: 'correct horse battery', isSiteAdmin: true, isDeveloper: true, isAdministrator: true });
     token = (await t.request('POST', '/auth/login', { body: { email, password: 'correct horse battery' } })).body.token;
   });
-  afterAll(() => t?.close());
+  let sent = 0;
+  afterAll(() => {
+    // The walk's size, for choosing TRELLIS_FUZZ_RUNS (the generated walks are counted by fast-check, not here).
+    console.info(`[robustness] ${db.name}: ${sent} probes; ${replay}`);
+    return t?.close();
+  });
   beforeEach(() => {
     failures.length = 0;
   });
@@ -71,12 +91,25 @@ describe.each(testDatabases())('robustness on $name', (db) => {
     return mode === 'max' ? 'é'.repeat(length) : 'a'.repeat(length);
   };
 
+  /** The operation of a route in the OpenAPI document. */
+  const operationOf = (method: string, path: string): any => (t.kernel.openapi() as any).paths[path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')][method.toLowerCase()];
+  /** A path whose parameters pass validation: each one's documented example, else a new UUID. */
+  const wellFormedPath = (method: string, path: string): string => {
+    const parameters: any[] = operationOf(method, path).parameters ?? [];
+    return pathFor(path, (name) => parameters.find((p) => p.in === 'path' && p.name === name)?.schema?.examples?.[0] ?? randomUUID());
+  };
+  /** Properties of a body schema a client may leave out. */
+  const optionalFields = (schema: any): string[] => Object.keys(schema.properties ?? {}).filter((name) => !(schema.required ?? []).includes(name));
+  /** Whether a property's schema admits `null` (documented nullable). */
+  const acceptsNull = (property: any): boolean => property?.type === 'null' || (property?.anyOf ?? []).some((option: any) => option.type === 'null');
+
   const pathFor = (path: string, value: (name: string) => string) => path.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => encodeURIComponent(value(name)));
 
   async function probe(method: string, path: string, options: { body?: unknown; raw?: string; query?: string; contentType?: string }) {
     const url = `${path}${options.query ? `?${options.query}` : ''}`;
     const headers: Record<string, string> = {};
     if (options.contentType) headers['content-type'] = options.contentType;
+    sent++;
     const r = await t.request(method, url, { token, headers, ...(options.raw !== undefined ? { raw: options.raw } : options.body !== undefined ? { body: options.body } : {}) });
     if (r.status >= 500) failures.push(`${method} ${url} ${JSON.stringify(options.body ?? options.raw ?? '').slice(0, 200)} -> ${r.status} ${r.text.slice(0, 200)}`);
     return r.status;
@@ -88,7 +121,7 @@ describe.each(testDatabases())('robustness on $name', (db) => {
         await probe(route.method, pathFor(route.path, () => value), { body: route.method === 'GET' || route.method === 'DELETE' ? undefined : {} });
       }
     }
-    expect(failures).toEqual([]);
+    expect(failures, replay).toEqual([]);
   });
 
   it('answers wrong types, unknown fields and junk bodies and queries without a 5xx', async () => {
@@ -99,15 +132,14 @@ describe.each(testDatabases())('robustness on $name', (db) => {
       if (route.method !== 'GET') {
         for (const raw of ['', '{', '[]', '"text"', '123', 'null']) await probe(route.method, path, { raw, contentType: 'application/json' });
         await probe(route.method, path, { raw: 'a=1&b=2', contentType: 'application/x-www-form-urlencoded' });
-        for (const field of fields) {
-          for (const value of junkValues) await probe(route.method, path, { body: { [field]: value } });
-        }
+        // Each junk value once per route, in a field the seed picks (every field when there are as many values).
+        if (fields.length) for (const [i, value] of junkValues.entries()) await probe(route.method, path, { body: { [pick(fields, i)]: value } });
       }
       for (const query of ['page=-1', 'page=abc&size=100000', 'limit=0', 'type=%00', 'start_time=yesterday', 'a[b]=1&a=2']) {
         await probe(route.method, path, { query, body: route.method === 'GET' || route.method === 'DELETE' ? undefined : {} });
       }
     }
-    expect(failures).toEqual([]);
+    expect(failures, replay).toEqual([]);
   });
 
   it('stores or refuses values at the edge of what validation lets through, without a 5xx', async () => {
@@ -119,11 +151,8 @@ describe.each(testDatabases())('robustness on $name', (db) => {
         const status = await probe(route.method, pathFor(route.path, () => randomUUID()), { body: edgeValue(schema, mode, 0) });
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
       }
-      // Every field null at once: optional fields must refuse null or treat it as "clear".
-      const nulls = Object.fromEntries(Object.keys(schema.properties ?? {}).map((name) => [name, null]));
-      await probe(route.method, pathFor(route.path, () => randomUUID()), { body: nulls });
     }
-    expect(failures).toEqual([]);
+    expect(failures, replay).toEqual([]);
     // Some of these bodies pass validation and reach the handlers and the database.
     expect([...statuses.keys()].some((status) => status < 300)).toBe(true);
   });
@@ -149,10 +178,35 @@ describe.each(testDatabases())('robustness on $name', (db) => {
           continue;
         }
         for (const mode of ['max', 'min'] as const) await probe(route.method, path, { body: edgeValue(schema, mode, 0) });
-        await probe(route.method, path, { body: Object.fromEntries(Object.keys(schema.properties ?? {}).map((name) => [name, null])) });
+        // An explicit null in each optional field, alone in an otherwise valid body: refused, or
+        // (a field documented nullable) stored as "cleared".
+        const minimal = edgeValue(schema, 'min', 0) as Record<string, unknown>;
+        for (const field of optionalFields(schema)) await probe(route.method, path, { body: { ...minimal, [field]: null } });
       }
     }
-    expect(failures).toEqual([]);
+    expect(failures, replay).toEqual([]);
+  });
+
+  it('refuses an explicit null in every optional field that is not documented nullable, with 400 or 422', async () => {
+    const wrong: string[] = [];
+    let nullable = 0;
+    for (const route of jwtRoutes()) {
+      const schema = bodySchema(route.method, route.path);
+      // A form body has no null to send.
+      if (!schema || !operationOf(route.method, route.path).requestBody.content['application/json']) continue;
+      const minimal = edgeValue(schema, 'min', 0) as Record<string, unknown>;
+      // Path values the route's parameters accept (their documented example, else a UUID), so the body is what is checked.
+      const path = wellFormedPath(route.method, route.path);
+      for (const field of optionalFields(schema)) {
+        const status = await probe(route.method, path, { body: { ...minimal, [field]: null } });
+        if (acceptsNull(schema.properties[field])) nullable++;
+        else if (status !== 400 && status !== 422) wrong.push(`${route.method} ${route.path} ${field}: null -> ${status}`);
+      }
+    }
+    expect(failures, replay).toEqual([]);
+    expect(wrong).toEqual([]);
+    // The fields whose null means "clear" are walked too (their answers checked for 5xx above).
+    expect(nullable).toBeGreaterThan(5);
   });
 
   it('answers random JSON bodies without a 5xx', async () => {
@@ -161,9 +215,9 @@ describe.each(testDatabases())('robustness on $name', (db) => {
       fc.asyncProperty(fc.constantFrom(...writeRoutes), fc.dictionary(fc.string({ maxLength: 12 }), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 5 }), async (route, body) => {
         await probe(route.method, pathFor(route.path, () => randomUUID()), { body });
       }),
-      { numRuns: 300 },
+      { numRuns: fuzzRuns, seed: fuzzSeed, endOnFailure: true },
     );
-    expect(failures).toEqual([]);
+    expect(failures, replay).toEqual([]);
   });
 
   // Hostile input classes the edge refuses with 400 on every route, before a DTO or the database
@@ -178,7 +232,7 @@ describe.each(testDatabases())('robustness on $name', (db) => {
     ['a lone low surrogate', '\uDC00'],
   ];
   /** Routes our JWT can call (a route for other credential kinds answers 403 before reading input). */
-  const jwtRoutes = () => routes().filter((route) => route.auth === 'none' || route.auth === 'optional' || route.auth.includes('jwt'));
+  const jwtRoutes = () => routes().filter((route) => credentialRule(route.auth)?.kinds.includes('jwt') ?? true);
 
   it('refuses deep nesting, reserved keys, NUL and lone surrogates in any body field with 400', async () => {
     const wrong: string[] = [];
@@ -189,8 +243,10 @@ describe.each(testDatabases())('robustness on $name', (db) => {
       const operation = doc.paths[route.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}')][route.method.toLowerCase()];
       const json = 'application/json' in operation.requestBody.content;
       const fields = Object.keys(schema.properties ?? {});
-      for (const field of fields.length ? fields : ['value']) {
-        for (const [label, value] of hostileValues) {
+      // Each hostile kind once per route, in a field the seed picks.
+      for (const [i, [label, value]] of hostileValues.entries()) {
+        const field = pick(fields.length ? fields : ['value'], i);
+        {
           const path = pathFor(route.path, () => randomUUID());
           const status = json
             ? await probe(route.method, path, { body: { ...(edgeValue(schema, 'min', 0) as object), [field]: value } })
@@ -205,7 +261,7 @@ describe.each(testDatabases())('robustness on $name', (db) => {
       const status = await probe(route.method, pathFor(route.path, () => randomUUID()), { raw: '{"a\\u0000":1}', contentType: 'application/json' });
       if (json && status !== 400) wrong.push(`${route.method} ${route.path} NUL in a key -> ${status}`);
     }
-    expect(failures).toEqual([]);
+    expect(failures, replay).toEqual([]);
     expect(wrong).toEqual([]);
   });
 
@@ -225,7 +281,7 @@ describe.each(testDatabases())('robustness on $name', (db) => {
     const app = await t.request('GET', '/oauth/apps/%00/public');
     expect(app.status).toBe(400);
     expect(app.body.error).toBe('invalid_request');
-    expect(failures).toEqual([]);
+    expect(failures, replay).toEqual([]);
     expect(wrong).toEqual([]);
   });
 
@@ -268,7 +324,7 @@ describe.each(testDatabases())('robustness on $name', (db) => {
         if (answer.status >= 500) failures.push(`race round ${round}: ${answer.status} ${answer.text.slice(0, 300)}`);
       }
     }
-    expect(failures).toEqual([]);
+    expect(failures, replay).toEqual([]);
     expect(statuses.some((status) => status < 300)).toBe(true);
   });
 
@@ -282,9 +338,9 @@ describe.each(testDatabases())('robustness on $name', (db) => {
         const r = await t.request(generated.method, generated.url, { token: generated.anonymous ? undefined : token, ...generated.payload });
         if (r.status >= 500) failures.push(`${generated.method} ${generated.url} ${JSON.stringify(generated.payload).slice(0, 300)} -> ${r.status} ${r.text.slice(0, 200)}`);
       }),
-      { numRuns: Number(process.env.TRELLIS_FUZZ_RUNS ?? 600), seed: Number(process.env.TRELLIS_FUZZ_SEED ?? 20261124), endOnFailure: true },
+      { numRuns: fuzzRuns, seed: fuzzSeed, endOnFailure: true },
     );
-    expect(failures).toEqual([]);
+    expect(failures, replay).toEqual([]);
   });
 });
 

@@ -1,6 +1,7 @@
 import { plainToInstance } from 'class-transformer';
-import { validate, type ValidationError } from 'class-validator';
+import { getMetadataStorage, validate, type ValidationError } from 'class-validator';
 import { TrellisError, type ValidationIssue } from './errors.js';
+import { propertyDocs } from './http/docs-metadata.js';
 import { guardInput } from './http/input-guard.js';
 import type { ClassType } from './http/route.js';
 
@@ -15,6 +16,13 @@ const defaultFailure: ValidationFailure = { status: 422, code: 'validation_faile
  * Turns untrusted input into an instance of a DTO class: unknown properties are refused
  * (whitelist + forbidNonWhitelisted; `ignoreUnknown` strips them instead), nested objects are
  * validated, and every problem is reported with its dotted field path and constraint name.
+ *
+ * Two rules hold for every DTO, so each one need not spell them out:
+ * - a declared field sent as `null` is refused (`isNotNull`) unless it is marked `@Nullable()`
+ *   (or `@Doc({ nullable: true })`), where `null` means "clear it": optional means "may be left
+ *   out", not "may be null";
+ * - a required field left out is reported as such (`isDefined`, "is required"), not by the first
+ *   of its other rules that an absent value happens to break.
  */
 export async function validateInput<T>(
   dto: ClassType<T>,
@@ -31,14 +39,17 @@ export async function validateInput<T>(
   // Depth, NUL, lone surrogates and reserved keys are refused (400) before class-transformer runs.
   guardInput(input, where);
   const instance = plainToInstance(dto, input, { exposeDefaultValues: true }) as T & object;
+  const nulls = unexpectedNulls(instance, '');
   const problems = await validate(instance, {
     whitelist: true,
     forbidNonWhitelisted: !options.ignoreUnknown,
     forbidUnknownValues: true,
-    validationError: { target: false, value: false },
+    // Values are read to tell a missing field from a wrong one; they never reach the answer.
+    validationError: { target: false, value: true },
   });
-  if (problems.length > 0) {
-    const details = flatten(problems, '');
+  if (problems.length > 0 || nulls.length > 0) {
+    const refused = new Set(nulls.map((issue) => issue.field));
+    const details = [...nulls, ...flatten(problems, '').filter((issue) => !refused.has(issue.field))];
     const first = details[0]!;
     throw new TrellisError('validation', failure.code, `Invalid ${where}: ${first.field ? `${first.field} ` : ''}${first.message}`, {
       status: failure.status,
@@ -48,11 +59,51 @@ export async function validateInput<T>(
   return instance;
 }
 
+/** `null` values of declared, non-nullable properties, in this DTO instance and the DTOs nested in it. */
+function unexpectedNulls(value: unknown, prefix: string): ValidationIssue[] {
+  if (Array.isArray(value)) return value.flatMap((item, i) => unexpectedNulls(item, join(prefix, String(i))));
+  if (typeof value !== 'object' || value === null || value.constructor === Object) return [];
+  const declared = declaredProperties(value.constructor);
+  if (declared.size === 0) return [];
+  const docs = propertyDocs(value.constructor);
+  const out: ValidationIssue[] = [];
+  for (const [name, field] of Object.entries(value)) {
+    if (!declared.has(name)) continue;
+    const path = join(prefix, name);
+    if (field === null) {
+      if (!docs.get(name)?.nullable) out.push({ field: path, constraint: 'isNotNull', message: 'must not be null (leave the field out instead)' });
+    } else if (typeof field === 'object') out.push(...unexpectedNulls(field, path));
+  }
+  return out;
+}
+
+const declaredCache = new WeakMap<Function, Set<string>>();
+
+/** Properties of a DTO class that carry validation rules (own and inherited). */
+function declaredProperties(ctor: Function): Set<string> {
+  let names = declaredCache.get(ctor);
+  if (!names) {
+    names = new Set(getMetadataStorage().getTargetValidationMetadatas(ctor, '', true, false).map((m) => m.propertyName));
+    declaredCache.set(ctor, names);
+  }
+  return names;
+}
+
+function join(prefix: string, key: string): string {
+  return prefix ? `${prefix}.${key}` : key;
+}
+
 function flatten(errors: ValidationError[], prefix: string): ValidationIssue[] {
   const out: ValidationIssue[] = [];
   for (const error of errors) {
-    const field = prefix ? `${prefix}.${error.property}` : error.property;
-    for (const [constraint, message] of Object.entries(error.constraints ?? {})) {
+    const field = join(prefix, error.property);
+    const constraints = Object.entries(error.constraints ?? {});
+    if (error.value === undefined && constraints.length > 0 && !('whitelistValidation' in (error.constraints ?? {}))) {
+      // Absent: every rule of the field fails, and none of them is the problem.
+      out.push({ field, constraint: 'isDefined', message: 'is required' });
+      continue;
+    }
+    for (const [constraint, message] of constraints) {
       out.push({
         field,
         constraint,

@@ -19,8 +19,13 @@ export function scopesAllow(principal: Principal, accepted: readonly string[], f
  */
 export function requireScopes(principal: Principal, accepted: readonly string[], fullAccess: readonly string[]): void {
   if (scopesAllow(principal, accepted, fullAccess)) return;
+  throw insufficientScope(accepted, fullAccess);
+}
+
+/** The 403 `insufficient_scope` of a credential that carries none of `accepted` or `fullAccess`. */
+export function insufficientScope(accepted: readonly string[], fullAccess: readonly string[]): TrellisError {
   const needed = [...accepted, ...fullAccess].join(' ');
-  throw new TrellisError('forbidden', 'insufficient_scope', `This operation needs a credential with one of the scopes: ${needed}.`, {
+  return new TrellisError('forbidden', 'insufficient_scope', `This operation needs a credential with one of the scopes: ${needed}.`, {
     headers: { 'www-authenticate': `Bearer error="insufficient_scope", scope="${needed}"` },
   });
 }

@@ -3,7 +3,7 @@ import type { ServiceIdentifier } from 'inversify';
 import type { Logger } from 'pino';
 import { extractBearer, type Authenticator } from '../auth/authenticator.js';
 import { hasPermission, type Permission, type Principal } from '../auth/principal.js';
-import { requireScopes } from '../auth/scopes.js';
+import { insufficientScope, scopesAllow } from '../auth/scopes.js';
 import type { KernelConfig } from '../config/config.js';
 import { TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
@@ -13,6 +13,7 @@ import type { RequestObservation, RequestObserver } from '../observability/reque
 import { oauthErrorBody } from './oauth-error-body.js';
 import { Reply } from './reply.js';
 import { DispatchedRequestContext } from './request-context.js';
+import { credentialRule, credentialRules, type CredentialOutcome } from './credential-rules.js';
 import type { ErrorFormat, RequestContext, RouteDefinition } from './route.js';
 import { Router } from './router.js';
 import { isStreamBody, type KernelRequest, type KernelResponse } from './types.js';
@@ -212,7 +213,7 @@ export class HttpDispatcher {
   private async run(route: RouteDefinition, rawParams: Record<string, string>, request: KernelRequest, requestId: string, observation?: RequestObservation): Promise<KernelResponse> {
     const ip = this.clientIp(request);
     const userAgent = request.headers['user-agent'] ?? '';
-    const principal = await this.authenticate(route, request, ip, userAgent);
+    const { principal, refusal } = await this.authenticate(route, request, ip, userAgent);
     observation?.identified(principal);
     const failure = route.validationError;
     // Every untrusted value passes the edge guard (depth, NUL, lone surrogates, reserved keys)
@@ -233,7 +234,7 @@ export class HttpDispatcher {
       body = await validateInput(route.body, rawBody, 'body', failure, lenient);
     }
 
-    const ctx: RequestContext = new DispatchedRequestContext(this.deps, request, requestId, params, query, body, principal, ip, userAgent);
+    const ctx: RequestContext = new DispatchedRequestContext(this.deps, request, requestId, params, query, body, principal, ip, userAgent, refusal);
     const result = await route.handler(ctx);
     const headers: Record<string, string> = { 'x-request-id': requestId };
     // Responses that carry a credential are never stored by a cache (RFC 9111 §5.2.2.5).
@@ -252,19 +253,26 @@ export class HttpDispatcher {
     return { status, headers, body: JSON.stringify(result) };
   }
 
-  private async authenticate(route: RouteDefinition, request: KernelRequest, ip: string, userAgent: string): Promise<Principal | null> {
-    if (route.auth === 'none') return null;
+  /**
+   * Applies the route's row of `credentialRules` (docs/http/README.md, "Credentials") to what the
+   * request carries; permissions and `refuseImpersonation` then apply to an accepted credential.
+   */
+  private async authenticate(route: RouteDefinition, request: KernelRequest, ip: string, userAgent: string): Promise<{ principal: Principal | null; refusal: TrellisError | null }> {
+    const rule = credentialRule(route.auth);
+    if (!rule) return anonymous;
+    const rules = credentialRules[rule.name];
     const token = extractBearer(request.headers);
-    if (!token) {
-      if (route.auth === 'optional') return null;
-      throw new TrellisError('unauthenticated', 'missing_credentials', 'This operation needs a bearer token.', {
-        headers: { 'www-authenticate': 'Bearer' },
+    if (!token) return outcome(rules.absent, null, rule.kinds);
+    // An invalid, expired or revoked token: the authenticator's 401 `invalid_token`, unless the row ignores it.
+    const principal = await this.deps
+      .authenticator()
+      .authenticate(token, { ip, userAgent })
+      .catch((error: unknown) => {
+        if (rules.invalid === 'anonymous') return null;
+        throw error;
       });
-    }
-    const principal = await this.deps.authenticator().authenticate(token, { ip, userAgent });
-    if (route.auth !== 'optional' && !route.auth.includes(principal.kind)) {
-      throw new TrellisError('forbidden', 'credential_not_allowed', `This operation does not accept ${describeKind(principal.kind)} credentials (accepted: ${route.auth.map(describeKind).join(', ')}).`);
-    }
+    if (!principal) return anonymous;
+    if (!rule.kinds.includes(principal.kind)) return outcome(rules.otherKind, principal, rule.kinds);
     if (route.refuseImpersonation && principal.actorId) {
       throw new TrellisError('forbidden', 'impersonation_forbidden', 'Not allowed while an administrator acts as this user (become); use your own credentials.');
     }
@@ -275,8 +283,10 @@ export class HttpDispatcher {
       }
     }
     // A scoped credential needs one of the route's scopes or a full-access scope (RFC 6750 §3.1).
-    requireScopes(principal, route.scopes ?? [], this.deps.config.auth.fullAccessScopes);
-    return principal;
+    const scopes = route.scopes ?? [];
+    const fullAccess = this.deps.config.auth.fullAccessScopes;
+    if (!scopesAllow(principal, scopes, fullAccess)) return outcome(rules.scopeShort, principal, rule.kinds, () => insufficientScope(scopes, fullAccess));
+    return outcome(rules.accepted, principal, rule.kinds);
   }
 
   private parseBody(route: RouteDefinition, request: KernelRequest): unknown {
@@ -372,6 +382,33 @@ export class HttpDispatcher {
 }
 
 const noStoreHeaders = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
+const anonymous = { principal: null, refusal: null } as const;
+
+/** Carries out one cell of `credentialRules`; `refusal` is the scope refusal of a credential whose scopes fall short. */
+function outcome(
+  what: Exclude<CredentialOutcome, 'invalid_token'>,
+  principal: Principal | null,
+  kinds: readonly string[],
+  refusal?: () => TrellisError,
+): { principal: Principal | null; refusal: TrellisError | null } {
+  switch (what) {
+    case 'anonymous':
+      return anonymous;
+    case 'principal':
+      return { principal, refusal: null };
+    case 'missing_credentials':
+      throw new TrellisError('unauthenticated', 'missing_credentials', 'This operation needs a bearer token.', { headers: { 'www-authenticate': 'Bearer' } });
+    case 'credential_not_allowed':
+      throw new TrellisError('forbidden', 'credential_not_allowed', `This operation does not accept ${describeKind(principal?.kind ?? 'unknown')} credentials (accepted: ${kinds.map(describeKind).join(', ')}).`);
+    case 'insufficient_scope':
+      throw refusal!();
+    case 'setAside':
+      // Where anonymous callers pass, a credential whose scopes fall short does not make the
+      // request worse than sending none: it runs as anonymous (a deployment token may admit it),
+      // and the refusal answers where a credential is needed.
+      return { principal: null, refusal: refusal!() };
+  }
+}
 
 function describeKind(kind: string): string {
   return kind.replace('_', ' ');

@@ -9,6 +9,12 @@ export interface PropertyDoc {
   nested?: () => ClassType;
   /** Free-form JSON Schema merged into the generated one (for `object` fields with any keys). */
   schema?: Record<string, unknown>;
+  /**
+   * `null` is a meaningful value of this field (it clears it). Without this, an explicit `null`
+   * is refused at the edge (422 `validation_failed`, constraint `isNotNull`) like any wrong type,
+   * so handlers never see a `null` they did not ask for. Documented as `anyOf: [schema, null]`.
+   */
+  nullable?: boolean;
 }
 
 const docs = new WeakMap<Function, Map<string, PropertyDoc>>();
@@ -22,6 +28,11 @@ export function Doc(doc: PropertyDoc): PropertyDecorator {
     if (!map) docs.set(ctor, (map = new Map()));
     map.set(String(property), { ...map.get(String(property)), ...doc });
   };
+}
+
+/** The field accepts an explicit `null` (see `PropertyDoc.nullable`). */
+export function Nullable(): PropertyDecorator {
+  return Doc({ nullable: true });
 }
 
 /** Names and describes a DTO class in the OpenAPI document. */

@@ -1,6 +1,6 @@
 import { getMetadataStorage } from 'class-validator';
 import { classDoc, propertyDocs } from './docs-metadata.js';
-import type { ClassType, RouteDefinition } from './route.js';
+import { credentialRule, type ClassType, type RouteDefinition } from './route.js';
 
 type JsonSchema = Record<string, any>;
 type ValidationMetadata = ReturnType<ReturnType<typeof getMetadataStorage>['getTargetValidationMetadatas']>[number];
@@ -106,10 +106,10 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
       }
       operation.requestBody = { required: true, content };
     }
-    if (route.auth !== 'none') {
-      const kinds = route.auth === 'optional' ? ['jwt', 'api_key', 'agent_token', 'oauth'] : route.auth;
-      operation.security = [{ bearer: [] }, ...(kinds.includes('api_key') ? [{ apiKey: [] }] : [])];
-      if (route.auth === 'optional') operation.security.push({});
+    const rule = credentialRule(route.auth);
+    if (rule) {
+      operation.security = [{ bearer: [] }, ...(rule.kinds.includes('api_key') ? [{ apiKey: [] }] : [])];
+      if (!rule.required) operation.security.push({});
     }
     const success = route.response ?? {};
     const status = String(success.status ?? 200);
@@ -141,7 +141,9 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
     }
     const errorRef = { $ref: `#/components/schemas/${route.errorFormat === 'oauth' ? 'OAuthError' : route.errorFormat === 'billing' ? 'BillingError' : 'Error'}` };
     const errorStatuses = new Map<number, string>(Object.entries(route.errors ?? {}).map(([k, v]) => [Number(k), v]));
-    if (route.auth !== 'none' && route.auth !== 'optional') {
+    if (rule) {
+      // A credential that is sent is checked on optional routes too (a bad one answers 401, a
+      // kind the route does not accept 403).
       if (!errorStatuses.has(401)) errorStatuses.set(401, statusText[401]!);
       if (!errorStatuses.has(403)) errorStatuses.set(403, statusText[403]!);
     }
@@ -238,6 +240,7 @@ export function dtoSchema(dto: ClassType, ref: (dto: ClassType) => JsonSchema = 
     if (doc?.schema) Object.assign(schema, doc.schema);
     if (doc?.description) schema.description = doc.description;
     if (doc?.example !== undefined) schema.examples = [doc.example];
+    if (doc?.nullable) schema = { anyOf: [schema, { type: 'null' }], ...(schema.description ? { description: schema.description } : {}) };
     properties[name] = schema;
     if (!optional) required.push(name);
   }

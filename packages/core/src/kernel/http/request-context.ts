@@ -38,9 +38,11 @@ export class DispatchedRequestContext<P = unknown, Q = unknown, B = unknown> imp
     readonly principal: Principal | null,
     readonly ip: string,
     readonly userAgent: string,
+    readonly credentialRefusal: TrellisError | null = null,
   ) {
     this.get = (id) => deps.get(id);
     this.requirePrincipal = () => {
+      if (!principal && credentialRefusal) throw credentialRefusal;
       if (!principal) throw new TrellisError('unauthenticated', 'missing_credentials', 'This operation needs a bearer token.');
       return principal;
     };

@@ -1,8 +1,12 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { ServiceIdentifier } from 'inversify';
 import type { Logger } from 'pino';
-import type { CredentialKind, Permission, Principal } from '../auth/principal.js';
+import type { Permission, Principal } from '../auth/principal.js';
+import type { TrellisError } from '../errors.js';
+import type { RouteAuth } from './credential-rules.js';
 import type { HttpMethod } from './types.js';
+
+export { credentialRule, credentialRules, type RouteAuth } from './credential-rules.js';
 
 export type ClassType<T = unknown> = new (...args: any[]) => T;
 
@@ -25,7 +29,13 @@ export interface RequestContext<P = unknown, Q = unknown, B = unknown> {
    */
   readonly rawBody: Uint8Array;
   readonly principal: Principal | null;
-  /** The principal, or a 401 when the route let anonymous callers in. */
+  /**
+   * On a route with optional authentication: why a credential that was sent was set aside (403
+   * `insufficient_scope`, a scope it lacks), so the request runs as anonymous. A handler that
+   * needs a credential throws this instead of asking for one; `requirePrincipal` does.
+   */
+  readonly credentialRefusal: TrellisError | null;
+  /** The principal, or a 401 when the route let anonymous callers in (the `credentialRefusal` when there is one). */
   requirePrincipal(): Principal;
   /** A unit of work for this request: MikroORM `em.fork()`, created on first use. */
   readonly em: EntityManager;
@@ -71,8 +81,13 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
   description?: string;
   tags?: string[];
   operationId?: string;
-  /** `'none'` for public routes, `'optional'` to read a credential when present, else the accepted kinds. */
-  auth: 'none' | 'optional' | readonly CredentialKind[];
+  /**
+   * Who may call, one of the three rules of `credentialRules` (docs/http/README.md, "Credentials"):
+   * `'none'` for public routes (a credential is not read), the accepted kinds (a credential is
+   * required), or `{ optional: kinds }` (anonymous callers pass; a credential that is sent must be
+   * of one of `kinds`, like on a route that requires one).
+   */
+  auth: RouteAuth;
   /** Permissions the principal must hold (all of them). */
   permission?: Permission | readonly Permission[];
   /**

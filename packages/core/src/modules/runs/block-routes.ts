@@ -121,7 +121,8 @@ export function blockRunRoutes(): RouteDefinition[] {
       description:
         'Who may call is the deployment\'s `access` (docs/http/blocks.md): a credential, an `X-Deployment-Token`, or nobody for public deployments. Inputs are checked against the deployment\'s input definitions when it has them, else its input blocks. Runs of anonymous or token callers execute as the project owner (AI models and tools) and bill the project\'s team. With `runId`, attaches to an earlier run of this block instead: its events after `Last-Event-ID`, or its result.',
       tags,
-      auth: 'optional',
+      // Devices and anonymous tool-service tokens never run a deployment as their owner.
+      auth: { optional: ['jwt', 'api_key', 'agent_token', 'oauth'] },
       params: BidParams,
       body: BlockApiBody,
       response: runResponseSpec,

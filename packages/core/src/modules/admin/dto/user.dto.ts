@@ -57,7 +57,7 @@ export class AdminUserUpdateBody {
   @IsOptional()
   @IsString()
   @Matches(/^\+?[0-9][0-9 ().-]{2,62}$/, { message: 'must be a phone number (digits, spaces, + ( ) . -)' })
-  @Doc({ description: 'A phone number; `null` clears it.', example: '+49 30 1234567' })
+  @Doc({ nullable: true, description: 'A phone number; `null` clears it.', example: '+49 30 1234567' })
   phone?: string | null;
 
   @ValidateIf(present)
@@ -67,7 +67,7 @@ export class AdminUserUpdateBody {
 
   @IsOptional()
   @IsObject()
-  @Doc({ description: 'Free-form profile (a JSON object); replaces the stored one; `null` clears it.', schema: { type: 'object', additionalProperties: true } })
+  @Doc({ nullable: true, description: 'Free-form profile (a JSON object); replaces the stored one; `null` clears it.', schema: { type: 'object', additionalProperties: true } })
   profile?: Record<string, unknown> | null;
 
   @ValidateIf(present)

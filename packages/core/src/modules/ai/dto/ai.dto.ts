@@ -29,6 +29,7 @@ export class AiModelBody {
   @IsOptional()
   @IsString()
   @MaxLength(10_000)
+  @Doc({ nullable: true, description: '`null` or left out: no description.' })
   desc?: string | null;
 
   @IsString()
@@ -71,12 +72,13 @@ export class AiToolBody {
   @IsOptional()
   @IsString()
   @MaxLength(10_000)
+  @Doc({ nullable: true, description: '`null` or left out: no description.' })
   desc?: string | null;
 
   @IsOptional()
   @IsString()
   @MaxLength(64)
-  @Doc({ description: 'Free label of the service the tool talks to (stored as given).' })
+  @Doc({ nullable: true, description: 'Free label of the service the tool talks to (stored as given).' })
   service?: string | null;
 
   @IsOptional()

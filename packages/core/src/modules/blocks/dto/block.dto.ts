@@ -152,8 +152,8 @@ export class DeploymentInputDto {
 
   @IsOptional()
   // Every JSON type spelled out (rather than `{}`): the /docs renderer's schema check rejects this
-  // object with an untyped `default` property and logs a console error.
-  @Doc({ description: 'Default value (any JSON).', schema: { type: ['string', 'number', 'boolean', 'object', 'array', 'null'] } })
+  // object with an untyped `default` property and logs a console error. `null` is a value too.
+  @Doc({ nullable: true, description: 'Default value (any JSON, `null` included).', schema: { type: ['string', 'number', 'boolean', 'object', 'array'] } })
   default?: unknown;
 }
 

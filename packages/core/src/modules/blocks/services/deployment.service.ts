@@ -34,6 +34,11 @@ export interface DeploymentCaller {
   principal: Principal | null;
   /** The `X-Deployment-Token` header, when sent. */
   deploymentToken?: string;
+  /**
+   * Why a credential that was sent was set aside (a scope it lacks; `RequestContext.credentialRefusal`):
+   * answered instead of 401 `authentication_required` when the deployment needs a credential.
+   */
+  refusal?: TrellisError | null;
 }
 
 /** The header that carries a deployment token. */
@@ -42,10 +47,18 @@ export const DEPLOYMENT_TOKEN_HEADER = 'x-deployment-token';
 const TOKEN_PREFIX = 'trd_';
 
 /** The caller of a deployment as a route sees it: its principal (auth `optional`) and the `X-Deployment-Token` header. */
-export const deploymentCallerOf = (ctx: { principal: Principal | null; headers: Readonly<Record<string, string>> }): DeploymentCaller => ({
+export const deploymentCallerOf = (ctx: { principal: Principal | null; credentialRefusal?: TrellisError | null; headers: Readonly<Record<string, string>> }): DeploymentCaller => ({
   principal: ctx.principal,
   deploymentToken: ctx.headers[DEPLOYMENT_TOKEN_HEADER] || undefined,
+  refusal: ctx.credentialRefusal ?? null,
 });
+
+/** The answer to a caller without a usable credential where the deployment needs one. */
+const credentialNeeded = (caller: DeploymentCaller) => caller.refusal ?? deploymentAuthRequired();
+
+/** Whether the caller presents the deployment token of `block`. */
+const presentsToken = (caller: DeploymentCaller, block: { deploymentTokenHash: string | null }) =>
+  !!caller.deploymentToken && !!block.deploymentTokenHash && safeEqual(sha256Hex(caller.deploymentToken), block.deploymentTokenHash);
 
 /**
  * Deployments of blocks: immutable versions (`deploy`), the settings that decide who may call the
@@ -188,17 +201,20 @@ export class DeploymentService {
   }
 
   /**
-   * The deployment access check of `POST /block/:bid/api`. Answers the deployed block, or throws:
-   * 404 `block_not_found` (missing or trashed, or hidden from the caller), 404
-   * `deployment_not_found` (never deployed), 401 `authentication_required` (no credential for a
-   * non-public deployment), 403 `deployment_access_denied`.
+   * The deployment access check of `POST /block/:bid/api`. Answers the deployed block, or throws.
+   * A caller learns that a deployment exists only when it may see it: a signed-in caller who may
+   * not gets the 404 of a missing block, whatever the access.
    *
-   * | access | who may call |
-   * |---|---|
-   * | `private` | the execute permission in the project |
-   * | `team` | the owner and members of the project's team |
-   * | `public` | anyone, with or without a credential |
-   * | `token` | a caller presenting the deployment token; and the execute permission |
+   * | access | who may call | a signed-in caller who may not | no credential |
+   * |---|---|---|---|
+   * | `private` | the execute permission in the project | 403 if they read the project, else 404 | 401 |
+   * | `team` | the owner and members of the project's team | 403 if they read the project, else 404 | 401 |
+   * | `public` | anyone, with or without a credential | (none) | (runs) |
+   * | `token` | whoever presents the deployment token; and the execute permission | 403 if they read the project, else 404 | 401 |
+   *
+   * 404 `block_not_found` for a missing or trashed block, 404 `deployment_not_found` for one never
+   * deployed (to those who may see it). "401" is `authentication_required`, or the caller's
+   * `refusal` (403 `insufficient_scope`) when a credential was sent and set aside.
    */
   async authorize(em: EntityManager, caller: DeploymentCaller, blockId: string): Promise<Block> {
     const block = await loadBlock(em, blockId);
@@ -206,28 +222,17 @@ export class DeploymentService {
     await this.blocks.reconcileTrash(em, block.project.id, [block]);
     const userId = caller.principal?.userId ?? null;
     const permissions = userId ? await this.projects.permissions(em, block.project, userId) : new Set<string>();
-    const visible = permissions.has('read') || block.access === 'public' || block.access === 'token' || (block.access === 'team' && userId !== null && (await this.inTeam(em, block, userId)));
-    if (block.trashedAt || (!visible && userId !== null)) throw blockNotFound();
-    if (!block.latestVersion || !block.access) {
-      if (!visible) throw userId === null ? deploymentAuthRequired() : blockNotFound();
-      throw deploymentNotFound();
-    }
-    if (permissions.has('execute')) return block;
-    switch (block.access) {
-      case 'public':
-        return block;
-      case 'token':
-        if (caller.deploymentToken && block.deploymentTokenHash && safeEqual(sha256Hex(caller.deploymentToken), block.deploymentTokenHash)) return block;
-        if (userId === null) throw deploymentAuthRequired();
-        throw deploymentAccessDenied();
-      case 'team':
-        if (userId === null) throw deploymentAuthRequired();
-        if (await this.inTeam(em, block, userId)) return block;
-        throw deploymentAccessDenied();
-      default:
-        if (userId === null) throw deploymentAuthRequired();
-        throw deploymentAccessDenied();
-    }
+    const admitted =
+      block.access === 'public' ||
+      (block.access === 'token' && presentsToken(caller, block)) ||
+      (block.access === 'team' && userId !== null && (await this.inTeam(em, block, userId)));
+    const visible = permissions.has('read') || admitted;
+    if (block.trashedAt) throw blockNotFound();
+    if (!visible) throw userId === null ? credentialNeeded(caller) : blockNotFound();
+    if (!block.latestVersion || !block.access) throw deploymentNotFound();
+    if (permissions.has('execute') || admitted) return block;
+    if (userId === null) throw credentialNeeded(caller);
+    throw deploymentAccessDenied();
   }
 
   /**
@@ -269,11 +274,10 @@ export class DeploymentService {
     if (!block) throw blockNotFound();
     if (block.documentDeleted && !block.trashedAt) return null;
     if (block.trashedAt) throw blockNotFound();
-    const visible = block.access === 'public' || block.access === 'token';
-    if (!block.latestVersion || !block.access) throw visible ? deploymentNotFound() : deploymentAuthRequired();
-    if (block.access === 'public') return block;
-    if (block.access === 'token' && caller.deploymentToken && block.deploymentTokenHash && safeEqual(sha256Hex(caller.deploymentToken), block.deploymentTokenHash)) return block;
-    throw deploymentAuthRequired();
+    const admitted = block.access === 'public' || (block.access === 'token' && presentsToken(caller, block));
+    if (!admitted) throw credentialNeeded(caller);
+    if (!block.latestVersion) throw deploymentNotFound();
+    return block;
   }
 
   /** A deployed version of a block (`version`, or the latest). */

@@ -7,7 +7,7 @@ const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? val
 const present = (_: object, value: unknown) => value !== undefined;
 
 const configDoc = { description: 'Free-form settings (a JSON object).', schema: { type: 'object', additionalProperties: true } };
-const descriptionDoc = { description: 'Free text; `null` clears it on update.' };
+const descriptionDoc = { nullable: true, description: 'Free text; `null` clears it on update.' };
 
 /** Create body of hardware, bot, task, tool and app: name required; description, config optional. */
 @Schema({ name: 'DevResourceCreateRequest' })

@@ -53,7 +53,7 @@ export class UpdateProfileBody {
   @ValidateIf(presentAndNotNull)
   @IsUrl({ require_protocol: true, protocols: ['http', 'https'] })
   @MaxLength(2048)
-  @Doc({ description: '`null` removes the avatar.' })
+  @Doc({ nullable: true, description: '`null` removes the avatar.' })
   avatarUrl?: string | null;
 }
 

@@ -89,13 +89,13 @@ export class UpdateOAuthAppBody {
   @IsOptional()
   @IsUrl(webUrl)
   @MaxLength(2048)
-  @Doc({ description: 'null clears it.' })
+  @Doc({ nullable: true, description: 'null clears it.' })
   homepage_url?: string | null;
 
   @IsOptional()
   @IsUrl(webUrl)
   @MaxLength(2048)
-  @Doc({ description: 'null clears it.' })
+  @Doc({ nullable: true, description: 'null clears it.' })
   logo_url?: string | null;
 }
 

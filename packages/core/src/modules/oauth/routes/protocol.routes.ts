@@ -1,5 +1,6 @@
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 import { Reply } from '../../../kernel/http/reply.js';
+import { allCredentialKinds } from '../../../kernel/auth/principal.js';
 import { defineRoute, type RequestContext, type RouteDefinition } from '../../../kernel/http/route.js';
 import { configServiceIdentifier, kernelServiceIdentifier } from '../../../kernel/tokens.js';
 import { newAuthorizationRequest, type AuthorizationParams } from '../checks/authorize/index.js';
@@ -172,7 +173,8 @@ const userinfo = defineRoute({
   summary: 'The user behind an OAuth access token',
   description: 'Needs `Authorization: Bearer <toa_ access token>` with the scope profile:read or mobile:full. Failures carry a `WWW-Authenticate: Bearer` challenge (RFC 6750 §3).',
   tags,
-  auth: 'optional',
+  // Every kind is read so that a non-OAuth credential gets RFC 6750's 401 invalid_token below.
+  auth: { optional: allCredentialKinds },
   scopes: ['profile:read'],
   cors: 'any',
   errorFormat: 'oauth',
@@ -180,7 +182,7 @@ const userinfo = defineRoute({
   errors: { 401: 'Missing, invalid, expired or revoked token (invalid_token)', 403: 'The token lacks profile:read (insufficient_scope)' },
   async handler(ctx) {
     const principal = ctx.principal;
-    if (!principal) throw new InvalidToken('An OAuth access token is required.', { tokenSent: false });
+    if (!principal) throw ctx.credentialRefusal ?? new InvalidToken('An OAuth access token is required.', { tokenSent: false });
     if (principal.kind !== 'oauth') throw new InvalidToken('This endpoint accepts only OAuth access tokens.');
     return Reply.json(await ctx.get(OAuthUserInfoService).userInfo(ctx.em, principal), 200, noStore);
   },
