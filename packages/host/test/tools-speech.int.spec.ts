@@ -1,3 +1,6 @@
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { EntityManager } from '@mikro-orm/core';
 import { Conversation, coreModules, Message, User } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
@@ -69,7 +72,8 @@ describe.each(testDatabases())('tool service speech on $name', (db) => {
     it('speaks a message as MP3 that an independent decoder reads as speech of the right length', async () => {
       const short = await say(owner.token, { convId, msgId: messages['short'] });
       expect(short.status, short.text).toBe(200);
-      expect(short.body).toMatchObject({ format: 'mp3', sampleRate: 22050, voice: 'espeak-ng' });
+      // The answer names the voice that spoke, not the engine.
+      expect(short.body).toMatchObject({ format: 'mp3', sampleRate: 22050, voice: 'cmn+f3' });
       const long = await say(member.token, { convId, msgId: messages['long'] });
       expect(long.status, long.text).toBe(200);
       for (const [response, characters] of [[short, 8], [long, 64]] as const) {
@@ -90,10 +94,13 @@ describe.each(testDatabases())('tool service speech on $name', (db) => {
     });
 
     it('speaks only for members of the conversation, and answers 404 for unknown conversations and messages', async () => {
+      // An outsider cannot tell an existing conversation from a missing one.
       const refused = await say(outsider.token, { convId, msgId: messages['short'] });
-      expect([refused.status, refused.body.error]).toEqual([403, 'not_conversation_member']);
       const noConversation = await say(owner.token, { convId: crypto.randomUUID(), msgId: messages['short'] });
+      const outsiderMissing = await say(outsider.token, { convId: crypto.randomUUID(), msgId: messages['short'] });
+      expect([refused.status, refused.body]).toEqual([404, noConversation.body]);
       expect([noConversation.status, noConversation.body.error]).toEqual([404, 'conversation_not_found']);
+      expect(outsiderMissing.body).toEqual(refused.body);
       const noMessage = await say(owner.token, { convId, msgId: crypto.randomUUID() });
       expect([noMessage.status, noMessage.body.error]).toEqual([404, 'message_not_found']);
       expect((await t.request('POST', '/tool/speech', { body: { convId, msgId: messages['short'] } })).status).toBe(401);
@@ -135,6 +142,137 @@ describe.each(testDatabases())('tool service speech on $name', (db) => {
       expect([r.status, r.body.error]).toEqual([503, 'speech_not_configured']);
     } finally {
       await t2.close();
+    }
+  });
+});
+
+/**
+ * An espeak-ng stand-in that runs the real program but first logs the text it was given and waits
+ * until the test opens a gate (a file), so the test sees which pieces run at once and in what order.
+ */
+function gatedEspeak() {
+  const dir = mkdtempSync(join(tmpdir(), 'trellis-espeak-'));
+  const program = join(dir, 'espeak-ng');
+  const log = join(dir, 'log');
+  const gate = join(dir, 'go');
+  writeFileSync(
+    program,
+    `#!/bin/sh
+case "$1" in --version) exec espeak-ng --version ;; esac
+text=$(cat)
+echo "start $text" >> '${log}'
+while [ ! -e '${gate}' ]; do sleep 0.02; done
+printf '%s' "$text" | espeak-ng "$@"
+code=$?
+echo "end $text" >> '${log}'
+exit $code
+`,
+  );
+  chmodSync(program, 0o755);
+  const lines = () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []);
+  return {
+    program,
+    lines,
+    starts: () => lines().filter((line) => line.startsWith('start ')).map((line) => line.slice(6)),
+    /** The most pieces that ran at once. */
+    peak: () => {
+      let running = 0;
+      let peak = 0;
+      for (const line of lines()) {
+        running += line.startsWith('start ') ? 1 : -1;
+        peak = Math.max(peak, running);
+      }
+      return peak;
+    },
+    open: () => writeFileSync(gate, ''),
+    remove: () => rmSync(dir, { recursive: true, force: true }),
+  };
+}
+
+async function until(condition: () => boolean): Promise<void> {
+  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+describe.each(testDatabases())('tool service speech load limits on $name', (db) => {
+  const speak = async (t: TestHost, texts: string[]) => {
+    const user = await t.register();
+    const em = t.kernel.fork();
+    const conversation = em.create(Conversation, { id: crypto.randomUUID(), owner: em.getReference(User, user.userId), name: 'Chat', bot: null, conf: {}, members: [user.userId] } as Conversation);
+    const ids = texts.map((text) => userMessage(em, conversation, user.userId, text).id);
+    await em.flush();
+    return { ...user, say: (index = 0) => t.request('POST', '/tool/speech', { token: user.token, body: { convId: conversation.id, msgId: ids[index] } }) };
+  };
+  /** The first of several requests to settle (the others wait at the gate). */
+  const first = <T>(requests: Array<Promise<T>>) => Promise.race(requests.map((request, index) => request.then((response) => ({ response, index }))));
+
+  it('caps concurrent synthesis overall and per team, and answers 429 speech_busy with Retry-After beyond the queues', async () => {
+    const espeak = gatedEspeak();
+    const t = await startTestHost(db, 'uws', {
+      modules: coreModules,
+      config: { tools: { speech: { maxConcurrent: 2, maxConcurrentPerTeam: 1, maxQueuedPerTeam: 1, maxQueued: 1 } }, adapters: { speech: { provider: 'espeak', espeakPath: espeak.program } } },
+    });
+    try {
+      const [a, b, c] = [await speak(t, ['你好。']), await speak(t, ['早上好。']), await speak(t, ['晚上好。'])];
+      const a1 = a.say();
+      await until(() => espeak.starts().length === 1);
+      // Team a speaks one piece at a time and may have one request waiting: of two more, one is refused.
+      const [a2, a3] = [a.say(), a.say()];
+      const refused = await first([a2, a3]);
+      expect([refused.response.status, refused.response.body.error]).toEqual([429, 'speech_busy']);
+      expect(Number(refused.response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      // Another team is not held up by team a's queue: the second slot is its.
+      const b1 = b.say();
+      await until(() => espeak.starts().length === 2);
+      // Three requests in progress is everything the server admits (2 slots + 1 waiting).
+      const c1 = await c.say();
+      expect([c1.status, c1.body.error]).toEqual([429, 'speech_busy']);
+      expect(c1.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(espeak.starts()).toHaveLength(2);
+      espeak.open();
+      const answered = await Promise.all([a1, refused.index === 0 ? a3 : a2, b1]);
+      expect(answered.map((r) => r.status)).toEqual([200, 200, 200]);
+      expect(espeak.peak()).toBe(2);
+      // Once the queue drains, the team may ask again.
+      expect((await a.say()).status).toBe(200);
+    } finally {
+      espeak.open();
+      await t.close();
+      espeak.remove();
+    }
+  });
+
+  it('gives a freed slot to the teams in turn, not to the team with the longest queue', async () => {
+    const espeak = gatedEspeak();
+    const t = await startTestHost(db, 'node', {
+      modules: coreModules,
+      config: { tools: { speech: { maxConcurrent: 1, maxConcurrentPerTeam: 1, maxQueuedPerTeam: 2, maxQueued: 3, maxSentenceLength: 20 } }, adapters: { speech: { provider: 'espeak', espeakPath: espeak.program } } },
+    });
+    try {
+      const a = await speak(t, ['今天的天气很好，我们一起去公园散步吧。公园里有很多花，非常漂亮。', '你好。']);
+      const [b, c] = [await speak(t, ['早上好。']), await speak(t, ['晚上好。'])];
+      const long = a.say(0);
+      await until(() => espeak.starts().length === 1);
+      // Team a queues two more requests (a fourth is refused, which shows the others are waiting).
+      const queued = [a.say(1), a.say(1), a.say(1)];
+      const refusedA = await first(queued);
+      expect(refusedA.response.status).toBe(429);
+      // One of teams b and c gets the last place in the queue, after team a's requests.
+      const others = [b.say(), c.say()];
+      const refusedOther = await first(others);
+      expect(refusedOther.response.status).toBe(429);
+      const waiting = others[1 - refusedOther.index]!;
+      espeak.open();
+      const answers = await Promise.all([long, ...queued.filter((_, index) => index !== refusedA.index), waiting]);
+      expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      const order = espeak.starts();
+      // A first-come queue would start both of team a's waiting requests first; in turns, the
+      // other team's piece starts right after team a's next one.
+      expect(order.slice(0, 3)).toEqual(['今天的天气很好，我们一起去公园散步吧。', '你好。', refusedOther.index === 0 ? '晚上好。' : '早上好。']);
+      expect(espeak.peak()).toBe(1);
+    } finally {
+      espeak.open();
+      await t.close();
+      espeak.remove();
     }
   });
 });

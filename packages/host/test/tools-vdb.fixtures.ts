@@ -205,6 +205,11 @@ export function vdbContract(host: () => TestHost, login: () => Promise<{ token: 
       const r = await t.request('POST', `/tool/vdb/${name}/vector`, { token, body: { content: 'x', query } });
       expect([r.status, r.body.error], JSON.stringify(query)).toEqual([400, 'invalid_query']);
     }
+    // The list's query parameters answer as the search's query does: 400 invalid_query.
+    for (const query of ['limit=0', 'limit=101', 'limit=ten', 'limit=1.5', 'skip=-1', 'skip=x']) {
+      const r = await t.request('GET', `/tool/vdb/${name}?${query}`, { token });
+      expect([r.status, r.body.error], query.slice(0, 20)).toEqual([400, 'invalid_query']);
+    }
     for (const body of [{}, { content: 1 }, { content: 'x', tags: 'a' }, { content: 'x', tags: [{}] }, { content: 'x', metadata: [] }, { content: 'x', extra: 1 }]) {
       const r = await t.request('POST', `/tool/vdb/${name}`, { token, body });
       expect(r.status, JSON.stringify(body)).toBe(422);

@@ -25,8 +25,18 @@ const addressParse = require('address-parse') as AddressParseModule;
 /** The region data this parser uses: provinces, cities and districts keyed by their division codes. */
 export const regionData = addressParse.AREA;
 
-const MOBILE = /(?<![\d])(?:\+?86[\s-]?)?(1[3-9]\d)[\s-]?(\d{4})[\s-]?(\d{4})(?![\d])/;
-const LANDLINE = /(?<![\d])(?:\+?86[\s-]?)?[(（]?(0\d{2,3})[)）]?[\s-]?(\d{7,8})(?:[-转]\d{1,6})?(?![\d])/;
+/** The country code before a number, bare or in brackets: `+86`, `86-`, `(+86)`, `（+86）`, `0086`. */
+const COUNTRY = String.raw`(?:[(（]\s*(?:\+|00)?86\s*[)）]|(?:\+|00)?86)[\s-]*`;
+const MOBILE = new RegExp(String.raw`(?<![\d])(?:${COUNTRY})?(1[3-9]\d)[\s-]?(\d{4})[\s-]?(\d{4})(?![\d])`);
+const LANDLINE = new RegExp(String.raw`(?<![\d])(?:${COUNTRY})?[(（]?(0\d{2,3})[)）]?[\s-]?(\d{7,8})(?:[-转]\d{1,6})?(?![\d])`);
+/** A country code left without a number after it (`(+86)` at the end of a line). */
+const STRAY_COUNTRY = /[(（]\s*(?:\+|00)?86\s*[)）]|(?<![\d])(?:\+|00)86(?![\d])/g;
+/** Municipalities: the province and the city are one, both named in full (`北京市`). */
+const MUNICIPALITIES: Record<string, string> = { '11': '北京市', '12': '天津市', '31': '上海市', '50': '重庆市' };
+/** What follows a place name when it is part of a street's or a building's name (中山路, 南京东路 is not one). */
+const ROAD_SUFFIX = /^(?:[东南西北中]?(?:路|街|大街|道|大道|巷|弄|胡同|里)|桥|广场|大厦|公园|小区)/;
+/** Administrative suffixes stripped to find a region's name as people write it (深圳市 → 深圳). */
+const REGION_SUFFIX = /(?:省|市|自治区|自治州|自治县|特别行政区|地区|新区|区|县|盟|旗)$/;
 const POSTAL = /(?<![\d])(\d{6})(?![\d])/;
 /** Field labels people type before values ("收货人：", "电话:", "详细地址"), and list punctuation. */
 const LABELS = /(收货人|收件人|联系人|姓名|名字|手机号码|手机号|手机|电话号码|联系电话|电话|固话|所在地区|所在地|详细地址|收货地址|地址|邮编|邮政编码)\s*[:：]?/g;
@@ -70,9 +80,15 @@ export class ChineseAddressParser implements AddressParser {
       postalCode = postal[1]!;
       rest = rest.replace(postal[0], ' ');
     }
+    rest = rest.replace(STRAY_COUNTRY, ' ');
     rest = rest.replace(/[,，;；、|\n\r\t]+/g, ' ').replace(/\s+/g, ' ').trim();
-    const results = rest ? addressParse.default.parse(rest, true) : [];
+    // Readings whose region was read out of a street name (中山路 is no sign of 中山市) lose those
+    // levels; a reading left with nothing written in the text is dropped.
+    const raw = rest ? addressParse.default.parse(rest, true) : [];
+    const results = raw.map((result) => withoutRoadRegions(result, rest)).filter((result) => result !== null);
     const best = results[0];
+    // When the package's own best reading went, its details of the others are no guide either.
+    if (best && raw[0] && best.code !== raw[0].code) best.details = stripRegions(rest, [best.province, best.city, best.area]);
     if (!best || (!best.province && !best.city && !best.area)) {
       const name = pickName(rest.split(' '));
       return {
@@ -112,6 +128,72 @@ export class ChineseAddressParser implements AddressParser {
       candidates,
     };
   }
+}
+
+/**
+ * The result without the region levels that the text names only inside street or building names
+ * (中山路, 南京大厦), most specific first; null when no level it keeps is written in the text.
+ * Municipalities are named in full at both levels (province and city `北京市`).
+ */
+function withoutRoadRegions(result: AddressParseResult, text: string): AddressParseResult | null {
+  const levels: Array<['area' | 'city' | 'province', number]> = [
+    ['area', 6],
+    ['city', 4],
+    ['province', 2],
+  ];
+  const next = { ...result };
+  let dropped = false;
+  for (const [level, digits] of levels) {
+    const value = next[level];
+    if (!value) continue;
+    if (evidence(value, text) === 'text') break;
+    // Read from a street name, or only inferred from such a level: not a reading of this text.
+    next[level] = '';
+    next.code = digits > 2 ? `${next.code.slice(0, digits - 2)}${'0'.repeat(8 - digits)}` : '';
+    dropped = true;
+  }
+  if (!next.province && !next.city && !next.area) return null;
+  if (dropped) next.details = stripRegions(text, [next.province, next.city, next.area]);
+  const municipality = MUNICIPALITIES[next.code.slice(0, 2)];
+  if (municipality) {
+    next.province = municipality;
+    if (next.city || next.area) next.city = municipality;
+  }
+  return next;
+}
+
+/** Where the text names a region: `text` (on its own), `road` (only inside a street's name), `absent`. */
+function evidence(value: string, text: string): 'text' | 'road' | 'absent' {
+  const stem = value.replace(REGION_SUFFIX, '');
+  const name = stem.length >= 2 ? stem : value;
+  let found: 'road' | 'absent' = 'absent';
+  for (let at = text.indexOf(name); at >= 0; at = text.indexOf(name, at + 1)) {
+    let after = text.slice(at + name.length);
+    if (after.startsWith(value.slice(name.length))) after = after.slice(value.length - name.length);
+    // The full name (中山市) is always a region; the bare name followed by 路, 街, ... is a street.
+    if (value.length > name.length && text.startsWith(value, at)) return 'text';
+    if (!ROAD_SUFFIX.test(after)) return 'text';
+    found = 'road';
+  }
+  return found;
+}
+
+/** The text without the names of the given regions (each where it stands on its own). */
+function stripRegions(text: string, values: readonly string[]): string {
+  let rest = text;
+  for (const value of values) {
+    if (!value) continue;
+    const stem = value.replace(REGION_SUFFIX, '');
+    const name = stem.length >= 2 ? stem : value;
+    for (let at = rest.indexOf(name); at >= 0; at = rest.indexOf(name, at + 1)) {
+      const full = rest.startsWith(value, at) ? value : name;
+      if (full === value || !ROAD_SUFFIX.test(rest.slice(at + full.length))) {
+        rest = `${rest.slice(0, at)}${rest.slice(at + full.length)}`;
+        break;
+      }
+    }
+  }
+  return rest.replace(/\s+/g, ' ').trim();
 }
 
 /** The package sometimes leaves stray characters with the name; keep the one plausible name token. */

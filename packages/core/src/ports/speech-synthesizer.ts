@@ -23,7 +23,10 @@ export interface SynthesizeOptions {
  * `speech_not_configured`.
  */
 export interface SpeechSynthesizer {
+  /** The engine (`espeak-ng`), for logs and `trellis doctor`. */
   readonly name: string;
+  /** The voice that speaks (`cmn+f3`), which `/tool/speech` answers as `voice`; the name when unset. */
+  readonly voice?: string;
   readonly maxInputLength: number;
   synthesize(text: string, options: SynthesizeOptions): Promise<SynthesizedAudio>;
 }

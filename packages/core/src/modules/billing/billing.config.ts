@@ -64,6 +64,11 @@ export const billingConfigSchema = s.object({
     .range(10, 86_400)
     .default(3_600)
     .describe('A credit reservation neither settled nor released within this time is released by the expiry job.'),
+  creditLowThreshold: s
+    .int()
+    .range(0)
+    .default(20)
+    .describe('A charge (a settled reservation) that takes a team\'s balance below this many credits raises `billing.credits_low`; with the realtime module, every member of the team gets a `system` push of type `credit_low`. 0: never.'),
   jobIntervalMs: s
     .int()
     .range(1_000)

@@ -13,6 +13,11 @@ declare module '../../kernel/hooks.js' {
       to: { planCode: string; billingPeriod: BillingPeriod };
       reason: PlanChangeReason;
     };
+    /**
+     * After a charge (a reservation settled with credits used, committed) took the team's balance
+     * from at least `billing.creditLowThreshold` to below it.
+     */
+    'billing.credits_low': { teamId: string; totalCredits: number; threshold: number };
     /** After an order was marked paid and applied (committed). */
     'billing.order_paid': { orderId: string; teamId: string; kind: OrderKind; amount: number; currency: string };
   }

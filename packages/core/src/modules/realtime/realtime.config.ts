@@ -49,6 +49,12 @@ export const realtimeConfigSchema = s.object({
     .describe(
       'How long the push buffer of a user, application or device outlives its last socket in this process. Reconnecting later gives `resync_required`.',
     ),
+  shutdownNotice: s
+    .string()
+    .default('The server is restarting for maintenance; reconnect in a few seconds.')
+    .describe(
+      'Content of the `system` push (type `maintenance`) every user-channel socket of a process receives when the process stops, just before its sockets close with 1001. Empty: none is sent.',
+    ),
   maxPushBytes: s
     .int()
     .range(1024, 16_777_216)

@@ -23,6 +23,18 @@ export const toolsConfigSchema = s.object({
   speech: s.object({
     maxTextLength: s.int().range(1, 100_000).default(2000).describe('Longest message text /tool/speech speaks, in characters; longer texts answer 400 speech_text_too_long.'),
     maxSentenceLength: s.int().range(20, 2000).default(200).describe('Texts are split at sentence boundaries into pieces of at most this many characters, synthesised one by one.'),
+    maxConcurrent: s
+      .int()
+      .range(1, 256)
+      .default(2)
+      .describe('Pieces synthesised at once in this process, over all teams: the most espeak-ng processes (and MP3 encodings) running. Others wait their turn, teams taking turns piece by piece.'),
+    maxConcurrentPerTeam: s.int().range(1, 256).default(1).describe('Pieces one team may have synthesised at once in this process (at most maxConcurrent).'),
+    maxQueuedPerTeam: s
+      .int()
+      .range(0, 10_000)
+      .default(4)
+      .describe('Requests of one team that may wait for their turn in this process, besides those being spoken; one more answers 429 speech_busy with Retry-After.'),
+    maxQueued: s.int().range(0, 100_000).default(64).describe('Requests of all teams that may wait for their turn in this process; one more answers 429 speech_busy with Retry-After.'),
   }),
   anonymous: s.object({
     accessTokenTtlSeconds: s.int().range(60, 86_400).default(3600).describe('Lifetime of an anonymous access token (the spec: 1 hour).'),

@@ -1,6 +1,8 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { TrellisError } from '../../../kernel/errors.js';
+import type { Hooks } from '../../../kernel/hooks.js';
+import { hooksServiceIdentifier } from '../../../kernel/tokens.js';
 import { paging, type Page, type PageQuery } from '../../../kernel/http/dto/paging.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
@@ -71,6 +73,7 @@ export class CreditService {
     @inject(idsServiceIdentifier) private readonly ids: Ids,
     @inject(clockServiceIdentifier) private readonly clock: Clock,
     @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
   ) {}
 
   /**
@@ -299,6 +302,26 @@ export class CreditService {
   }
 
   private async close(em: EntityManager, reservationId: string, status: 'settled' | 'released', used: number, reason: string | undefined, answer: boolean): Promise<CreditReservation | null> {
+    let charged: { teamId: string; totalCredits: number } | undefined;
+    const closed = await this.closeInTransaction(em, reservationId, status, used, reason, answer, (teamId, totalCredits) => (charged = { teamId, totalCredits }));
+    // A charge that took the balance below the threshold, once committed (the credits it used
+    // were on the balance before it).
+    const threshold = this.config.creditLowThreshold ?? 0;
+    if (charged && used > 0 && charged.totalCredits < threshold && charged.totalCredits + used >= threshold) {
+      await this.hooks.emit('billing.credits_low', { teamId: charged.teamId, totalCredits: charged.totalCredits, threshold });
+    }
+    return closed;
+  }
+
+  private async closeInTransaction(
+    em: EntityManager,
+    reservationId: string,
+    status: 'settled' | 'released',
+    used: number,
+    reason: string | undefined,
+    answer: boolean,
+    after: (teamId: string, totalCredits: number) => void,
+  ): Promise<CreditReservation | null> {
     const now = this.clock.now();
     return inTransaction(em, async (tx) => {
       const reservation = isUuid(reservationId) ? await tx.findOne(CreditReservation, { id: reservationId }, { refresh: true }) : null;
@@ -334,6 +357,7 @@ export class CreditService {
         { kind: status === 'settled' ? 'settlement' : 'release', grantDelta: grantBack, purchaseDelta: purchaseBack, reason: `${label}${why}`, reservationId },
         now,
       );
+      after(teamIdOf(reservation), balance.grantCredits + balance.purchaseCredits);
       return answer ? tx.findOneOrFail(CreditReservation, { id: reservationId }, { refresh: true }) : null;
     });
   }

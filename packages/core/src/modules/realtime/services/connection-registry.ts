@@ -72,6 +72,12 @@ export class ConnectionRegistry {
     }
   }
 
+  /** The other sockets of the same user, application or device in this process. */
+  peers(connection: TrackedConnection): TrackedConnection[] {
+    const set = this.byTarget.get(`${connection.kind}:${connection.targetId}`);
+    return set ? [...set].filter((other) => other !== connection) : [];
+  }
+
   /** Closes every socket that authenticated with this credential. */
   closeByCredential(credentialId: string, code: number, reason: string): number {
     let closed = 0;

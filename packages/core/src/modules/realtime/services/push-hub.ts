@@ -5,7 +5,7 @@ import type { TrellisConfig } from '../../../kernel/config/config.js';
 import { configServiceIdentifier, loggerServiceIdentifier } from '../../../kernel/tokens.js';
 import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
 import { realtimeSection } from '../realtime.config.js';
-import { decodeEnvelope, pushTopic, type ChannelKind } from '../topics.js';
+import { decodeEnvelope, encodeEnvelope, pushTopic, type ChannelKind } from '../topics.js';
 
 /** A socket (or anything else) that receives the pushes of one target. */
 export interface PushSubscriber {
@@ -152,6 +152,24 @@ export class PushHub {
         if (attached.subscribers.delete(subscriber)) this.maybeRelease(attached);
       },
     };
+  }
+
+  /**
+   * Delivers one push to every socket of this kind held by this process (not through PubSub: it
+   * concerns this process, such as its shutdown), numbered like any push and sent before this
+   * returns.
+   */
+  announce(kind: ChannelKind, method: string, params: Record<string, unknown>): number {
+    const prefix = pushTopic(kind, '');
+    const message = encodeEnvelope({ method, params });
+    let reached = 0;
+    for (const stream of [...this.streams.values()]) {
+      if (stream.dead || stream.subscribers.size === 0 || !stream.topic.startsWith(prefix)) continue;
+      this.receive(stream, message);
+      this.flush(stream);
+      reached += stream.subscribers.size;
+    }
+    return reached;
   }
 
   /** Stops lingering: buffers without sockets are dropped now, the rest when their sockets close. */

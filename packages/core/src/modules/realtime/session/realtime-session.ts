@@ -60,7 +60,7 @@ export interface RealtimeSessionEnv {
   /** Looks the channel's id up again at `auth` (application and hardware channels). */
   resolveTarget(id: string): Promise<ChannelTarget | null>;
   hub: PushHub;
-  registry: { add(connection: TrackedConnection): boolean; remove(connection: TrackedConnection): void };
+  registry: { add(connection: TrackedConnection): boolean; remove(connection: TrackedConnection): void; peers?(connection: TrackedConnection): Iterable<TrackedConnection> };
   /** A fresh context for one method call of `session` (its `em` is forked on first use only). */
   context(session: RealtimeSessionInfo): RpcContext & { session: RealtimeSessionInfo };
   /** Registers the socket for access-revoked signals (every process); returns the unregistering function. */
@@ -432,7 +432,29 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
     this.principal = principal;
     this.authToken = p.token;
     after.push(() => this.release(attachment));
+    if (kind === 'user') after.push(() => this.replaceSession());
     return { status: 'authenticated', [idField[kind]]: targetId, epoch: attachment.epoch, seq: attachment.seq };
+  }
+
+  /** The sign-in this socket authenticated with (a JWT's `jti`, an API key's id, ...), if it has one. */
+  private get sessionKey(): string | undefined {
+    return this.principal?.credentialId;
+  }
+
+  /**
+   * A newer user-channel socket of the same sign-in (same credential) in this process: the older
+   * ones hear that they were superseded, a `status` notice of their own (no `seq`: it is about the
+   * socket, not the user's stream of pushes). They stay open; the client decides.
+   */
+  private replaceSession(): void {
+    const key = this.sessionKey;
+    if (!key || !this.env.registry.peers) return;
+    let frame: string | undefined;
+    for (const peer of this.env.registry.peers(this)) {
+      if (!(peer instanceof RealtimeSession) || peer.closed || !peer.attachment || peer.sessionKey !== key) continue;
+      frame ??= JSON.stringify({ jsonrpc: '2.0', method: 'status', params: { type: 'session_replaced', timestamp: Date.now() } });
+      peer.send(frame);
+    }
   }
 
   /** After the `auth` reply: what the client missed (or a resync notice), then live pushes. */

@@ -42,8 +42,10 @@ export const vdbRoutes: RouteDefinition[] = [
     auth: toolAuth,
     params: VdbCollectionParams,
     query: VdbListQuery,
+    // A bad limit, skip or where is a malformed query, answered as the search's query is.
+    validationError: { status: 400, code: 'invalid_query' },
     response: { schema: vdbListSchema },
-    errors: { 400: badRequest, 404: collectionMissing },
+    errors: { 400: 'An invalid filter (invalid_filter), or limit, skip or where out of range (invalid_query)', 404: collectionMissing },
     async handler(ctx) {
       const filter = parseWhereParameter(ctx.query.where);
       const { service, teamId } = await scope(ctx);
