@@ -117,6 +117,8 @@ export class CollabSession {
   /** The stored content hash as this session last wrote or read it. */
   lastHash = '';
   closed = false;
+  /** `close` has begun: the lease is no longer renewed. */
+  closing = false;
 
   private dirty = false;
   private firstDirtyAtMs = 0;
@@ -409,7 +411,7 @@ export class CollabSession {
   // Lease and lifetime
 
   private async tick(): Promise<void> {
-    if (this.closed) return;
+    if (this.closed || this.closing) return;
     const now = this.deps.clock.nowMs();
     let pruned = false;
     for (const [id, participant] of this.participants) {
@@ -427,7 +429,7 @@ export class CollabSession {
 
   private renewLease(): Promise<void> {
     return this.leaseStep(async () => {
-      if (this.leaseReleased) return;
+      if (this.leaseReleased || this.closing) return;
       const now = this.deps.clock.now();
       const until = new Date(now.getTime() + this.deps.config.leaseMs);
       // Set before the write: should it fail half-way, the release still runs.
@@ -448,6 +450,9 @@ export class CollabSession {
    */
   async close(mirror: boolean, closeCode?: { code: number; reason: string }): Promise<void> {
     if (this.closed) return;
+    // A leaving session extends its lease no more: should the lease have lapsed (a renewal late
+    // under load), the document must not turn collab again after it read as rest.
+    this.closing = true;
     if (mirror) {
       if (this.dirty) await this.flush().catch(() => undefined);
       else await this.chain;

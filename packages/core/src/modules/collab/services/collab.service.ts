@@ -329,6 +329,10 @@ export class CollabService implements CollaborationGate {
     return editors;
   }
 
+  holdsSession(documentId: string): boolean {
+    return this.entries.has(documentId);
+  }
+
   isLive(documentId: string): boolean {
     return this.session(documentId) !== undefined;
   }
