@@ -11,3 +11,4 @@ export type { Transport, TransportFactory, TransportName } from './transport.js'
 export { adaptersConfigSchema, adaptersFromConfig, adaptersModule, referenceAiProviders, type AdaptersConfig, type ConfiguredAdapters } from './adapters-module.js';
 export { installTracing, tracingFromConfig, type InstalledTracing, type TracingOptions } from './tracing.js';
 export { startMetricsServer, type MetricsServer } from './metrics-server.js';
+export { Admission, type AdmissionLimits } from './admission.js';

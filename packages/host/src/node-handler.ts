@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isStreamBody, type Kernel, type KernelResponse } from '@trellis/core';
+import { Admission } from './admission.js';
 import { internalErrorBody, JSON_TYPE, LazyAbort, TransportRequest } from './shared.js';
 
 export interface NodeHandlerOptions {
@@ -10,6 +11,11 @@ export interface NodeHandlerOptions {
    * then the handler claims the paths under the base path and leaves the stripping to the kernel.
    */
   prefix?: string;
+  /**
+   * The admission control requests pass (`server.admission`); one is made from the kernel's
+   * configuration when left out.
+   */
+  admission?: Admission;
 }
 
 export type NodeHandler = (req: IncomingMessage, res: ServerResponse, next?: (error?: unknown) => void) => void;
@@ -27,6 +33,7 @@ export function toNodeHandler(kernel: Kernel, options: NodeHandlerOptions = {}):
   // Without a prefix to strip, a kernel with `server.basePath` still only claims its own paths
   // (it strips the base path itself).
   const claimed = prefix || kernel.http.basePath;
+  const admission = options.admission ?? new Admission(kernel);
   return (req, res, next) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
@@ -40,7 +47,7 @@ export function toNodeHandler(kernel: Kernel, options: NodeHandlerOptions = {}):
       }
       if (prefix) path = path.slice(prefix.length) || '/';
     }
-    handleNodeRequest(kernel, req, res, path, q === -1 ? '' : url.slice(q + 1)).catch((error: unknown) => {
+    handleNodeRequest(kernel, admission, req, res, path, q === -1 ? '' : url.slice(q + 1)).catch((error: unknown) => {
       kernel.log.error({ err: error }, 'request handling failed outside the dispatcher');
       if (!res.headersSent) res.writeHead(500, { 'content-type': JSON_TYPE }).end(internalErrorBody);
       else res.destroy();
@@ -48,7 +55,7 @@ export function toNodeHandler(kernel: Kernel, options: NodeHandlerOptions = {}):
   };
 }
 
-async function handleNodeRequest(kernel: Kernel, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<void> {
+async function handleNodeRequest(kernel: Kernel, admission: Admission, req: IncomingMessage, res: ServerResponse, path: string, query: string): Promise<void> {
   const abort = new LazyAbort();
   res.once('close', () => {
     if (!res.writableFinished) abort.abort();
@@ -69,7 +76,7 @@ async function handleNodeRequest(kernel: Kernel, req: IncomingMessage, res: Serv
     return;
   }
   request.body = body;
-  const response = await kernel.http.handle(request);
+  const response = await admission.run(request, () => kernel.http.handle(request));
   await writeNodeResponse(res, response, abort, request.method);
 }
 

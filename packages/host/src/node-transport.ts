@@ -1,12 +1,14 @@
 import { createServer, type Server } from 'node:http';
 import type { Kernel } from '@trellis/core';
+import { Admission } from './admission.js';
 import { toNodeHandler } from './node-handler.js';
 import { attachWebSockets, type AttachedWebSockets } from './node-websockets.js';
 import type { Transport } from './transport.js';
 
 /** The `node:http` + `ws` transport: the fallback where uWebSockets.js cannot load. */
 export function createNodeTransport(kernel: Kernel): Transport {
-  const handler = toNodeHandler(kernel);
+  const admission = new Admission(kernel);
+  const handler = toNodeHandler(kernel, { admission });
   let stopping = false;
   const server: Server = createServer({ keepAliveTimeout: 5_000 }, (req, res) => {
     // Once the host stops accepting, every response closes its connection.
@@ -37,6 +39,7 @@ export function createNodeTransport(kernel: Kernel): Transport {
     },
     async close() {
       stopping = true;
+      admission.close();
       await sockets?.close();
       const done = closeServer();
       server.closeAllConnections();

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { isStreamBody, type ChannelSession, type Kernel, type KernelRequest, type KernelResponse, type SocketLike, type UpgradeDecision } from '@trellis/core';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from 'uWebSockets.js';
 import { internalErrorBody, JSON_TYPE, LazyAbort, SLOW_SOCKET_LIMIT_BYTES, toBuffer, TransportRequest, WS_IDLE_TIMEOUT_S, wsPayloadCeiling } from './shared.js';
+import { Admission } from './admission.js';
 import type { Transport } from './transport.js';
 
 type Uws = typeof import('uWebSockets.js');
@@ -54,7 +55,7 @@ export function createUwsTransport(kernel: Kernel): Transport {
   const app: TemplatedApp = uws.App();
   let listenSocket: us_listen_socket | undefined;
   // Once the host stops accepting, every response closes its connection.
-  const edge = { stopping: false };
+  const edge: Edge = { stopping: false, admission: new Admission(kernel) };
 
   app.any('/*', (res, req) => handleHttp(kernel, edge, res, req));
   const basePath = kernel.config.server.basePath;
@@ -118,6 +119,7 @@ export function createUwsTransport(kernel: Kernel): Transport {
     },
     async close() {
       edge.stopping = true;
+      edge.admission.close();
       if (listenSocket) uws.us_listen_socket_close(listenSocket);
       listenSocket = undefined;
       (app as TemplatedApp & { close(): void }).close();
@@ -125,7 +127,12 @@ export function createUwsTransport(kernel: Kernel): Transport {
   };
 }
 
-function handleHttp(kernel: Kernel, edge: { stopping: boolean }, res: HttpResponse, req: HttpRequest): void {
+interface Edge {
+  stopping: boolean;
+  admission: Admission;
+}
+
+function handleHttp(kernel: Kernel, edge: Edge, res: HttpResponse, req: HttpRequest): void {
   // The request object is only valid during this call: copy what we need first.
   const method = req.getMethod().toUpperCase();
   const path = req.getUrl();
@@ -147,7 +154,7 @@ function handleHttp(kernel: Kernel, edge: { stopping: boolean }, res: HttpRespon
     return;
   }
   if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS' || headers['content-length'] === '0') {
-    void respond(kernel, res, state, request, kernel.http.handle(request), edge.stopping);
+    void respond(kernel, res, state, request, edge.admission.run(request, () => kernel.http.handle(request)), edge.stopping);
     return;
   }
   const limit = kernel.http.bodyLimitFor(method, path);
@@ -195,7 +202,7 @@ function handleHttp(kernel: Kernel, edge: { stopping: boolean }, res: HttpRespon
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
       chunks = [];
       if (size) request.body = body;
-      void respond(kernel, res, state, request, kernel.http.handle(request), edge.stopping);
+      void respond(kernel, res, state, request, edge.admission.run(request, () => kernel.http.handle(request)), edge.stopping);
     }
   });
 }

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { InProcessPubSub, provide, pubSubServiceIdentifier, type DatabaseAdapter } from '@trellis/core';
+import { CollabService, InProcessPubSub, provide, pubSubServiceIdentifier, type DatabaseAdapter } from '@trellis/core';
 import { postgresDatabase } from '@trellis/db-postgres';
 import { sqliteDatabase } from '@trellis/db-sqlite';
 import { createHost, type Host } from '@trellis/host';
@@ -24,68 +24,85 @@ class LossyPubSub extends InProcessPubSub {
   }
 }
 
+const texts = (fragment: Y.XmlFragment) => fragment.toArray().map((node) => ((node as Y.XmlElement).get(0) as Y.XmlText | undefined)?.toString() ?? '');
+
+/** Two host processes (uWebSockets.js and node:http) on one database and one PubSub, torn down with `stop`. */
+async function twoProcesses(db: ReturnType<typeof testDatabases>[number], collab: Record<string, number>) {
+  let adapters: [DatabaseAdapter, DatabaseAdapter];
+  let cleanup: () => Promise<void>;
+  if (db.name === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'trellis-collab-'));
+    const path = join(dir, 'shared.db');
+    adapters = [sqliteDatabase({ path }), sqliteDatabase({ path })];
+    cleanup = async () => rmSync(dir, { recursive: true, force: true });
+  } else {
+    const handle = await db.create();
+    adapters = [handle.adapter, postgresDatabase({ url: handle.url, pool: { min: 1, max: 5 } })];
+    cleanup = () => handle.drop();
+  }
+  const pubsub = new LossyPubSub();
+  const hosts = (['uws', 'node'] as const).map((transport, i) =>
+    createHost({
+      config: {
+        server: { host: '127.0.0.1', port: 0, transport },
+        auth: { jwtSecret: testJwtSecret },
+        collab,
+      },
+      database: adapters[i],
+      adapters: [provide(pubSubServiceIdentifier, pubsub)],
+      logger: pino({ level: process.env.TRELLIS_TEST_LOG ?? 'silent' }),
+    }),
+  );
+  for (const host of hosts) await host.start();
+  const clients: Array<{ provider: WebsocketProvider; ydoc: Y.Doc }> = [];
+  return {
+    hosts: hosts as [Host, Host],
+    pubsub,
+    clients,
+    async stop() {
+      for (const client of clients) client.provider.destroy();
+      for (const host of hosts) await host.stop();
+      await cleanup();
+    },
+  };
+}
+
+const request = async (host: Host, method: string, path: string, token?: string, body?: unknown) => {
+  const response = await fetch(`${host.url}${path}`, {
+    method,
+    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as any };
+};
+
+async function connectTo(clients: Array<{ provider: WebsocketProvider; ydoc: Y.Doc }>, host: Host, documentId: string, token: string) {
+  const ydoc = new Y.Doc();
+  const provider = new WebsocketProvider(`${host.url.replace(/^http/, 'ws')}/v3/collab`, documentId, ydoc, {
+    params: { token },
+    WebSocketPolyfill: WebSocket as unknown as typeof globalThis.WebSocket,
+    disableBc: true,
+  });
+  clients.push({ provider, ydoc });
+  await new Promise<void>((resolve) => provider.once('sync', () => resolve()));
+  return { ydoc, provider, fragment: ydoc.getXmlFragment('default') };
+}
+
 describe.each(testDatabases())('collaboration across host processes on $name', (db) => {
   let hosts: Host[] = [];
   let pubsub: LossyPubSub;
-  let cleanup: () => Promise<void> = async () => undefined;
-  const clients: Array<{ provider: WebsocketProvider; ydoc: Y.Doc }> = [];
+  let processes: Awaited<ReturnType<typeof twoProcesses>> | undefined;
 
   beforeAll(async () => {
-    let adapters: [DatabaseAdapter, DatabaseAdapter];
-    if (db.name === 'sqlite') {
-      const dir = mkdtempSync(join(tmpdir(), 'trellis-collab-'));
-      const path = join(dir, 'shared.db');
-      adapters = [sqliteDatabase({ path }), sqliteDatabase({ path })];
-      cleanup = async () => rmSync(dir, { recursive: true, force: true });
-    } else {
-      const handle = await db.create();
-      adapters = [handle.adapter, postgresDatabase({ url: handle.url, pool: { min: 1, max: 5 } })];
-      cleanup = () => handle.drop();
-    }
-    pubsub = new LossyPubSub();
-    hosts = (['uws', 'node'] as const).map((transport, i) =>
-      createHost({
-        config: {
-          server: { host: '127.0.0.1', port: 0, transport },
-          auth: { jwtSecret: testJwtSecret },
-          collab: { mirrorDebounceMs: 20, mirrorMaxWaitMs: 200, leaseMs: 1500 },
-        },
-        database: adapters[i],
-        adapters: [provide(pubSubServiceIdentifier, pubsub)],
-        logger: pino({ level: process.env.TRELLIS_TEST_LOG ?? 'silent' }),
-      }),
-    );
-    for (const host of hosts) await host.start();
+    processes = await twoProcesses(db, { mirrorDebounceMs: 20, mirrorMaxWaitMs: 200, leaseMs: 1500 });
+    ({ hosts, pubsub } = processes);
   });
 
   afterAll(async () => {
-    for (const client of clients) client.provider.destroy();
-    for (const host of hosts) await host.stop();
-    await cleanup();
+    await processes?.stop();
   });
 
-  const request = async (host: Host, method: string, path: string, token?: string, body?: unknown) => {
-    const response = await fetch(`${host.url}${path}`, {
-      method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, body: (await response.json()) as any };
-  };
-
-  async function connect(host: Host, documentId: string, token: string) {
-    const ydoc = new Y.Doc();
-    const provider = new WebsocketProvider(`${host.url.replace(/^http/, 'ws')}/v3/collab`, documentId, ydoc, {
-      params: { token },
-      WebSocketPolyfill: WebSocket as unknown as typeof globalThis.WebSocket,
-      disableBc: true,
-    });
-    clients.push({ provider, ydoc });
-    await new Promise<void>((resolve) => provider.once('sync', () => resolve()));
-    return { ydoc, provider, fragment: ydoc.getXmlFragment('default') };
-  }
-
-  const texts = (fragment: Y.XmlFragment) => fragment.toArray().map((node) => ((node as Y.XmlElement).get(0) as Y.XmlText | undefined)?.toString() ?? '');
+  const connect = (host: Host, documentId: string, token: string) => connectTo(processes!.clients, host, documentId, token);
 
   it('clients on different processes edit one document together, and REST on either process sees it', async () => {
     const [one, two] = hosts as [Host, Host];
@@ -131,7 +148,10 @@ describe.each(testDatabases())('collaboration across host processes on $name', (
 
     a.provider.destroy();
     b.provider.destroy();
-    const rest = await eventually(() => request(one, 'GET', `/documents/${id}/content`, token), (r) => r.body.content_source === 'rest', 'rest mode on both processes');
+    // Each process leaves on its own time; the document is rest once neither holds a session.
+    for (const host of hosts) await eventually(() => request(host, 'GET', `/documents/${id}/content`, token), (r) => r.body.content_source === 'rest', `rest mode on ${host.transport}`);
+    const rest = await request(one, 'GET', `/documents/${id}/content`, token);
+    expect(rest.body.content_source).toBe('rest');
     const edit = await request(one, 'POST', `/documents/${id}/edit`, token, { base_version: rest.body.content_hash, mode: 'commands', commands: [{ op: 'delete', blockId: 'p3' }] });
     expect(edit.status).toBe(200);
   });
@@ -154,5 +174,51 @@ describe.each(testDatabases())('collaboration across host processes on $name', (
     await eventually(async () => texts(b.fragment), (list) => list[0] === 'Base (lost in transit)', 'the periodic re-sync to deliver the lost update');
     a.provider.destroy();
     b.provider.destroy();
+  });
+});
+
+// The lease is shared by the processes that hold a session on the document. One process leaving
+// must not hand the document back to REST while a client still edits it on another process: the
+// lease a process releases is its own, and the document stays collab while any other is live.
+// (A lease this long is renewed only at open here: nothing hides the release behind a renewal.)
+describe.each(testDatabases())('the collaborative lease across host processes on $name', (db) => {
+  let processes: Awaited<ReturnType<typeof twoProcesses>> | undefined;
+
+  beforeAll(async () => {
+    processes = await twoProcesses(db, { mirrorDebounceMs: 20, mirrorMaxWaitMs: 200, leaseMs: 60_000 });
+  });
+
+  afterAll(async () => {
+    await processes?.stop();
+  });
+
+  it('stays collab (REST edits 423) while a client edits on another process after this one left, then turns rest at once', async () => {
+    const [one, two] = processes!.hosts;
+    const registered = await request(one, 'POST', '/auth/register', undefined, { email: `lease-${Date.now()}@example.com`, password: 'correct horse battery' });
+    const token = registered.body.token as string;
+    const project = await request(one, 'POST', '/project', token, { name: 'Lease', tools: [], access: 'private' });
+    const created = await request(one, 'POST', '/documents', token, { projectId: project.body.id, title: 'Lease', content: doc(paragraph('p1', 'One')) });
+    const id = created.body.id as string;
+
+    // B joins on process two, then A on process one: process one took the lease last.
+    const b = await connectTo(processes!.clients, two, id, token);
+    const a = await connectTo(processes!.clients, one, id, token);
+    a.provider.destroy();
+    const collabOne = one.kernel.get(CollabService);
+    await eventually(async () => collabOne.isLive(id), (live) => !live, 'process one to close its session');
+    await collabOne.closeAll(); // waits for the closing session to release its lease
+
+    for (const host of [one, two]) {
+      const read = await request(host, 'GET', `/documents/${id}/content`, token);
+      expect(read.body.content_source, `content_source on ${host.transport} while B edits on process two`).toBe('collab');
+    }
+    const locked = await request(one, 'POST', `/documents/${id}/edit`, token, { base_version: created.body.content_hash, mode: 'commands', commands: [{ op: 'delete', blockId: 'p1' }] });
+    expect(locked.status).toBe(423);
+    expect(texts(b.fragment)).toEqual(['One']);
+
+    b.provider.destroy();
+    const rest = await eventually(() => request(one, 'GET', `/documents/${id}/content`, token), (r) => r.body.content_source === 'rest', 'rest mode once B left');
+    const edit = await request(one, 'POST', `/documents/${id}/edit`, token, { base_version: rest.body.content_hash, mode: 'commands', commands: [{ op: 'delete', blockId: 'p1' }] });
+    expect(edit.status).toBe(200);
   });
 });

@@ -37,6 +37,23 @@ export const kernelConfigSchema = s.object({
       .array(s.string())
       .default([])
       .describe('Origins allowed by the default CORS policy ("*" for any). Routes may declare their own policy.'),
+    admission: s.object({
+      maxInFlight: s
+        .int()
+        .range(0)
+        .default(256)
+        .describe('Most HTTP requests this process works on at once (until each answer is ready; a streamed body does not count once its head is out). Past it a request is answered at once with 503 `overloaded` and `Retry-After` instead of waiting in a queue without bound. 0 turns the limit off. Health, readiness and metrics routes are never refused.'),
+      maxEventLoopDelayMs: s
+        .int()
+        .range(0)
+        .default(0)
+        .describe('Refuse new requests (503 `overloaded`) while the event loop runs this many milliseconds late in two samples running (sampled every 50 ms; one long task alone does not trip it). 0 (the default) turns the check off: the in-flight limits bound the queue already.'),
+      routes: s
+        .record(s.int().range(1))
+        .default({ 'POST /tool/vdb/:className/vector': 8 })
+        .describe('Most requests at once per route, keyed by `METHOD /route/:param` as the route table declares it (see /openapi.json, `{param}` written `:param`); past it that route answers 503 `overloaded` while the others go on. The default bounds vector searches, whose cost grows with the collection.'),
+      retryAfterSeconds: s.int().range(1, 3600).default(1).describe('The `Retry-After` of a 503 `overloaded`.'),
+    }),
   }),
   database: s.object({
     url: s

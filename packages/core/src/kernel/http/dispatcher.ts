@@ -100,6 +100,29 @@ export class HttpDispatcher {
     return response;
   }
 
+  /**
+   * The route a request would reach, for a transport's admission control: its method and path as
+   * declared (`/tool/vdb/:className/vector`), and whether it is always available (health checks).
+   */
+  routeKeyOf(request: KernelRequest): { key: string; alwaysAvailable: boolean } | undefined {
+    const route = this.routeOf(request.method === 'HEAD' ? { ...request, method: 'GET' } : request);
+    return route ? { key: `${route.method} ${route.path}`, alwaysAvailable: route.alwaysAvailable === true } : undefined;
+  }
+
+  /**
+   * The 503 `overloaded` a transport sends when it refuses a request to protect the process (its
+   * admission limits), in the route's error shape, with `Retry-After`.
+   */
+  overloaded(request: KernelRequest, message: string, retryAfterSeconds: number): KernelResponse {
+    const error = new TrellisError('unavailable', 'overloaded', message, { expose: true, headers: { 'retry-after': String(retryAfterSeconds) } });
+    const route = this.routeOf(request);
+    const response = this.errorResponse(request, error, this.requestId(request), route);
+    const observation = this.deps.observer?.begin(request);
+    if (route) observation?.matched(route);
+    observation?.end(response);
+    return response;
+  }
+
   /** Resolves when no request or stream is in flight; aborts open streams after `timeoutMs`. */
   async drain(timeoutMs: number): Promise<boolean> {
     if (this.inFlight === 0) return true;
@@ -358,7 +381,8 @@ export class HttpDispatcher {
   errorResponse(request: KernelRequest, thrown: unknown, requestId: string, route?: RouteDefinition): KernelResponse {
     const error = toTrellisError(thrown);
     const status = error.status;
-    if (status >= 500) {
+    // A refusal under load is counted (metrics, access log), not logged as a failure one by one.
+    if (status >= 500 && error.code !== 'overloaded') {
       this.deps.log.error({ err: error.cause ?? error, reqId: requestId, method: request.method, path: request.path }, 'request failed');
     } else if (error.cause instanceof Error && !(error.cause instanceof TrellisError)) {
       // A database refusal turned into a 4xx: the input slipped past validation, worth a look.

@@ -167,7 +167,7 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
     }
     // Any operation may fail on the server's side (internal_error, or not_ready while starting or
     // stopping); the body has the route's error shape and never internals.
-    responses['5XX'] = { description: 'Server error (internal_error, not_ready, busy)', content: { 'application/json': { schema: errorRef } } };
+    responses['5XX'] = { description: 'Server error (internal_error, not_ready, busy, overloaded)', content: { 'application/json': { schema: errorRef } } };
     operation.responses = responses;
     (paths[oasPath] ??= {})[method] = operation;
   }

@@ -3,6 +3,7 @@ import { defineModule } from '../../kernel/module.js';
 import { collaborationGateServiceIdentifier } from '../documents/collaboration-gate.js';
 import { collabChannel } from './collab.channel.js';
 import { collabConfigSchema, type CollabConfig } from './collab.config.js';
+import { DocumentCollabLeaseSchema } from './entities/document-collab-lease.entity.js';
 import { DocumentYjsStateSchema } from './entities/document-yjs-state.entity.js';
 import { migrations } from './migrations/index.js';
 import { collabRoutes } from './routes.js';
@@ -11,6 +12,7 @@ import { documentScopes } from '../projects/scopes.js';
 import { CollabService } from './services/collab.service.js';
 import { SmartEditService } from './services/smart-edit.service.js';
 import { YjsStateService } from './services/yjs-state.service.js';
+import { CollabLeaseStore } from './services/collab-lease.store.js';
 import { YjsStateStore } from './services/yjs-state.store.js';
 
 /**
@@ -22,11 +24,12 @@ export const collabModule = defineModule({
   name: 'collab',
   dependsOn: ['identity', 'projects', 'documents'],
   config: collabConfigSchema,
-  entities: [DocumentYjsStateSchema],
+  entities: [DocumentYjsStateSchema, DocumentCollabLeaseSchema],
   migrations,
   container: () =>
     new ContainerModule(({ bind }) => {
       bind(YjsStateStore).toSelf();
+      bind(CollabLeaseStore).toSelf();
       bind(CollabService).toSelf();
       bind(collaborationGateServiceIdentifier).toService(CollabService);
       bind(SmartEditService).toSelf();

@@ -1,10 +1,12 @@
 export { collabModule } from './collab.module.js';
 export { collabConfigSchema, type CollabConfig } from './collab.config.js';
 export { collabChannel } from './collab.channel.js';
+export { DocumentCollabLease, DocumentCollabLeaseSchema } from './entities/document-collab-lease.entity.js';
 export { DocumentYjsState, DocumentYjsStateSchema } from './entities/document-yjs-state.entity.js';
 export { CollabService, type Collaborator } from './services/collab.service.js';
 export { CollabSession, CollabConnection, ServerOrigin, CloseCode, collabTopic } from './services/collab-session.js';
 export { SmartEditService, type SmartEditOutcome } from './services/smart-edit.service.js';
 export { YjsStateService } from './services/yjs-state.service.js';
+export { CollabLeaseStore } from './services/collab-lease.store.js';
 export { YjsStateStore } from './services/yjs-state.store.js';
 export { FRAGMENT_NAME, readDocument, readNodes, replaceContent, writeDocument, writeNodes, ensureElementIds } from './yjs/rich-text-yjs.js';

@@ -17,6 +17,11 @@ export interface CollaborationGate {
   localConnections(documentId: string): number;
   /** Of those, the ones that may write (read-only viewers left out): they lock REST edits out (423). */
   localEditors(documentId: string): number;
+  /**
+   * Whether this process has a session of the document at all: loading, open, or closing (its
+   * last mirror and the release of its lease still under way). Such a process reports `collab`.
+   */
+  holdsSession?(documentId: string): boolean;
   /** Whether this process holds the document's live Yjs document. */
   isLive(documentId: string): boolean;
   /** Writes collaborative changes not yet mirrored to the stored content, now. */

@@ -27,6 +27,7 @@ import {
   updateMessage,
 } from '../yjs/protocol.js';
 import { ensureElementIds, FRAGMENT_NAME, readDocument, writeDocument } from '../yjs/rich-text-yjs.js';
+import type { CollabLeaseStore } from './collab-lease.store.js';
 import { decodeState, type YjsStateStore } from './yjs-state.store.js';
 
 /**
@@ -89,6 +90,7 @@ export interface SessionDeps {
   pubsub: PubSub;
   documents: DocumentService;
   states: YjsStateStore;
+  leases: CollabLeaseStore;
   fork(): EntityManager;
   newId(): string;
   /** Called when nobody holds the session any more. */
@@ -115,6 +117,8 @@ export class CollabSession {
   /** The stored content hash as this session last wrote or read it. */
   lastHash = '';
   closed = false;
+  /** `close` has begun: the lease is no longer renewed. */
+  closing = false;
 
   private dirty = false;
   private firstDirtyAtMs = 0;
@@ -123,6 +127,9 @@ export class CollabSession {
   private mirrorTimer: NodeJS.Timeout | undefined;
   private leaseTimer: NodeJS.Timeout | undefined;
   private leaseUntil: Date | null = null;
+  /** Lease writes, one at a time: a renewal still on its way never lands after the release. */
+  private leaseChain: Promise<void> = Promise.resolve();
+  private leaseReleased = false;
   private chain: Promise<void> = Promise.resolve();
   private unsubscribe: (() => Promise<void>) | undefined;
 
@@ -404,7 +411,7 @@ export class CollabSession {
   // Lease and lifetime
 
   private async tick(): Promise<void> {
-    if (this.closed) return;
+    if (this.closed || this.closing) return;
     const now = this.deps.clock.nowMs();
     let pruned = false;
     for (const [id, participant] of this.participants) {
@@ -420,19 +427,32 @@ export class CollabSession {
     await this.renewLease().catch((error: unknown) => this.deps.log.warn({ err: error, documentId: this.documentId }, 'could not renew the collaborative lease'));
   }
 
-  private async renewLease(): Promise<void> {
-    const until = new Date(this.deps.clock.nowMs() + this.deps.config.leaseMs);
-    const count = await this.deps.fork().nativeUpdate(Document, { id: this.documentId, deletedAt: null }, { collabLeaseUntil: until });
-    if (count === 0) throw documentNotFound();
-    this.leaseUntil = until;
+  private renewLease(): Promise<void> {
+    return this.leaseStep(async () => {
+      if (this.leaseReleased || this.closing) return;
+      const now = this.deps.clock.now();
+      const until = new Date(now.getTime() + this.deps.config.leaseMs);
+      // Set before the write: should it fail half-way, the release still runs.
+      this.leaseUntil = until;
+      await this.deps.leases.renew(this.deps.fork(), this.documentId, this.deps.instanceId, until, now);
+    });
+  }
+
+  private leaseStep(step: () => Promise<void>): Promise<void> {
+    const run = this.leaseChain.then(step);
+    this.leaseChain = run.catch(() => undefined);
+    return run;
   }
 
   /**
-   * Ends the session: mirrors what is pending (unless the document is gone), releases the lease
-   * when no other process renewed it since, leaves the other processes and frees the Yjs document.
+   * Ends the session: mirrors what is pending (unless the document is gone), releases this
+   * process's lease, leaves the other processes and frees the Yjs document.
    */
   async close(mirror: boolean, closeCode?: { code: number; reason: string }): Promise<void> {
     if (this.closed) return;
+    // A leaving session extends its lease no more: should the lease have lapsed (a renewal late
+    // under load), the document must not turn collab again after it read as rest.
+    this.closing = true;
     if (mirror) {
       if (this.dirty) await this.flush().catch(() => undefined);
       else await this.chain;
@@ -453,13 +473,12 @@ export class CollabSession {
     this.closed = true;
     if (this.mirrorTimer) clearTimeout(this.mirrorTimer);
     if (this.leaseTimer) clearInterval(this.leaseTimer);
-    if (this.leaseUntil) {
-      // Only when no other process renewed the lease since (then it is theirs to release).
-      await this.deps
-        .fork()
-        .nativeUpdate(Document, { id: this.documentId, collabLeaseUntil: this.leaseUntil }, { collabLeaseUntil: null })
-        .catch((error: unknown) => this.deps.log.warn({ err: error, documentId: this.documentId }, 'could not release the collaborative lease'));
-    }
+    // This process's lease only: the document stays collab while another process holds one.
+    await this.leaseStep(async () => {
+      this.leaseReleased = true;
+      if (!this.leaseUntil) return;
+      await this.deps.leases.release(this.deps.fork(), this.documentId, this.deps.instanceId, this.deps.clock.now());
+    }).catch((error: unknown) => this.deps.log.warn({ err: error, documentId: this.documentId }, 'could not release the collaborative lease'));
     await this.unsubscribe?.().catch(() => undefined);
     this.awareness.destroy();
     this.doc.destroy();

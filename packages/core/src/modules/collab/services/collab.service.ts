@@ -25,6 +25,7 @@ import { authorOf, DocumentService, type EditRequest } from '../../documents/ser
 import type { CollabConfig } from '../collab.config.js';
 import { readDocument, replaceContent } from '../yjs/rich-text-yjs.js';
 import { CloseCode, CollabConnection, CollabSession } from './collab-session.js';
+import { CollabLeaseStore } from './collab-lease.store.js';
 import { YjsStateStore } from './yjs-state.store.js';
 
 /** One online collaborator, as `GET /documents/:id/awareness` answers it. */
@@ -75,6 +76,7 @@ export class CollabService implements CollaborationGate {
     @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
     @inject(DocumentService) private readonly documents: DocumentService,
     @inject(YjsStateStore) private readonly states: YjsStateStore,
+    @inject(CollabLeaseStore) private readonly leases: CollabLeaseStore,
     @inject(authenticatorServiceIdentifier) private readonly authenticator: Authenticator,
     @inject(accessRevocationsServiceIdentifier) private readonly revocations: AccessRevocations,
   ) {
@@ -112,6 +114,7 @@ export class CollabService implements CollaborationGate {
         pubsub: this.pubsub,
         documents: this.documents,
         states: this.states,
+        leases: this.leases,
         fork: () => this.orm.em.fork(),
         newId: () => this.ids.next(),
         onIdle: (session) => void this.unload(session, true),
@@ -324,6 +327,10 @@ export class CollabService implements CollaborationGate {
     for (const participant of session.participants.values()) if (participant.canWrite && participant.expiresAtMs > now) editors++;
     for (const conn of session.connections) if (conn.canWrite) editors++;
     return editors;
+  }
+
+  holdsSession(documentId: string): boolean {
+    return this.entries.has(documentId);
   }
 
   isLive(documentId: string): boolean {

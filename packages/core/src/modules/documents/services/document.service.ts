@@ -137,7 +137,10 @@ export class DocumentService {
 
   /** `collab` while a collaborative session holds the document, `rest` otherwise. */
   contentSource(doc: Document): 'collab' | 'rest' {
-    return this.leaseActive(doc) || (this.gate?.localConnections(doc.id) ?? 0) > 0 ? 'collab' : 'rest';
+    // A process whose session is still closing says collab too: `rest` means no process will
+    // hold or renew the lease any more (until a client connects again).
+    const gate = this.gate;
+    return this.leaseActive(doc) || (gate ? gate.localConnections(doc.id) > 0 || gate.holdsSession?.(doc.id) === true : false) ? 'collab' : 'rest';
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,26 @@
+// The host of the mixed-load bench (bench/mixed-load.mjs): the reference host on the prepared
+// SQLite database, with the OpenAI adapter (pointed by the bench at its local fake model server),
+// free runs and model calls, and limits that let one user hold every idle socket. Admission
+// control (`server.admission`) comes from BENCH_ADMISSION (JSON), so the runner can compare.
+import { aiProvidersServiceIdentifier, provide } from '@trellis/core';
+import { OpenAiProvider } from '@trellis/ai-openai';
+import { createHost } from '@trellis/host';
+import { ready } from './ready.mjs';
+
+const { BENCH_DB, BENCH_JWT_SECRET, BENCH_TRANSPORT = 'uws', BENCH_ADMISSION = '{}' } = process.env;
+const unlimited = { perIp: 1_000_000_000, perAccount: 1_000_000_000 };
+const host = createHost({
+  config: {
+    server: { host: '127.0.0.1', port: 0, transport: BENCH_TRANSPORT, admission: JSON.parse(BENCH_ADMISSION) },
+    database: { url: `sqlite:${BENCH_DB}` },
+    auth: { jwtSecret: BENCH_JWT_SECRET, rateLimit: unlimited },
+    realtime: { maxConnectionsPerUser: 1_000_000, maxConnectionsPerTarget: 1_000_000 },
+    billing: { plans: { free: { name: 'Free', rank: 0, monthlyCredits: 1_000_000_000, monthlyPrice: 0, yearlyPrice: 0 } } },
+    ai: { pricing: { default: { input: 0, output: 0 } } },
+    log: { level: 'error' },
+  },
+  adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])],
+});
+await host.start();
+ready(host.port, { transport: host.transport });
+process.on('SIGTERM', () => void host.stop().then(() => process.exit(0)));
