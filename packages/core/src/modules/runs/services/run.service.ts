@@ -352,12 +352,15 @@ export class RunService {
     const { runId, input, blocks } = args;
     const state = initialState({ id: runId, documentId: input.documentId, userId: input.userId, blocks, inputs: args.values, onError: args.onError, startedAt: Date.now(), timeoutSeconds: args.timeoutSeconds });
     const sink = new LocalEventSink();
+    /** The duration run_complete carried (the result answers the same). */
+    let durationMs: number | null = null;
     const persistence: RunPersistence = {
       checkpoint: async () => undefined,
       heartbeat: async () => undefined,
       finish: async (final, events) => {
         await this.closeCredits(args.reservationId, args.amount, final);
-        events.emit('run_complete', completion(final));
+        durationMs = Date.now() - final.startedAt;
+        events.emit('run_complete', completion(final, durationMs));
       },
     };
     const done = this.engine
@@ -394,7 +397,7 @@ export class RunService {
           status: state.status,
           globalCtx: state.ctx,
           sessions: state.sessions.map(publicSession),
-          duration: Date.now() - state.startedAt,
+          duration: durationMs ?? Date.now() - state.startedAt,
           timedOut: state.timedOut,
           output: state.output,
           error: state.error,
@@ -653,7 +656,7 @@ export class RunService {
         const durationMs = now.getTime() - s.startedAt;
         // run_complete is stored with the final record and published once both are; the credits
         // are settled (or released) in the same transaction.
-        sink.emitStored('run_complete', completion(s));
+        sink.emitStored('run_complete', completion(s, durationMs));
         const changed = await sink.flushWith(
           async (tx, rows) => {
             const used = await this.applyCreditClose(tx, rows, close, s);
@@ -698,8 +701,11 @@ export class RunService {
     if (state.fresh) sink.emit('run_start', { runId: run.id, documentId: run.documentId });
     for (const session of state.sessions) {
       if (session.status === 'running' || session.status === 'waiting') {
+        // Its block_start went out: the block ends on the stream too, as a block the engine stopped does.
         session.status = 'failed';
         session.error = failure;
+        sink.emit('block_error', { blockId: session.blockId, error: failure.message, code: failure.code });
+        sink.emit('block_end', { blockId: session.blockId });
       }
     }
     state.status = status;
