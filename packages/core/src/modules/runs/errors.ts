@@ -17,6 +17,12 @@ export const runErrors = {
   runNotFound: () => new TrellisError('not_found', 'run_not_found', 'No such run of this document.'),
   notWaiting: (status: string) => new TrellisError('conflict', 'run_not_waiting', `The run is ${status}, not waiting for an answer.`),
   alreadyFinished: (status: string) => new TrellisError('conflict', 'run_finished', `The run already ended (${status}).`),
+  invalidIdempotencyKey: () =>
+    new TrellisError('bad_request', 'invalid_idempotency_key', 'The Idempotency-Key header must be 1 to 255 visible ASCII characters (optionally a quoted string).', {
+      details: [{ field: 'Idempotency-Key', constraint: 'format', message: 'must be 1 to 255 visible ASCII characters' }],
+    }),
+  idempotencyKeyReused: () =>
+    new TrellisError('validation', 'idempotency_key_reused', 'This Idempotency-Key was used for another request (another body or endpoint); use a new key for a new run.'),
 };
 
 /** Codes a block or a run fails with (in `block_error` and `run_error` events). */

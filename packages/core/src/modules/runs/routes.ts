@@ -82,6 +82,7 @@ const streamResponse: RouteResponseSpec = {
   contentType: 'text/event-stream',
   schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: <fields as JSON>`.' },
   mediaTypes: [{ contentType: 'application/x-ndjson', schema: runEventSchema }],
+  alternatives: [{ status: 204, description: 'The run ended and the client has all its events (Last-Event-ID or `after` at or past the last one): an EventSource stops reconnecting.' }],
 };
 
 export function runRoutes(): RouteDefinition[] {
@@ -91,7 +92,7 @@ export function runRoutes(): RouteDefinition[] {
       path: '/documents/:documentId/run',
       summary: 'Run a document: its top-level blocks, top to bottom, with streamed events',
       description:
-        'JWT only. Needs the execute permission. Reserves credits from the project\'s team before it starts. Events carry sequence numbers (SSE `id:`, NDJSON `seq`); a dropped stream continues with `GET /documents/{documentId}/runs/{runId}/events`. Disconnecting does not stop the run. See docs/runs.md.',
+        'JWT only. Needs the execute permission. Reserves credits from the project\'s team before it starts. Events carry sequence numbers (SSE `id:`, NDJSON `seq`); a dropped stream continues with `GET /documents/{documentId}/runs/{runId}/events`. Disconnecting does not stop the run. With an `Idempotency-Key` header, a repeated request (same caller, same key, within `runs.idempotencyKeyHours`) attaches to the run the first one started: its events from the start, or its result. See docs/runs.md.',
       tags,
       auth: ['jwt'],
       params: RunDocumentParams,
@@ -99,15 +100,16 @@ export function runRoutes(): RouteDefinition[] {
       validationError: documentValidation,
       response: runResponseSpec,
       errors: {
-        400: 'Inputs fail the input blocks (invalid_inputs, with details); debug content is not document JSON (invalid_content); a block is not valid (invalid_workflow); timeout above the maximum (timeout_too_large); the project has no team (no_team_associated); bad body (validation_failed)',
+        400: 'Inputs fail the input blocks (invalid_inputs, with details); debug content is not document JSON (invalid_content); a block is not valid (invalid_workflow); timeout above the maximum (timeout_too_large); the project has no team (no_team_associated); bad body (validation_failed); malformed Idempotency-Key (invalid_idempotency_key)',
         402: 'Too few credits (insufficient_credits, with balance, required and shortfall)',
         403: 'Not a JWT (credential_not_allowed), or no execute permission (execute_permission_required)',
         404: missing,
+        422: 'The Idempotency-Key was used for another request (idempotency_key_reused)',
         500: 'The credit balance could not be checked (balance_check_failed)',
       },
       async handler(ctx) {
         const body = ctx.body ?? {};
-        const started = await ctx.get(RunService).startDocumentRun(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, body);
+        const started = await ctx.get(RunService).startDocumentRun(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, body, ctx.headers['idempotency-key']);
         return runReply(started, body);
       },
     }),
@@ -145,7 +147,7 @@ export function runRoutes(): RouteDefinition[] {
       path: '/documents/:documentId/runs/:runId/events',
       summary: 'Replay a run\'s events and follow it live (reconnect with Last-Event-ID or ?after=)',
       description:
-        'Answers the events whose sequence number is above `Last-Event-ID` (or `after`, default 0: the whole log), each exactly once, then the live tail from whichever process executes the run. Ends after run_complete, or at run_waiting while the run waits for an answer. A finished run replays its whole log.',
+        'Answers the events whose sequence number is above `Last-Event-ID` (or `after`, default 0: the whole log), each exactly once, then the live tail from whichever process executes the run. Ends after run_complete, or at run_waiting while the run waits for an answer. A finished run replays its whole log; once the client has all of it (`Last-Event-ID` or `after` at or past its last event) the answer is 204, so an EventSource stops reconnecting.',
       tags,
       auth: combinedAuth,
       params: RunParams,
@@ -158,6 +160,8 @@ export function runRoutes(): RouteDefinition[] {
         const fromHeader = header !== undefined && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : undefined;
         const after = fromHeader ?? ctx.query.after ?? 0;
         const events = await ctx.get(RunService).events(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId, after, ctx.signal);
+        // Nothing more will come: 204 tells an EventSource to stop reconnecting.
+        if (!events) return Reply.empty(204);
         return ctx.query.format === 'ndjson' ? ndjsonOf(events) : sseOf(events);
       },
     }),
