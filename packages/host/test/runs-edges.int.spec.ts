@@ -149,7 +149,7 @@ describe.each(testDatabases())('run edges on $name', (db) => {
     await new Promise<void>((resolve, reject) => {
       const source = new EventSource(url, {
         fetch: async (input, init) => {
-          const headers = { ...(init.headers as Record<string, string>), authorization: `Bearer ${owner.token}` };
+          const headers: Record<string, string> = { ...(init.headers as Record<string, string>), authorization: `Bearer ${owner.token}` };
           const response = await fetch(input, { ...init, headers });
           connections.push({ lastEventId: headers['Last-Event-ID'] ?? headers['last-event-id'] ?? null, status: response.status });
           return response;
@@ -159,7 +159,8 @@ describe.each(testDatabases())('run edges on $name', (db) => {
       source.onerror = () => {
         if (connections.length < 2) return; // the first end of the stream: it reconnects
         setTimeout(() => {
-          source.readyState === EventSource.CLOSED ? resolve() : reject(new Error(`still ${source.readyState} after a 204`));
+          if (source.readyState === EventSource.CLOSED) resolve();
+          else reject(new Error(`still ${source.readyState} after a 204`));
           source.close();
         }, 100);
       };
@@ -223,6 +224,12 @@ describe.each(testDatabases())('run edges on $name', (db) => {
       });
       expect(streamed[0]!.data.runId).toBe(first.body.runId);
       expectDense(streamed.map((e) => e.seq));
+      // A client library's retry (same key, Last-Event-ID): the events after it, then 204 once it has them all.
+      const retry = (lastEventId: number) =>
+        readNdjson(runUrl(documentId), { token: owner.token, headers: { 'idempotency-key': key, 'last-event-id': String(lastEventId) }, body: { inputs: { name: 'x' }, format: 'ndjson' } });
+      expect((await retry(2)).events.map((e) => e.seq)).toEqual(streamed.slice(2).map((e) => e.seq));
+      const complete = await retry(streamed.at(-1)!.seq);
+      expect(complete.status).toBe(204);
       expect((await t.request('GET', `/documents/${documentId}/runs`, { token: owner.token })).body.total).toBe(1);
 
       const reused = await t.request('POST', `/documents/${documentId}/run`, { token: owner.token, headers: { 'idempotency-key': key }, body: { inputs: { name: 'y' }, stream: false } });

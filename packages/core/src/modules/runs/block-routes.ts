@@ -11,7 +11,7 @@ import { ProjectService } from '../projects/services/project.service.js';
 import { inputTypes, type InputDefinition, type InputType } from './blocks/workflow.js';
 import { BlockApiBody, BlockRunBody, BlockTestBody } from './dto/block-run.dto.js';
 import { runErrors } from './errors.js';
-import { runReply, runResponseSpec } from './routes.js';
+import { runReply, runResponseSpec, startReply, startResponseSpec } from './routes.js';
 import { idempotencyOf, RunService } from './services/run.service.js';
 import { sha256Hex } from '../../kernel/crypto.js';
 
@@ -125,7 +125,7 @@ export function blockRunRoutes(): RouteDefinition[] {
       auth: 'optional',
       params: BidParams,
       body: BlockApiBody,
-      response: runResponseSpec,
+      response: startResponseSpec,
       errors: {
         ...runErrorsDoc,
         401: 'A non-public deployment called with neither a credential nor a deployment token (authentication_required)',
@@ -165,7 +165,7 @@ export function blockRunRoutes(): RouteDefinition[] {
           idempotency,
           store: true,
         });
-        return runReply(started, ctx.body);
+        return startReply(ctx, started, ctx.body);
       },
     }),
   ];

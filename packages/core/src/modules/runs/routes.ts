@@ -1,6 +1,7 @@
 import { paging } from '../../kernel/http/dto/paging.js';
 import { Reply } from '../../kernel/http/reply.js';
-import { defineRoute, type RouteDefinition, type RouteResponseSpec } from '../../kernel/http/route.js';
+import { defineRoute, type RequestContext, type RouteDefinition, type RouteResponseSpec } from '../../kernel/http/route.js';
+import { terminalRunStatuses } from './entities/run.entity.js';
 import { combinedAuth, documentValidation } from '../documents/routes.js';
 import { DocumentRunBody, ResumeBody, RunDocumentParams, RunEventsQuery, RunListQuery, RunParams } from './dto/run.dto.js';
 import { runEventSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
@@ -65,6 +66,27 @@ export async function runReply(started: StartedRun, options: { stream?: boolean;
   return options.format === 'ndjson' ? ndjsonOf(batches) : sseOf(batches);
 }
 
+/** `Last-Event-ID` as a sequence number (0 without one, or for a malformed one). */
+export function lastEventIdOf(headers: Readonly<Record<string, string>>): number {
+  const header = headers['last-event-id'];
+  return header !== undefined && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : 0;
+}
+
+/**
+ * `runReply` for a run start that may have attached to an earlier run (a repeated
+ * `Idempotency-Key`): a client library retrying the POST with `Last-Event-ID` gets the events
+ * after it, or 204 once the run ended and it has them all. A run this request started streams
+ * from its first event.
+ */
+export async function startReply(ctx: { headers: Readonly<Record<string, string>>; signal?: AbortSignal; get: RequestContext['get'] }, started: StartedRun, options: { stream?: boolean; format?: 'sse' | 'ndjson' }): Promise<unknown> {
+  const after = started.attached ? lastEventIdOf(ctx.headers) : 0;
+  if (after === 0 || options.stream === false) return runReply(started, options);
+  const runs = ctx.get(RunService);
+  const run = await runs.attachedStatus(started.runId);
+  if (run && terminalRunStatuses.has(run) && (await runs.delivered(started.runId, after))) return Reply.empty(204);
+  return runReply({ ...started, batches: () => started.batches(after, ctx.signal) }, options);
+}
+
 /** The OpenAPI description of a run response (JSON with stream false, SSE or NDJSON otherwise). */
 export const runResponseSpec: RouteResponseSpec = {
   status: 200,
@@ -74,6 +96,12 @@ export const runResponseSpec: RouteResponseSpec = {
     { contentType: 'text/event-stream', schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: <fields as JSON>`.' } },
     { contentType: 'application/x-ndjson', schema: runEventSchema },
   ],
+};
+
+/** `runResponseSpec` of the run starts that take an `Idempotency-Key` (see `startReply`). */
+export const startResponseSpec: RouteResponseSpec = {
+  ...runResponseSpec,
+  alternatives: [{ status: 204, description: 'A repeated Idempotency-Key with Last-Event-ID at or past the last event of the finished run it attaches to: nothing more to send.' }],
 };
 
 const streamResponse: RouteResponseSpec = {
@@ -98,7 +126,7 @@ export function runRoutes(): RouteDefinition[] {
       params: RunDocumentParams,
       body: DocumentRunBody,
       validationError: documentValidation,
-      response: runResponseSpec,
+      response: startResponseSpec,
       errors: {
         400: 'Inputs fail the input blocks (invalid_inputs, with details); debug content is not document JSON (invalid_content); a block is not valid (invalid_workflow); timeout above the maximum (timeout_too_large); the project has no team (no_team_associated); bad body (validation_failed); malformed Idempotency-Key (invalid_idempotency_key)',
         402: 'Too few credits (insufficient_credits, with balance, required and shortfall)',
@@ -110,7 +138,7 @@ export function runRoutes(): RouteDefinition[] {
       async handler(ctx) {
         const body = ctx.body ?? {};
         const started = await ctx.get(RunService).startDocumentRun(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, body, ctx.headers['idempotency-key']);
-        return runReply(started, body);
+        return startReply(ctx, started, body);
       },
     }),
     defineRoute({
@@ -156,8 +184,7 @@ export function runRoutes(): RouteDefinition[] {
       response: streamResponse,
       errors: { 404: `${missing}; no such run of this document (run_not_found)` },
       async handler(ctx) {
-        const header = ctx.headers['last-event-id'];
-        const fromHeader = header !== undefined && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : undefined;
+        const fromHeader = ctx.headers['last-event-id'] !== undefined ? lastEventIdOf(ctx.headers) : undefined;
         const after = fromHeader ?? ctx.query.after ?? 0;
         const events = await ctx.get(RunService).events(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId, after, ctx.signal);
         // Nothing more will come: 204 tells an EventSource to stop reconnecting.

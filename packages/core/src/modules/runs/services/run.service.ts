@@ -111,6 +111,8 @@ export interface StartedRun {
   runId: string;
   documentId: string | null;
   stored: boolean;
+  /** An earlier run this request attached to (a repeated `Idempotency-Key`), not one it started. */
+  attached?: boolean;
   events(after?: number, signal?: AbortSignal): AsyncIterable<RunEventRecord>;
   /** The same events in the batches they arrive in (what the HTTP writers use: one write per batch). */
   batches(after?: number, signal?: AbortSignal): AsyncIterable<RunEventText[]>;
@@ -381,7 +383,7 @@ export class RunService {
       return null;
     }
     if (earlier.requestHash !== idempotency.requestHash) throw runErrors.idempotencyKeyReused();
-    return this.handle(earlier.id, earlier.documentId);
+    return { ...this.handle(earlier.id, earlier.documentId), attached: true };
   }
 
   /** The handle of an earlier stored run of `documentId` (for the Block API's `runId`), or null. */
@@ -896,12 +898,23 @@ export class RunService {
    */
   async events(em: EntityManager, principal: Principal, documentId: string, runId: string, after: number, signal?: AbortSignal): Promise<AsyncIterable<RunEventText[]> | null> {
     const run = await this.get(em, principal, documentId, runId);
-    if (terminalRunStatuses.has(run.status) && after > 0) {
-      // The record is final only once run_complete is stored with it (see `persistence.finish`).
-      const last = await this.fork().findOne(RunEvent, { runId }, { orderBy: { lastSeq: 'desc' }, fields: ['lastSeq'] });
-      if (last && after >= last.lastSeq) return null;
-    }
+    if (terminalRunStatuses.has(run.status) && (await this.delivered(runId, after))) return null;
     return followRunBatches(this.fork, this.pubsub, runId, after, { endWhenWaiting: true, signal, sql: this.sql });
+  }
+
+  /** The status of a run (for a caller that already holds its handle), or null. */
+  async attachedStatus(runId: string): Promise<RunStatus | null> {
+    return (await this.fork().findOne(Run, { id: runId }, { fields: ['status'] }))?.status ?? null;
+  }
+
+  /**
+   * Whether a client that has the events up to `after` has every event of the run (read for a
+   * finished run: its record is final only once run_complete is stored with it).
+   */
+  async delivered(runId: string, after: number): Promise<boolean> {
+    if (after <= 0) return false;
+    const last = await this.fork().findOne(RunEvent, { runId }, { orderBy: { lastSeq: 'desc' }, fields: ['lastSeq'] });
+    return last !== null && after >= last.lastSeq;
   }
 
   resultOf(run: RunResultFields): RunResult {
