@@ -23,6 +23,11 @@ export const kernelConfigSchema = s.object({
       .describe('Path prefix under which every route is served.'),
     maxBodyBytes: s.int().range(1024).default(1_048_576).describe('Largest accepted request body; larger bodies get 413.'),
     shutdownTimeoutMs: s.int().range(0).default(10_000).describe('How long a graceful stop waits for in-flight requests.'),
+    streamKeepAliveMs: s
+      .int()
+      .range(0, 3_600_000)
+      .default(15_000)
+      .describe('After this long without a write, an SSE response sends a comment line (`: keep-alive`) and an NDJSON response a `{"type":"ping"}` line, so proxies with an idle timeout keep the stream open. 0 turns it off.'),
     trustProxy: s
       .boolean()
       .default(false)

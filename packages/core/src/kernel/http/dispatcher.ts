@@ -9,6 +9,7 @@ import { TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
 import { ClientAddressResolver } from './client-address.js';
 import { guardInput } from './input-guard.js';
+import { keepAliveFrame, withKeepAlive } from './keep-alive.js';
 import type { RequestObservation, RequestObserver } from '../observability/request-observer.js';
 import { oauthErrorBody } from './oauth-error-body.js';
 import { Reply } from './reply.js';
@@ -81,6 +82,8 @@ export class HttpDispatcher {
       const response = observation ? await observation.run(() => this.dispatch(request, observation)) : await this.dispatch(request);
       if (isStreamBody(response.body)) {
         streaming = true;
+        const keepAlive = this.deps.config.server.streamKeepAliveMs > 0 ? keepAliveFrame(response.headers['content-type']) : null;
+        if (keepAlive) response.body = withKeepAlive<string | Uint8Array>(response.body, this.deps.config.server.streamKeepAliveMs, keepAlive);
         response.body = this.track(observation ? observation.stream(response, response.body) : response.body, request.signal);
       } else observation?.end(response);
       return response;

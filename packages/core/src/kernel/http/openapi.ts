@@ -104,7 +104,9 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
       for (const type of route.bodyTypes ?? ['json']) {
         content[type === 'json' ? 'application/json' : 'application/x-www-form-urlencoded'] = { schema: ref(route.body) };
       }
-      operation.requestBody = { required: true, content };
+      // An empty request body is read as `{}`: the body is required only when a field is.
+      const bodySchema = schemas[register(route.body)]!;
+      operation.requestBody = { required: ((bodySchema.required as string[] | undefined) ?? []).length > 0, content };
     }
     const rule = credentialRule(route.auth);
     if (rule) {

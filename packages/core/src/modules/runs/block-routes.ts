@@ -11,12 +11,13 @@ import { ProjectService } from '../projects/services/project.service.js';
 import { inputTypes, type InputDefinition, type InputType } from './blocks/workflow.js';
 import { BlockApiBody, BlockRunBody, BlockTestBody } from './dto/block-run.dto.js';
 import { runErrors } from './errors.js';
-import { runReply, runResponseSpec } from './routes.js';
-import { RunService } from './services/run.service.js';
+import { runReply, runResponseSpec, startReply, startResponseSpec } from './routes.js';
+import { idempotencyOf, RunService } from './services/run.service.js';
+import { sha256Hex } from '../../kernel/crypto.js';
 
 const tags = ['Blocks'];
 const runErrorsDoc = {
-  400: 'Inputs fail the input definitions (invalid_inputs, with details); content is not document JSON (invalid_content); a block cannot run (invalid_workflow); timeout above the maximum (timeout_too_large); no team to bill (no_team_associated)',
+  400: 'Inputs fail the input definitions (invalid_inputs, with details); content is not document JSON (invalid_content); a block cannot run (invalid_workflow); timeout above the maximum (timeout_too_large); no team to bill (no_team_associated); malformed Idempotency-Key (invalid_idempotency_key, Block API)',
   402: 'Too few credits (insufficient_credits, with balance, required and shortfall)',
   500: 'The credit balance could not be checked (balance_check_failed)',
 };
@@ -119,22 +120,24 @@ export function blockRunRoutes(): RouteDefinition[] {
       path: '/block/:bid/api',
       summary: 'Run a deployed block (a pinned version, default the latest)',
       description:
-        'Who may call is the deployment\'s `access` (docs/http/blocks.md): a credential, an `X-Deployment-Token`, or nobody for public deployments. Inputs are checked against the deployment\'s input definitions when it has them, else its input blocks. Runs of anonymous or token callers execute as the project owner (AI models and tools) and bill the project\'s team. With `runId`, attaches to an earlier run of this block instead: its events after `Last-Event-ID`, or its result.',
+        'Who may call is the deployment\'s `access` (docs/http/blocks.md): a credential, an `X-Deployment-Token`, or nobody for public deployments. Inputs are checked against the deployment\'s input definitions when it has them, else its input blocks. Runs of anonymous or token callers execute as the project owner (AI models and tools) and bill the project\'s team. With `runId`, attaches to an earlier run of this block instead: its events after `Last-Event-ID`, or its result. With an `Idempotency-Key` header, a repeated request of the same caller (user, deployment token, or anonymous address) attaches to the run the first one started (docs/runs.md).',
       tags,
       // Devices and anonymous tool-service tokens never run a deployment as their owner.
       auth: { optional: ['jwt', 'api_key', 'agent_token', 'oauth'] },
       params: BidParams,
       body: BlockApiBody,
-      response: runResponseSpec,
+      response: startResponseSpec,
       errors: {
         ...runErrorsDoc,
         401: 'A non-public deployment called with neither a credential nor a deployment token (authentication_required)',
         403: 'The deployment\'s access does not admit you (deployment_access_denied)',
         404: 'No such block (block_not_found), never deployed (deployment_not_found), no such version (block_version_not_found), or no such run of it (run_not_found)',
+        422: 'The Idempotency-Key was used for another request (idempotency_key_reused); bad body (validation_failed)',
       },
       async handler(ctx) {
         const bid = ctx.params.bid;
         const runs = ctx.get(RunService);
+        const deploymentToken = deploymentCallerOf(ctx).deploymentToken;
         const target = await ctx.get(DeploymentService).resolveApiRun(ctx.em, deploymentCallerOf(ctx), bid, ctx.body.version);
         if (ctx.body.runId) {
           // Only the deployment's own runs: a page run of the block is not the deployment's to show.
@@ -145,6 +148,9 @@ export function blockRunRoutes(): RouteDefinition[] {
           const after = header !== undefined && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : 0;
           return runReply({ ...attached, batches: () => attached.batches(after, ctx.signal) }, ctx.body);
         }
+        const caller = ctx.principal ? `user:${ctx.principal.userId}` : deploymentToken ? `token:${sha256Hex(deploymentToken)}` : `anonymous:${ctx.ip}`;
+        const { inputs = {}, timeout = null, onError = null } = ctx.body;
+        const idempotency = idempotencyOf(ctx.headers['idempotency-key'], caller, { run: 'api', bid, version: target.version, inputs, timeout, onError });
         const started = await runs.start(ctx.em, {
           userId: await runAs(ctx.em, target),
           documentId: target.documentId,
@@ -157,9 +163,10 @@ export function blockRunRoutes(): RouteDefinition[] {
           version: target.version,
           timeoutSeconds: ctx.body.timeout,
           onError: ctx.body.onError,
+          idempotency,
           store: true,
         });
-        return runReply(started, ctx.body);
+        return startReply(ctx, started, ctx.body);
       },
     }),
   ];

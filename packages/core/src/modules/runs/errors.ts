@@ -20,6 +20,12 @@ export const runErrors = {
   /** A block's output (chunks, tool calls and results) passed a quota of `OutputLimits`: the block fails with it. */
   outputLimit: (what: string, limit: number, setting: string) =>
     new TrellisError('bad_request', 'output_limit_exceeded', `The ${what} passed its limit of ${limit.toLocaleString('en-US')} (runs.${setting}).`, { extra: { limit, setting: `runs.${setting}` } }),
+  invalidIdempotencyKey: () =>
+    new TrellisError('bad_request', 'invalid_idempotency_key', 'The Idempotency-Key header must be 1 to 255 visible ASCII characters (optionally a quoted string).', {
+      details: [{ field: 'Idempotency-Key', constraint: 'format', message: 'must be 1 to 255 visible ASCII characters' }],
+    }),
+  idempotencyKeyReused: () =>
+    new TrellisError('validation', 'idempotency_key_reused', 'This Idempotency-Key was used for another request (another body or endpoint); use a new key for a new run.'),
 };
 
 /** Codes a block or a run fails with (in `block_error` and `run_error` events). */

@@ -44,6 +44,9 @@ const runColumns: ReadonlyArray<readonly [string, (run: Run) => SqlValue]> = [
   ['deadline_at', (r) => r.deadlineAt],
   ['finished_at', (r) => r.finishedAt],
   ['duration_ms', (r) => r.durationMs],
+  ['idempotency_key', (r) => r.idempotencyKey ?? null],
+  ['idempotency_scope', (r) => r.idempotencyScope ?? null],
+  ['request_hash', (r) => r.requestHash ?? null],
   ['created_at', (r) => r.createdAt],
   ['updated_at', (r) => r.updatedAt],
 ];

@@ -1,6 +1,7 @@
 import { paging } from '../../kernel/http/dto/paging.js';
 import { Reply } from '../../kernel/http/reply.js';
-import { defineRoute, type RouteDefinition, type RouteResponseSpec } from '../../kernel/http/route.js';
+import { defineRoute, type RequestContext, type RouteDefinition, type RouteResponseSpec } from '../../kernel/http/route.js';
+import { terminalRunStatuses } from './entities/run.entity.js';
 import { combinedAuth, documentValidation } from '../documents/routes.js';
 import { DocumentRunBody, ResumeBody, RunDocumentParams, RunEventsQuery, RunListQuery, RunParams } from './dto/run.dto.js';
 import { runEventSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
@@ -65,6 +66,27 @@ export async function runReply(started: StartedRun, options: { stream?: boolean;
   return options.format === 'ndjson' ? ndjsonOf(batches) : sseOf(batches);
 }
 
+/** `Last-Event-ID` as a sequence number (0 without one, or for a malformed one). */
+export function lastEventIdOf(headers: Readonly<Record<string, string>>): number {
+  const header = headers['last-event-id'];
+  return header !== undefined && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : 0;
+}
+
+/**
+ * `runReply` for a run start that may have attached to an earlier run (a repeated
+ * `Idempotency-Key`): a client library retrying the POST with `Last-Event-ID` gets the events
+ * after it, or 204 once the run ended and it has them all. A run this request started streams
+ * from its first event.
+ */
+export async function startReply(ctx: { headers: Readonly<Record<string, string>>; signal?: AbortSignal; get: RequestContext['get'] }, started: StartedRun, options: { stream?: boolean; format?: 'sse' | 'ndjson' }): Promise<unknown> {
+  const after = started.attached ? lastEventIdOf(ctx.headers) : 0;
+  if (after === 0 || options.stream === false) return runReply(started, options);
+  const runs = ctx.get(RunService);
+  const run = await runs.attachedStatus(started.runId);
+  if (run && terminalRunStatuses.has(run) && (await runs.delivered(started.runId, after))) return Reply.empty(204);
+  return runReply({ ...started, batches: () => started.batches(after, ctx.signal) }, options);
+}
+
 /** The OpenAPI description of a run response (JSON with stream false, SSE or NDJSON otherwise). */
 export const runResponseSpec: RouteResponseSpec = {
   status: 200,
@@ -76,12 +98,19 @@ export const runResponseSpec: RouteResponseSpec = {
   ],
 };
 
+/** `runResponseSpec` of the run starts that take an `Idempotency-Key` (see `startReply`). */
+export const startResponseSpec: RouteResponseSpec = {
+  ...runResponseSpec,
+  alternatives: [{ status: 204, description: 'A repeated Idempotency-Key with Last-Event-ID at or past the last event of the finished run it attaches to: nothing more to send.' }],
+};
+
 const streamResponse: RouteResponseSpec = {
   status: 200,
   description: 'The events after the given sequence number, then the live tail until run_complete (or run_waiting while the run waits).',
   contentType: 'text/event-stream',
   schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: <fields as JSON>`.' },
   mediaTypes: [{ contentType: 'application/x-ndjson', schema: runEventSchema }],
+  alternatives: [{ status: 204, description: 'The run ended and the client has all its events (Last-Event-ID or `after` at or past the last one): an EventSource stops reconnecting.' }],
 };
 
 export function runRoutes(): RouteDefinition[] {
@@ -91,24 +120,25 @@ export function runRoutes(): RouteDefinition[] {
       path: '/documents/:documentId/run',
       summary: 'Run a document: its top-level blocks, top to bottom, with streamed events',
       description:
-        'JWT only. Needs the execute permission. Reserves credits from the project\'s team before it starts. Events carry sequence numbers (SSE `id:`, NDJSON `seq`); a dropped stream continues with `GET /documents/{documentId}/runs/{runId}/events`. Disconnecting does not stop the run. See docs/runs.md.',
+        'JWT only. Needs the execute permission. Reserves credits from the project\'s team before it starts. Events carry sequence numbers (SSE `id:`, NDJSON `seq`); a dropped stream continues with `GET /documents/{documentId}/runs/{runId}/events`. Disconnecting does not stop the run. With an `Idempotency-Key` header, a repeated request (same caller, same key, within `runs.idempotencyKeyHours`) attaches to the run the first one started: its events from the start, or its result. See docs/runs.md.',
       tags,
       auth: ['jwt'],
       params: RunDocumentParams,
       body: DocumentRunBody,
       validationError: documentValidation,
-      response: runResponseSpec,
+      response: startResponseSpec,
       errors: {
-        400: 'Inputs fail the input blocks (invalid_inputs, with details); debug content is not document JSON (invalid_content); a block is not valid (invalid_workflow); timeout above the maximum (timeout_too_large); the project has no team (no_team_associated); bad body (validation_failed)',
+        400: 'Inputs fail the input blocks (invalid_inputs, with details); debug content is not document JSON (invalid_content); a block is not valid (invalid_workflow); timeout above the maximum (timeout_too_large); the project has no team (no_team_associated); bad body (validation_failed); malformed Idempotency-Key (invalid_idempotency_key)',
         402: 'Too few credits (insufficient_credits, with balance, required and shortfall)',
         403: 'Not a JWT (credential_not_allowed), or no execute permission (execute_permission_required)',
         404: missing,
+        422: 'The Idempotency-Key was used for another request (idempotency_key_reused)',
         500: 'The credit balance could not be checked (balance_check_failed)',
       },
       async handler(ctx) {
         const body = ctx.body ?? {};
-        const started = await ctx.get(RunService).startDocumentRun(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, body);
-        return runReply(started, body);
+        const started = await ctx.get(RunService).startDocumentRun(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, body, ctx.headers['idempotency-key']);
+        return startReply(ctx, started, body);
       },
     }),
     defineRoute({
@@ -145,7 +175,7 @@ export function runRoutes(): RouteDefinition[] {
       path: '/documents/:documentId/runs/:runId/events',
       summary: 'Replay a run\'s events and follow it live (reconnect with Last-Event-ID or ?after=)',
       description:
-        'Answers the events whose sequence number is above `Last-Event-ID` (or `after`, default 0: the whole log), each exactly once, then the live tail from whichever process executes the run. Ends after run_complete, or at run_waiting while the run waits for an answer. A finished run replays its whole log.',
+        'Answers the events whose sequence number is above `Last-Event-ID` (or `after`, default 0: the whole log), each exactly once, then the live tail from whichever process executes the run. Ends after run_complete, or at run_waiting while the run waits for an answer. A finished run replays its whole log; once the client has all of it (`Last-Event-ID` or `after` at or past its last event) the answer is 204, so an EventSource stops reconnecting.',
       tags,
       auth: combinedAuth,
       params: RunParams,
@@ -154,10 +184,11 @@ export function runRoutes(): RouteDefinition[] {
       response: streamResponse,
       errors: { 404: `${missing}; no such run of this document (run_not_found)` },
       async handler(ctx) {
-        const header = ctx.headers['last-event-id'];
-        const fromHeader = header !== undefined && /^\d{1,15}$/.test(header.trim()) ? Number(header.trim()) : undefined;
+        const fromHeader = ctx.headers['last-event-id'] !== undefined ? lastEventIdOf(ctx.headers) : undefined;
         const after = fromHeader ?? ctx.query.after ?? 0;
         const events = await ctx.get(RunService).events(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId, after, ctx.signal);
+        // Nothing more will come: 204 tells an EventSource to stop reconnecting.
+        if (!events) return Reply.empty(204);
         return ctx.query.format === 'ndjson' ? ndjsonOf(events) : sseOf(events);
       },
     }),

@@ -77,6 +77,11 @@ export const runsConfigSchema = s.object({
     .default(60)
     .describe('A running or queued run without a heartbeat for this long is taken as lost (its worker died): it is retried from its last completed block, or failed once `maxAttempts` is used.'),
   maxAttempts: s.int().range(1, 20).default(3).describe('Executions a run may start (the first plus retries after lost workers).'),
+  idempotencyKeyHours: s
+    .int()
+    .range(1, 8_760)
+    .default(24)
+    .describe('How long an `Idempotency-Key` of a run start is kept: a POST that repeats it within this time attaches to the run it started instead of starting another.'),
   reaperIntervalMs: s.int().range(100, 3_600_000).default(15_000).describe('How often each process looks for lost runs.'),
 });
 

@@ -6,6 +6,8 @@ import { blockTypes, deploymentAccessLevels, type BlockType, type DeploymentAcce
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
 const toBool = ({ value }: { value: unknown }) => (value === '1' || value === 'true' ? true : value === '0' || value === 'false' ? false : value);
+/** The query values a flag accepts (`toBool`), as the OpenAPI document states them. */
+const queryFlag = { enum: ['true', 'false', '1', '0', true, false] };
 const typeDoc = `What the block is for: ${blockTypes.map((t) => `\`${t}\``).join(', ')} (unknown values answer 422).`;
 const accessDoc =
   'Who may call the deployment (`POST /block/:bid/api`): `private` (the execute permission in the project), `team` (the owner and members of the project\'s team), `public` (anyone, no credential needed), `token` (callers presenting the deployment token in `X-Deployment-Token`, and the execute permission).';
@@ -114,7 +116,7 @@ export class DeleteBlockQuery {
   @IsOptional()
   @Transform(toBool)
   @IsIn([true, false])
-  @Doc({ description: '`true` (or `1`) deletes for good, also a block already in the trash; otherwise the block moves to the trash.' })
+  @Doc({ description: '`true` (or `1`) deletes for good, also a block already in the trash; otherwise the block moves to the trash.', schema: queryFlag })
   confirm?: boolean;
 }
 
@@ -226,7 +228,7 @@ export class SearchQuery extends PageQuery {
   @IsOptional()
   @Transform(toBool)
   @IsIn([true, false])
-  @Doc({ description: 'Add `nextVersion` to every item: the next free version of the block (for installed blocks, of the block they came from).' })
+  @Doc({ description: 'Add `nextVersion` to every item: the next free version of the block (for installed blocks, of the block they came from). `true` or `1`.', schema: queryFlag })
   nextVersion?: boolean;
 
   @IsOptional()

@@ -256,8 +256,10 @@ export class BlockService {
     const gate = this.documents.gate;
     if (confirm) {
       await inTransaction(em, async (tx) => {
+        // The block's row first: of parallel deletes, one deletes it; the others (waiting on its
+        // row lock on PostgreSQL) find it gone, roll back and answer 404 like a later delete.
+        if (!(await tx.nativeDelete(Block, { id: block.id }))) throw blockNotFound();
         await this.projects.removeSubtree(tx, projectId, block.id);
-        await tx.nativeDelete(Block, { id: block.id });
         await tx.nativeDelete(Document, { id: block.id });
       });
       await gate?.closeDocument(block.id);

@@ -65,6 +65,12 @@ const presentsToken = (caller: DeploymentCaller, block: { deploymentTokenHash: s
  * deployment (`setDeployment`, `authorize`), installing a version into another project, and what
  * a deployment run executes (`resolveApiRun`).
  */
+/** Versions a deploy without a version tries while parallel deploys take the next free one first. */
+const NEXT_VERSION_ATTEMPTS = 20;
+
+/** A first deployment found the block deployed by a parallel request (see `setDeployment`). */
+class NotFirst extends Error {}
+
 /** Deployed versions `DeploymentService` keeps for runs. */
 const VERSION_CACHE = 1_000;
 
@@ -104,11 +110,22 @@ export class DeploymentService {
   async deploy(em: EntityManager, principal: Principal, blockId: string, input: { access: DeploymentAccess; version?: string }): Promise<{ block: Block; version: BlockVersion; deploymentToken: string | null }> {
     const { block } = await this.blocks.requireBlock(em, principal, blockId, { wanted: 'write' });
     if (input.version !== undefined && !VERSION_PATTERN.test(input.version)) throw invalidVersion(input.version);
-    const version = input.version ?? (await this.next(em, block.id));
-    if (await em.count(BlockVersion, { block: block.id, version })) throw blockVersionTaken(version);
     const token = input.access === 'token' && !block.deploymentTokenHash ? generateOpaqueToken(TOKEN_PREFIX) : null;
-    const saved = await this.publish(em, principal, block, version, { access: input.access, tokenHash: token ? sha256Hex(token) : block.deploymentTokenHash });
-    return { ...saved, deploymentToken: token };
+    const settings = { access: input.access, tokenHash: token ? sha256Hex(token) : block.deploymentTokenHash };
+    if (input.version !== undefined) {
+      if (await em.count(BlockVersion, { block: block.id, version: input.version })) throw blockVersionTaken(input.version);
+      return { ...(await this.publish(em, principal, block, input.version, settings)), deploymentToken: token };
+    }
+    // No version asked for: the next free one. A parallel deploy may take it first (the unique
+    // version of the block refuses the second insert): the next free one after that, then.
+    for (let attempt = 1; ; attempt++) {
+      const version = await this.next(em, block.id);
+      try {
+        return { ...(await this.publish(em, principal, block, version, settings)), deploymentToken: token };
+      } catch (error) {
+        if (!(error instanceof TrellisError && error.code === 'block_version_exists') || attempt >= NEXT_VERSION_ATTEMPTS) throw error;
+      }
+    }
   }
 
   /**
@@ -131,16 +148,23 @@ export class DeploymentService {
       ...(settings.cover !== undefined ? { cover: settings.cover } : {}),
     };
     if (!block.latestVersion) {
-      Object.assign(block, changes);
-      const saved = await this.publish(em, principal, block, await this.next(em, block.id), { access, tokenHash });
-      return { ...saved, deploymentToken: token };
+      // The first deployment publishes version one with these settings, unless a parallel request
+      // published first: then these settings change that deployment, as on a deployed block.
+      const first = { ...block, ...changes } as Block;
+      try {
+        const saved = await this.publish(em, principal, first, await this.next(em, block.id), { access, tokenHash }, { first: true });
+        return { ...saved, deploymentToken: token };
+      } catch (error) {
+        if (!(error instanceof NotFirst || (error instanceof TrellisError && error.code === 'block_version_exists'))) throw error;
+      }
     }
     await em.nativeUpdate(Block, { id: block.id }, changes);
     const fresh = await em.fork().findOneOrFail(Block, { id: block.id }, { populate: ['project'] });
     return { block: fresh, version: null, deploymentToken: token };
   }
 
-  private async publish(em: EntityManager, principal: Principal, block: Block, version: string, settings: { access: DeploymentAccess; tokenHash: string | null }): Promise<{ block: Block; version: BlockVersion }> {
+  /** Publishes `version`; with `first`, only when the block has no version yet (else `NotFirst`, nothing written). */
+  private async publish(em: EntityManager, principal: Principal, block: Block, version: string, settings: { access: DeploymentAccess; tokenHash: string | null }, options: { first?: boolean } = {}): Promise<{ block: Block; version: BlockVersion }> {
     const doc = await this.blocks.currentDocument(em, block.id);
     const now = this.clock.now();
     const id = this.ids.next();
@@ -163,7 +187,7 @@ export class DeploymentService {
           createdAt: now,
         } as BlockVersion);
         await tx.flush();
-        await tx.nativeUpdate(Block, { id: block.id }, {
+        const updated = await tx.nativeUpdate(Block, options.first ? { id: block.id, latestVersion: null } : { id: block.id }, {
           access: settings.access,
           deploymentTokenHash: settings.tokenHash,
           inputs: block.inputs,
@@ -173,6 +197,9 @@ export class DeploymentService {
           deployedAt: now,
           updatedAt: now,
         });
+        // Another request published the first version meanwhile (PostgreSQL: once it committed, the
+        // update above found the block deployed): this version goes back out.
+        if (!updated) throw new NotFirst();
       });
     } catch (error) {
       if (error instanceof UniqueConstraintViolationException) throw blockVersionTaken(version);

@@ -1,4 +1,4 @@
-import { IsBoolean, IsIn, IsNumber, IsObject, IsOptional, IsString, IsUUID, Length, Min } from 'class-validator';
+import { IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, IsUUID, Length, Min } from 'class-validator';
 import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
 
 const inputsDoc = { description: 'Values keyed by input name (the input blocks, or the deployment\'s input definitions), checked before the run starts (400 `invalid_inputs`).', schema: { type: 'object', additionalProperties: true } };
@@ -16,9 +16,9 @@ class RunOptions {
   format?: 'sse' | 'ndjson';
 
   @IsOptional()
-  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @IsInt()
   @Min(1)
-  @Doc({ description: 'Seconds; at most `runs.maxTimeoutSeconds`.' })
+  @Doc({ description: 'Whole seconds; at most `runs.maxTimeoutSeconds`.' })
   timeout?: number;
 
   @IsOptional()

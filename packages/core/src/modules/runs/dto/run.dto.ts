@@ -1,5 +1,5 @@
 import { Transform } from 'class-transformer';
-import { Allow, IsBoolean, IsIn, IsInt, IsNumber, IsObject, IsOptional, IsUUID, Max, Min } from 'class-validator';
+import { IsBoolean, IsDefined, IsIn, IsInt, IsObject, IsOptional, IsUUID, Max, Min } from 'class-validator';
 import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
 import { PageQuery } from '../../../kernel/http/dto/paging.js';
 
@@ -39,9 +39,9 @@ export class DocumentRunBody {
   content?: Record<string, unknown>;
 
   @IsOptional()
-  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @IsInt()
   @Min(1)
-  @Doc({ description: 'Seconds; at most `runs.maxTimeoutSeconds` (400 `timeout_too_large`). Default `runs.defaultTimeoutSeconds`.' })
+  @Doc({ description: 'Whole seconds; at most `runs.maxTimeoutSeconds` (400 `timeout_too_large`). Default `runs.defaultTimeoutSeconds`.' })
   timeout?: number;
 
   @IsOptional()
@@ -52,9 +52,9 @@ export class DocumentRunBody {
 
 @Schema({ name: 'RunResumeRequest' })
 export class ResumeBody {
-  @Allow()
-  @Doc({ description: 'The answer to the ask block the run waits at (any JSON); it becomes that block\'s output.', schema: {} })
-  answer?: unknown;
+  @IsDefined()
+  @Doc({ description: 'The answer to the ask block the run waits at (any JSON value but null); it becomes that block\'s output. Required: a body without it is refused with 400 `validation_failed`.', schema: {} })
+  answer!: unknown;
 }
 
 const toInt = ({ value }: { value: unknown }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value);

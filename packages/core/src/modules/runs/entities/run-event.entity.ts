@@ -30,7 +30,7 @@ export const RunEventSchema = new EntitySchema<RunEvent>({
     runId: { type: 'uuid', primary: true },
     seq: { type: 'integer', primary: true },
     lastSeq: { type: 'integer' },
-    events: { type: 'json' },
+    events: { type: 'json', columnType: 'json' },
     createdAt: { type: 'datetime' },
   },
 });

@@ -92,6 +92,14 @@ export class Run {
   deadlineAt!: Date | null;
   finishedAt!: Date | null;
   durationMs!: number | null;
+  /**
+   * The `Idempotency-Key` the run was started with, and whose it is (`idempotencyScope`: the
+   * caller), so a retried POST attaches to this run; `requestHash` is the SHA-256 of what the
+   * request asked for (a reuse of the key for another request answers 422).
+   */
+  idempotencyKey!: string | null;
+  idempotencyScope!: string | null;
+  requestHash!: string | null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -100,6 +108,7 @@ export const RunSchema = new EntitySchema<Run>({
   class: Run,
   tableName: 'runs',
   indexes: [{ properties: ['documentId', 'createdAt'] }, { properties: ['projectId', 'createdAt'] }, { properties: ['status', 'heartbeatAt'] }],
+  uniques: [{ properties: ['idempotencyScope', 'idempotencyKey'] }],
   properties: {
     id: { type: 'uuid', primary: true },
     documentId: { type: 'uuid', nullable: true },
@@ -109,14 +118,14 @@ export const RunSchema = new EntitySchema<Run>({
     source: { type: 'string', length: 16 },
     version: { type: 'string', length: 64, nullable: true },
     status: { type: 'string', length: 16 },
-    inputs: { type: 'json' },
-    content: { type: 'json' },
+    inputs: { type: 'json', columnType: 'json' },
+    content: { type: 'json', columnType: 'json' },
     cursor: { type: 'integer', default: 0 },
-    sessions: { type: 'json' },
-    ctx: { type: 'json' },
-    output: { type: 'json', nullable: true },
-    error: { type: 'json', nullable: true },
-    usage: { type: 'json' },
+    sessions: { type: 'json', columnType: 'json' },
+    ctx: { type: 'json', columnType: 'json' },
+    output: { type: 'json', columnType: 'json', nullable: true },
+    error: { type: 'json', columnType: 'json', nullable: true },
+    usage: { type: 'json', columnType: 'json' },
     onError: { type: 'string', length: 16 },
     timeoutSeconds: { type: 'integer' },
     timedOut: { type: 'boolean', default: false },
@@ -125,14 +134,17 @@ export const RunSchema = new EntitySchema<Run>({
     usedCredits: { type: 'integer', nullable: true },
     seqCeiling: { type: 'integer', default: 0 },
     attempt: { type: 'integer', default: 0 },
-    waiting: { type: 'json', nullable: true },
-    answer: { type: 'json', nullable: true },
+    waiting: { type: 'json', columnType: 'json', nullable: true },
+    answer: { type: 'json', columnType: 'json', nullable: true },
     cancelRequested: { type: 'boolean', default: false },
     heartbeatAt: { type: 'datetime', nullable: true },
     startedAt: { type: 'datetime', nullable: true },
     deadlineAt: { type: 'datetime', nullable: true },
     finishedAt: { type: 'datetime', nullable: true },
     durationMs: { type: 'integer', nullable: true },
+    idempotencyKey: { type: 'string', length: 255, nullable: true },
+    idempotencyScope: { type: 'string', length: 128, nullable: true },
+    requestHash: { type: 'string', length: 64, nullable: true },
     createdAt: { type: 'datetime' },
     updatedAt: { type: 'datetime' },
   },

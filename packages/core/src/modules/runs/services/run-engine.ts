@@ -411,13 +411,17 @@ export function outputOf(state: RunState): unknown {
   return last?.value ?? null;
 }
 
-export function completion(state: RunState): Record<string, unknown> {
+/**
+ * The fields of `run_complete`. `durationMs` is the duration the run's record stores (taken once,
+ * so the event and the record agree); without it, the time since the run started.
+ */
+export function completion(state: RunState, durationMs: number = Date.now() - state.startedAt): Record<string, unknown> {
   return {
     runId: state.id,
     globalCtx: state.ctx,
     sessions: state.sessions.map(publicSession),
     completedBlocks: state.sessions.filter((s) => s.status === 'completed').length,
-    duration: Date.now() - state.startedAt,
+    duration: durationMs,
     timedOut: state.timedOut,
   };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import type { Logger } from 'pino';
@@ -16,6 +17,7 @@ import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
 import { runQueueServiceIdentifier, type RunJob, type RunQueue } from '../../../ports/run-queue.js';
 import { CreditService } from '../../billing/services/credit.service.js';
+import { canonicalJson } from '../../documents/content/canonical-json.js';
 import { ContentError, normalizeDocument } from '../../documents/content/rich-text.js';
 import { DocumentService } from '../../documents/services/document.service.js';
 import { AskBlockExecutor, InputBlockExecutor, OutputBlockExecutor } from '../blocks/basic-executors.js';
@@ -23,6 +25,7 @@ import { LlmBlockExecutor, ToolBlockExecutor } from '../blocks/ai-executors.js';
 import { CodeBlockExecutor } from '../blocks/code-executor.js';
 import type { BlockExecutor } from '../blocks/executor.js';
 import { inputDefinitions, parseWorkflow, validateInputs, type BlockKind, type InputDefinition, type WorkflowBlock } from '../blocks/workflow.js';
+import { RunEvent } from '../entities/run-event.entity.js';
 import { Run, terminalRunStatuses, type RunSource, type RunStatus } from '../entities/run.entity.js';
 import { runErrors, runFailure } from '../errors.js';
 import type { RunsConfig } from '../runs.config.js';
@@ -54,10 +57,39 @@ export interface StartRunInput {
   timeoutSeconds?: number;
   onError?: 'stop' | 'continue';
   /**
+   * The caller's `Idempotency-Key` (see `idempotencyOf`): a stored run started with the same key
+   * by the same caller within `runs.idempotencyKeyHours` is attached to instead of starting another.
+   */
+  idempotency?: RunIdempotency;
+  /**
    * true: a stored run (record, event log, queue, resumable, reconnectable). false: a debug run
    * executed in this process, with its events on the returned stream only and nothing stored.
    */
   store: boolean;
+}
+
+/** An `Idempotency-Key` with whose it is (`scope`) and the hash of the request it came with. */
+export interface RunIdempotency {
+  scope: string;
+  key: string;
+  requestHash: string;
+}
+
+/** sf-string or bare token: 1 to 255 visible ASCII characters. */
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+/**
+ * The idempotency of a run start from its `Idempotency-Key` header (undefined without one; 400
+ * `invalid_idempotency_key` for a malformed one): the key (a quoted sf-string as the IETF draft
+ * writes it, or bare), the caller it belongs to, and a SHA-256 of what the request asks for
+ * (`request`: endpoint, target and body fields that decide the run, keys in canonical order).
+ */
+export function idempotencyOf(header: string | undefined, scope: string, request: Record<string, unknown>): RunIdempotency | undefined {
+  if (header === undefined) return undefined;
+  let key = header.trim();
+  if (key.length >= 2 && key.startsWith('"') && key.endsWith('"')) key = key.slice(1, -1).replace(/\\(["\\])/g, '$1');
+  if (!IDEMPOTENCY_KEY.test(key)) throw runErrors.invalidIdempotencyKey();
+  return { scope, key, requestHash: createHash('sha256').update(canonicalJson(request)).digest('hex') };
 }
 
 /** The 200 body of a run with `stream: false` (the spec's fields, plus status, output and error). */
@@ -79,6 +111,8 @@ export interface StartedRun {
   runId: string;
   documentId: string | null;
   stored: boolean;
+  /** An earlier run this request attached to (a repeated `Idempotency-Key`), not one it started. */
+  attached?: boolean;
   events(after?: number, signal?: AbortSignal): AsyncIterable<RunEventRecord>;
   /** The same events in the batches they arrive in (what the HTTP writers use: one write per batch). */
   batches(after?: number, signal?: AbortSignal): AsyncIterable<RunEventText[]>;
@@ -191,6 +225,13 @@ export class RunService {
    * this process.
    */
   async start(em: EntityManager, input: StartRunInput): Promise<StartedRun> {
+    // A repeated request (same caller, same key): the run it started, before anything is checked
+    // or reserved again. Debug runs store nothing, so they have nothing to attach to.
+    const idempotency = input.store ? input.idempotency : undefined;
+    if (idempotency) {
+      const earlier = await this.idempotentRun(idempotency);
+      if (earlier) return earlier;
+    }
     const timeoutSeconds = input.timeoutSeconds ?? Math.min(this.config.defaultTimeoutSeconds, this.config.maxTimeoutSeconds);
     if (timeoutSeconds > this.config.maxTimeoutSeconds) throw runErrors.timeoutTooLarge(timeoutSeconds, this.config.maxTimeoutSeconds);
     let content: unknown;
@@ -267,6 +308,9 @@ export class RunService {
       deadlineAt: null,
       finishedAt: null,
       durationMs: null,
+      idempotencyKey: idempotency?.key ?? null,
+      idempotencyScope: idempotency?.scope ?? null,
+      requestHash: idempotency?.requestHash ?? null,
       createdAt: now,
       updatedAt: now,
     } as Run;
@@ -304,6 +348,14 @@ export class RunService {
       );
     } catch (error) {
       slot?.cancel();
+      if (idempotency && !(error instanceof HoldFailed)) {
+        // A parallel request with the same key stored its run first (the key is unique per caller).
+        const earlier = await this.idempotentRun(idempotency).catch((lookup: unknown) => {
+          if (lookup instanceof TrellisError) throw lookup;
+          return null;
+        });
+        if (earlier) return earlier;
+      }
       throw error instanceof HoldFailed ? holdFailed(error) : error;
     }
     // The in-process queue executes the run here: its result can come from memory.
@@ -319,6 +371,24 @@ export class RunService {
       throw error;
     }
     return this.handle(runId, input.documentId);
+  }
+
+  /**
+   * The run an earlier request with this key started (its handle), or null: none, or one older
+   * than `runs.idempotencyKeyHours` (its key is let go, so the key starts a new run). Another
+   * request's key answers 422 `idempotency_key_reused`.
+   */
+  private async idempotentRun(idempotency: RunIdempotency): Promise<StartedRun | null> {
+    const em = this.fork();
+    const where = { idempotencyScope: idempotency.scope, idempotencyKey: idempotency.key };
+    const earlier = await em.findOne(Run, where, { fields: ['id', 'documentId', 'requestHash', 'createdAt'] });
+    if (!earlier) return null;
+    if (earlier.createdAt.getTime() < this.clock.nowMs() - this.config.idempotencyKeyHours * 3_600_000) {
+      await em.nativeUpdate(Run, { id: earlier.id, ...where }, { idempotencyKey: null, idempotencyScope: null, requestHash: null });
+      return null;
+    }
+    if (earlier.requestHash !== idempotency.requestHash) throw runErrors.idempotencyKeyReused();
+    return { ...this.handle(earlier.id, earlier.documentId), attached: true };
   }
 
   /** The handle of an earlier stored run of `documentId` (for the Block API's `runId`), or null. */
@@ -358,12 +428,15 @@ export class RunService {
     const state = initialState({ id: runId, documentId: input.documentId, userId: input.userId, blocks, inputs: args.values, onError: args.onError, startedAt: Date.now(), timeoutSeconds: args.timeoutSeconds });
     state.teamId = args.teamId;
     const sink = new LocalEventSink();
+    /** The duration run_complete carried (the result answers the same). */
+    let durationMs: number | null = null;
     const persistence: RunPersistence = {
       checkpoint: async () => undefined,
       heartbeat: async () => undefined,
       finish: async (final, events) => {
         await this.closeCredits(args.reservationId, args.amount, final);
-        events.emit('run_complete', completion(final));
+        durationMs = Date.now() - final.startedAt;
+        events.emit('run_complete', completion(final, durationMs));
       },
     };
     const done = this.engine
@@ -405,7 +478,7 @@ export class RunService {
           status: state.status,
           globalCtx: state.ctx,
           sessions: state.sessions.map(publicSession),
-          duration: Date.now() - state.startedAt,
+          duration: durationMs ?? Date.now() - state.startedAt,
           timedOut: state.timedOut,
           output: state.output,
           error: state.error,
@@ -470,9 +543,10 @@ export class RunService {
   }
 
   /** `POST /documents/:id/run`: execute permission on the document, its project's team pays. */
-  async startDocumentRun(em: EntityManager, principal: Principal, documentId: string, body: DocumentRunBody): Promise<StartedRun> {
+  async startDocumentRun(em: EntityManager, principal: Principal, documentId: string, body: DocumentRunBody, idempotencyKey?: string): Promise<StartedRun> {
     const { doc } = await this.documents.requireDocument(em, documentId, principal, 'execute');
     const debug = body.content !== undefined;
+    const idempotency = idempotencyOf(idempotencyKey, `user:${principal.userId}`, { run: 'document', documentId, inputs: body.inputs ?? {}, timeout: body.timeout ?? null, onError: body.onError ?? null });
     return this.start(em, {
       userId: principal.userId,
       documentId: doc.id,
@@ -483,6 +557,7 @@ export class RunService {
       source: 'document',
       timeoutSeconds: body.timeout,
       onError: body.onError,
+      idempotency,
       store: !debug,
     });
   }
@@ -665,7 +740,7 @@ export class RunService {
         const durationMs = now.getTime() - s.startedAt;
         // run_complete is stored with the final record and published once both are; the credits
         // are settled (or released) in the same transaction.
-        sink.emitStored('run_complete', completion(s));
+        sink.emitStored('run_complete', completion(s, durationMs));
         const changed = await sink.flushWith(
           async (tx, rows) => {
             const used = await this.applyCreditClose(tx, rows, close, s);
@@ -710,8 +785,11 @@ export class RunService {
     if (state.fresh) sink.emit('run_start', { runId: run.id, documentId: run.documentId });
     for (const session of state.sessions) {
       if (session.status === 'running' || session.status === 'waiting') {
+        // Its block_start went out: the block ends on the stream too, as a block the engine stopped does.
         session.status = 'failed';
         session.error = failure;
+        sink.emit('block_error', { blockId: session.blockId, error: failure.message, code: failure.code });
+        sink.emit('block_end', { blockId: session.blockId });
       }
     }
     state.status = status;
@@ -719,7 +797,17 @@ export class RunService {
     state.waiting = null;
     state.output = outputOf(state);
     sink.emit('run_error', { runId: run.id, error: failure.code, message: failure.message });
-    await this.persistence(fresh, sink).finish(state, sink);
+    try {
+      await this.persistence(fresh, sink).finish(state, sink);
+    } catch (error) {
+      // Another ending took the run over meanwhile (a cancel racing the continuation of a resume,
+      // both ending the same queued run): its events and final record stand, nothing of this one
+      // was stored (the final write and its events are one transaction).
+      await sink.close().catch(() => undefined);
+      const now = await this.fork().findOne(Run, { id: run.id }, { fields: ['attempt'] });
+      if (error instanceof RunSuperseded || (now && now.attempt !== fresh.attempt)) return;
+      throw error;
+    }
     await sink.close();
     await this.fork().nativeUpdate(Run, { id: run.id, attempt: fresh.attempt }, { seqCeiling: sink.lastSeq });
   }
@@ -737,12 +825,17 @@ export class RunService {
     const run = await this.requireRun(em, documentId, runId);
     if (run.status !== 'waiting') throw runErrors.notWaiting(run.status);
     const now = this.clock.now();
+    // Not once a cancel was asked for: the cancel ends the waiting run (a continuation queued now
+    // would race it for the run).
     const changed = await em.nativeUpdate(
       Run,
-      { id: run.id, status: 'waiting' },
-      { status: 'queued', answer: answer === undefined ? null : answer, heartbeatAt: now, deadlineAt: new Date(now.getTime() + run.timeoutSeconds * 1000), updatedAt: now },
+      { id: run.id, status: 'waiting', cancelRequested: false },
+      { status: 'queued', answer, heartbeatAt: now, deadlineAt: new Date(now.getTime() + run.timeoutSeconds * 1000), updatedAt: now },
     );
-    if (!changed) throw runErrors.notWaiting('no longer waiting');
+    if (!changed) {
+      const current = await em.findOne(Run, { id: run.id }, { refresh: true, fields: ['status', 'cancelRequested'] });
+      throw runErrors.notWaiting(current?.cancelRequested && !terminalRunStatuses.has(current.status) ? 'being cancelled' : (current?.status ?? 'gone'));
+    }
     await this.queue.enqueue({ runId: run.id, teamId: run.teamId ?? run.userId });
     return { id: run.id, status: 'queued' };
   }
@@ -811,10 +904,29 @@ export class RunService {
     return followRun(this.fork, this.pubsub, runId, after, { endWhenWaiting: options.endWhenWaiting, signal: options.signal, sql: this.sql });
   }
 
-  /** The reconnect stream of a run of a document the caller may read. */
-  async events(em: EntityManager, principal: Principal, documentId: string, runId: string, after: number, signal?: AbortSignal): Promise<AsyncIterable<RunEventText[]>> {
-    await this.get(em, principal, documentId, runId);
+  /**
+   * The reconnect stream of a run of a document the caller may read; null when the run ended and
+   * the client has every event already (`after` at or past its last one): nothing will follow.
+   */
+  async events(em: EntityManager, principal: Principal, documentId: string, runId: string, after: number, signal?: AbortSignal): Promise<AsyncIterable<RunEventText[]> | null> {
+    const run = await this.get(em, principal, documentId, runId);
+    if (terminalRunStatuses.has(run.status) && (await this.delivered(runId, after))) return null;
     return followRunBatches(this.fork, this.pubsub, runId, after, { endWhenWaiting: true, signal, sql: this.sql });
+  }
+
+  /** The status of a run (for a caller that already holds its handle), or null. */
+  async attachedStatus(runId: string): Promise<RunStatus | null> {
+    return (await this.fork().findOne(Run, { id: runId }, { fields: ['status'] }))?.status ?? null;
+  }
+
+  /**
+   * Whether a client that has the events up to `after` has every event of the run (read for a
+   * finished run: its record is final only once run_complete is stored with it).
+   */
+  async delivered(runId: string, after: number): Promise<boolean> {
+    if (after <= 0) return false;
+    const last = await this.fork().findOne(RunEvent, { runId }, { orderBy: { lastSeq: 'desc' }, fields: ['lastSeq'] });
+    return last !== null && after >= last.lastSeq;
   }
 
   resultOf(run: RunResultFields): RunResult {
