@@ -48,6 +48,7 @@ const sockets = [];
 async function openIdle(url, token, count) {
   let opened = 0;
   let failed = 0;
+  let firstFailure;
   const one = () =>
     new Promise((resolve) => {
       const ws = new WebSocket(`${url}?token=${encodeURIComponent(token)}`, { perMessageDeflate: false });
@@ -57,14 +58,27 @@ async function openIdle(url, token, count) {
         sockets.push(ws);
         resolve();
       });
-      ws.once('error', () => {
+      // A socket the host closes or that never answers counts as failed (the first close reason is kept).
+      const fail = (code, reason) => {
+        if (settled) return;
+        settled = true;
         failed++;
+        firstFailure ??= `${code ?? ''} ${String(reason ?? '')}`.trim();
+        ws.terminate();
         resolve();
+      };
+      let settled = false;
+      const timer = setTimeout(() => fail('timeout', 'no answer to auth in 30 s'), 30_000);
+      ws.once('error', (error) => fail('error', error.message));
+      ws.once('close', (code, reason) => fail(code, reason));
+      ws.once('message', () => {
+        clearTimeout(timer);
+        settled = true;
       });
     });
   // A few hundred handshakes at a time.
   for (let i = 0; i < count; i += 200) await Promise.all(Array.from({ length: Math.min(200, count - i) }, one));
-  return { opened, failed };
+  return { opened, failed, firstFailure };
 }
 
 // ---- the open-loop schedule (Node's fetch: one keep-alive connection per outstanding request) ----

@@ -228,7 +228,7 @@ try {
     try {
       t0 = performance.now();
       const idle = await ask({ op: 'idle', url: `${host.url.replace(/^http/, 'ws')}/v3/wss`, token: state.token, count: idleSockets });
-      console.log(`  ${idle.opened} idle sockets authenticated in ${((performance.now() - t0) / 1000).toFixed(1)} s${idle.failed ? ` (${idle.failed} failed)` : ''}; host RSS ${usage(host.child.pid).rss.toFixed(0)} MB`);
+      console.log(`  ${idle.opened} idle sockets authenticated in ${((performance.now() - t0) / 1000).toFixed(1)} s${idle.failed ? ` (${idle.failed} failed, the first: ${idle.firstFailure})` : ''}; host RSS ${usage(host.child.pid).rss.toFixed(0)} MB`);
       // Baseline 1: each kind's latency with little contention.
       const alone = await ask({ op: 'step', base: host.url, rate: 20, seconds: 4, timeoutMs, state });
       console.log('  baseline: each kind at 20 req/s of the mix (little contention):');
