@@ -3,6 +3,7 @@
 // with a deadline; it also serves the fake OpenAI-compatible model the conversation sends reach,
 // and holds the idle authenticated WebSockets. Loopback only. Driven by its parent over IPC.
 import { createServer } from 'node:http';
+import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 
 /** Requests this process keeps outstanding at most; beyond, a send counts as `dropped` (the generator, not the host, is saturated). */
@@ -47,23 +48,37 @@ const sockets = [];
 async function openIdle(url, token, count) {
   let opened = 0;
   let failed = 0;
+  let firstFailure;
   const one = () =>
     new Promise((resolve) => {
-      const ws = new WebSocket(url);
+      const ws = new WebSocket(`${url}?token=${encodeURIComponent(token)}`, { perMessageDeflate: false });
       ws.once('open', () => ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'auth', params: { token } })));
       ws.once('message', () => {
         opened++;
         sockets.push(ws);
         resolve();
       });
-      ws.once('error', () => {
+      // A socket the host closes or that never answers counts as failed (the first close reason is kept).
+      const fail = (code, reason) => {
+        if (settled) return;
+        settled = true;
         failed++;
+        firstFailure ??= `${code ?? ''} ${String(reason ?? '')}`.trim();
+        ws.terminate();
         resolve();
+      };
+      let settled = false;
+      const timer = setTimeout(() => fail('timeout', 'no answer to auth in 30 s'), 30_000);
+      ws.once('error', (error) => fail('error', error.message));
+      ws.once('close', (code, reason) => fail(code, reason));
+      ws.once('message', () => {
+        clearTimeout(timer);
+        settled = true;
       });
     });
   // A few hundred handshakes at a time.
   for (let i = 0; i < count; i += 200) await Promise.all(Array.from({ length: Math.min(200, count - i) }, one));
-  return { opened, failed };
+  return { opened, failed, firstFailure };
 }
 
 // ---- the open-loop schedule (Node's fetch: one keep-alive connection per outstanding request) ----
@@ -96,15 +111,20 @@ async function step({ base, rate, seconds, timeoutMs, plan }) {
       s.dropped++;
       return;
     }
+    const made = request(i);
+    if (!made) {
+      s.dropped++;
+      return;
+    }
     s.sent++;
     outstanding++;
-    const { method, path, body, token } = request(i);
+    const { method, path, body, token, done } = made;
     const started = performance.now();
     const p = fetch(`${base}${path}`, {
       method,
       headers: { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(token ? { authorization: `Bearer ${token}` } : {}) },
       body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(timeoutMs),
+      signal: globalThis.AbortSignal.timeout(timeoutMs),
     })
       .then(async (response) => {
         await response.arrayBuffer();
@@ -122,6 +142,7 @@ async function step({ base, rate, seconds, timeoutMs, plan }) {
         else s.errors++;
       })
       .finally(() => {
+        done?.();
         outstanding--;
         pending.delete(p);
       });
@@ -158,8 +179,20 @@ async function step({ base, rate, seconds, timeoutMs, plan }) {
 const words = ['password', 'reset', 'billing', 'invoice', 'refund', 'login', 'account', 'delete', 'export', 'import', 'team', 'invite', 'plan', 'upgrade'];
 const phrase = (i) => `${words[i % words.length]} ${words[(i * 7 + 3) % words.length]} ${words[(i * 13 + 5) % words.length]}`;
 
-/** The mix, by weight out of 20 (see bench/mixed-load.mjs for what each kind is). */
+/**
+ * The mix, by weight out of 20 (see bench/mixed-load.mjs for what each kind is). A conversation
+ * answers one turn at a time (409 otherwise): a send goes to a conversation with no turn under
+ * way, and counts as `dropped` when all are busy.
+ */
 function mix(s) {
+  const busy = new Set();
+  const freeConversation = (i) => {
+    for (let k = 0; k < s.conversations.length; k++) {
+      const id = s.conversations[(i + k) % s.conversations.length];
+      if (!busy.has(id)) return id;
+    }
+    return null;
+  };
   return [
     { kind: 'read: GET /auth/me', weight: 3, request: () => ({ method: 'GET', path: '/auth/me', token: s.token }) },
     { kind: 'read: GET /documents/{id}/content', weight: 4, request: (i) => ({ method: 'GET', path: `/documents/${s.documents[i % s.documents.length]}/content`, token: s.token }) },
@@ -168,7 +201,13 @@ function mix(s) {
     { kind: 'write: POST /tool/vdb/{class}', weight: 2, request: (i) => ({ method: 'POST', path: `/tool/vdb/${s.collection}`, token: s.token, body: { content: `${phrase(i)} added ${i}`, tags: ['load'] } }) },
     { kind: 'run: POST /block/{bid}/api', weight: 2, request: (i) => ({ method: 'POST', path: `/block/${s.blockId}/api`, body: { stream: false, inputs: { n: i } } }) },
     { kind: 'vector search: POST /tool/vdb/{class}/vector', weight: 2, request: (i) => ({ method: 'POST', path: `/tool/vdb/${s.collection}/vector`, token: s.token, body: { content: phrase(i), query: { limit: 10 } } }) },
-    { kind: 'conversation send: POST /conversation/{id}/messages', weight: 2, request: (i) => ({ method: 'POST', path: `/conversation/${s.conversations[i % s.conversations.length]}/messages`, token: s.token, body: { content: phrase(i) } }) },
+    { kind: 'conversation send: POST /conversation/{id}/messages', weight: 2, request: (i) => {
+        const id = freeConversation(i);
+        if (!id) return null;
+        busy.add(id);
+        return { method: 'POST', path: `/conversation/${id}/messages`, token: s.token, body: { content: phrase(i) }, done: () => busy.delete(id) };
+      },
+    },
   ];
 }
 

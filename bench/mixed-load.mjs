@@ -8,7 +8,8 @@
 //   writes  4/20  POST /documents (2), POST /tool/vdb/{class} (a record, embedded) (2)
 //   runs    2/20  POST /block/{bid}/api, stream false: a deployed input → code → output workflow
 //   vector  2/20  POST /tool/vdb/{class}/vector, limit 10, over a --records collection (100,000)
-//   conversation sends 2/20  POST /conversation/{id}/messages to 20 conversations, answered by a
+//   conversation sends 2/20  POST /conversation/{id}/messages to one of 200 conversations with no turn
+//                 under way (a send finding all busy counts as dropped), answered by a
 //                 fake OpenAI-compatible model in the generator process
 //
 // Each request has a --timeout deadline. The generator is its own process (the host's CPU is the
@@ -30,6 +31,7 @@ import { fork, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request, selfTimes } from './lib.mjs';
@@ -120,13 +122,13 @@ async function prepare(path) {
       documents.push((await call('POST', '/documents', { projectId: project.id, title: `Doc ${i}`, content: { type: 'doc', content: paragraphs } }, token)).id);
     }
     const block = await call('POST', `/block/${project.id}`, { name: 'load flow', type: 'workflow', content: workflow }, token);
-    await call('POST', `/block/${block.id}/deploy`, { access: 'public' });
+    await call('POST', `/block/${block.id}/deploy`, { access: 'public' }, token);
     const collection = 'Load';
     await call('POST', `/tool/vdb/${collection}`, { content: 'the first record', tags: ['seed'] }, token);
     const modelRow = await call('POST', '/ai/models', { name: 'bench', service: 'openai', conf: { model: 'bench', baseURL: `http://127.0.0.1:${modelPort}/v1`, compatibility: 'compatible' } }, token);
     const bot = await call('POST', '/bot', { name: 'bench', conf: { modelId: modelRow.id } }, token);
     const conversations = [];
-    for (let i = 0; i < 20; i++) conversations.push((await call('POST', '/conversation', { name: `load ${i}`, botId: bot.id }, token)).id);
+    for (let i = 0; i < 200; i++) conversations.push((await call('POST', '/conversation', { name: `load ${i}`, botId: bot.id }, token)).id);
 
     // The collection's other records go straight into the table (random unit vectors of its
     // dimension): the host's vector store brings its index up to date when it starts.
@@ -185,10 +187,11 @@ function printStep(label, r, baseline, before, after) {
     (t, k) => ({ sent: t.sent + k.sent, shed: t.shed + k.shed, timeouts: t.timeouts + k.timeouts, errors: t.errors + k.errors + Object.values(k.other).reduce((a, b) => a + b, 0), bare503: t.bare503 + k.shedWithoutRetryAfter }),
     { sent: 0, shed: 0, timeouts: 0, errors: 0, bare503: 0 },
   );
+  const dropped = Object.values(r.kinds).reduce((t, k) => t + k.dropped, 0);
   const ratio = baseline?.p99 ? ` (${(r.p99 / baseline.p99).toFixed(1)}× low-rate p99)` : '';
   const cpu = after && before ? `  host CPU ${((after.cpuMs - before.cpuMs) / 1000 / r.seconds * 100).toFixed(0)}% (main thread ${((after.mainMs - before.mainMs) / 1000 / r.seconds * 100).toFixed(0)}%)  RSS ${after.rss.toFixed(0)} MB` : '';
   console.log(
-    `  ${label.padEnd(16)} offered ${String(r.offered).padStart(5)}/s  served ${r.servedPerSecond.toFixed(0).padStart(5)}/s  p50 ${fmt(r.p50)}  p99 ${fmt(r.p99)}${ratio}  shed ${totals.shed}${totals.bare503 ? ` (${totals.bare503} without Retry-After)` : ''}  timeouts ${totals.timeouts}  other ${totals.errors}${cpu}`,
+    `  ${label.padEnd(16)} offered ${String(r.offered).padStart(5)}/s  served ${r.servedPerSecond.toFixed(0).padStart(5)}/s  p50 ${fmt(r.p50)}  p99 ${fmt(r.p99)}${ratio}  shed ${totals.shed}${totals.bare503 ? ` (${totals.bare503} without Retry-After)` : ''}  timeouts ${totals.timeouts}  other ${totals.errors}${dropped ? `  dropped ${dropped}` : ''}${cpu}`,
   );
   return totals;
 }
@@ -225,7 +228,7 @@ try {
     try {
       t0 = performance.now();
       const idle = await ask({ op: 'idle', url: `${host.url.replace(/^http/, 'ws')}/v3/wss`, token: state.token, count: idleSockets });
-      console.log(`  ${idle.opened} idle sockets authenticated in ${((performance.now() - t0) / 1000).toFixed(1)} s${idle.failed ? ` (${idle.failed} failed)` : ''}; host RSS ${usage(host.child.pid).rss.toFixed(0)} MB`);
+      console.log(`  ${idle.opened} idle sockets authenticated in ${((performance.now() - t0) / 1000).toFixed(1)} s${idle.failed ? ` (${idle.failed} failed, the first: ${idle.firstFailure})` : ''}; host RSS ${usage(host.child.pid).rss.toFixed(0)} MB`);
       // Baseline 1: each kind's latency with little contention.
       const alone = await ask({ op: 'step', base: host.url, rate: 20, seconds: 4, timeoutMs, state });
       console.log('  baseline: each kind at 20 req/s of the mix (little contention):');

@@ -14,7 +14,7 @@ const host = createHost({
     server: { host: '127.0.0.1', port: 0, transport: BENCH_TRANSPORT, admission: JSON.parse(BENCH_ADMISSION) },
     database: { url: `sqlite:${BENCH_DB}` },
     auth: { jwtSecret: BENCH_JWT_SECRET, rateLimit: unlimited },
-    realtime: { maxConnectionsPerUser: 1_000_000, maxConnectionsPerTarget: 1_000_000 },
+    realtime: { maxConnectionsPerUser: 100_000, maxConnectionsPerTarget: 100_000 },
     billing: { plans: { free: { name: 'Free', rank: 0, monthlyCredits: 1_000_000_000, monthlyPrice: 0, yearlyPrice: 0 } } },
     ai: { pricing: { default: { input: 0, output: 0 } } },
     log: { level: 'error' },
