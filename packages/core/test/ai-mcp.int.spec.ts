@@ -8,6 +8,9 @@ import { AiToolService } from '../src/modules/ai/services/ai-tool.service.js';
 import type { AiConfig } from '../src/modules/ai/ai.config.js';
 import type { AiTool } from '../src/modules/ai/entities/ai-tool.entity.js';
 import { UuidV7Ids } from '../src/ports/ids.js';
+import { SecretBox } from '../src/modules/ai/services/secret-box.js';
+
+const box = new SecretBox('k1', new Map([['k1', Buffer.alloc(32, 1)]]));
 
 /** A real MCP server (the SDK's server side, stateless Streamable HTTP) with two tools. */
 function mcpServer(): Server {
@@ -61,13 +64,13 @@ describe('mcp tool actions against a real MCP server (Streamable HTTP)', () => {
   afterAll(() => new Promise<void>((resolve) => http.close(() => resolve())));
 
   it('offers the server-declared input schema as the function definition', async () => {
-    const service = new AiToolService(new UuidV7Ids(), config(true));
+    const service = new AiToolService(new UuidV7Ids(), config(true), box);
     const defs = await service.definitions([tool(url, [{ name: 'sum', type: 'mcp', conf: { url, tool: 'add' } }])]);
     expect(defs).toEqual([{ name: 'Calc__sum', description: 'Adds two numbers', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } }]);
   });
 
   it('calls tools: structured content, text content, and errors as tool_call_failed', async () => {
-    const service = new AiToolService(new UuidV7Ids(), config(true));
+    const service = new AiToolService(new UuidV7Ids(), config(true), box);
     const calc = tool(url, [
       { name: 'sum', type: 'mcp', conf: { url, tool: 'add' } },
       { name: 'loud', type: 'mcp', conf: { url, tool: 'shout' } },
@@ -81,7 +84,7 @@ describe('mcp tool actions against a real MCP server (Streamable HTTP)', () => {
   });
 
   it('refuses a loopback MCP server unless private networks are allowed', async () => {
-    const service = new AiToolService(new UuidV7Ids(), config(false));
+    const service = new AiToolService(new UuidV7Ids(), config(false), box);
     const before = calls;
     await expect(service.call([tool(url, [{ name: 'sum', type: 'mcp', conf: { url, tool: 'add' } }])], 'Calc__sum', { a: 1, b: 1 })).rejects.toMatchObject({ code: 'tool_destination_refused', status: 400 });
     expect(calls).toBe(before);

@@ -45,8 +45,9 @@ export const aiModule = defineModule({
   routes: aiRoutes,
   async onStart(ctx) {
     // Secrets under an old key, or in plain text, are encrypted with the current key.
-    const changed = await ctx.get(AiModelService).reseal(ctx.get(entityManagerServiceIdentifier).fork());
-    if (changed) ctx.log.info({ models: changed }, 'AI model secrets re-encrypted with the current key');
+    const models = ctx.get(AiModelService);
+    const changed = (await models.reseal(ctx.get(entityManagerServiceIdentifier).fork())) + (await ctx.get(AiToolService).reseal(ctx.get(entityManagerServiceIdentifier).fork(), (conf) => models.resealConf(conf)));
+    if (changed) ctx.log.info({ records: changed }, 'AI model and tool secrets re-encrypted with the current key');
     else if (Object.keys((ctx.section as AiConfig).encryption.previousKeys).length > 0) ctx.log.info('No AI model secret uses an old key: the old keys can be removed');
   },
 });
