@@ -16,7 +16,7 @@ import { gzip } from 'node:zlib';
  *
  * Everything Scalar could fetch from elsewhere is off: its web fonts (`withDefaultFonts`), its
  * telemetry, its hosted-client button, its AI agent (which asks Scalar's registry through Scalar's
- * proxy), its developer toolbar (`showDeveloperTools`); and the CSP below would block them anyway.
+ * proxy); and the CSP below would block them anyway.
  */
 
 /** Where the page loads the renderer from, relative to the page (`/docs` → `/docs/api-reference.js`). */
@@ -33,12 +33,7 @@ const config = {
   authentication: { preferredSecurityScheme: 'bearer' },
   defaultOpenFirstTag: true,
   documentDownloadType: 'json',
-  // Scalar shows its developer toolbar (with links to its hosted products) on localhost by default.
-  showDeveloperTools: 'never',
 };
-
-/** The page's icon, inline (the CSP allows `data:` images), so the browser asks for no /favicon.ico. */
-const favicon = `data:image/svg+xml,${encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32"><rect width="32" height="32" rx="6" fill="#2f6f3e"/><path d="M8 8h16M16 8v16M10 16h12M12 24h8" stroke="#fff" stroke-width="3" stroke-linecap="round"/></svg>')}`;
 
 const inlineScript = `(function () {
   var base = location.pathname.replace(/\\/docs\\/?$/, '');
@@ -53,7 +48,6 @@ export const docsPage = `<!doctype html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Trellis API reference</title>
-<link rel="icon" type="image/svg+xml" href="${favicon}">
 </head>
 <body>
 <div id="app"></div>
