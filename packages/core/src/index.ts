@@ -48,6 +48,7 @@ export { FlexibleRateLimiter, InMemoryRateLimiter, rateLimiterServiceIdentifier,
 export { Argon2idPasswordHasher, passwordHasherServiceIdentifier, type Argon2Options, type PasswordHasher } from './ports/password-hasher.js';
 export { AbstractPaymentProvider, invalidWebhookSignature, paymentProviderServiceIdentifier, type Checkout, type CheckoutRequest, type PaymentEvent, type PaymentProvider, type WebhookDelivery } from './ports/payment-provider.js';
 export { aiErrors, aiGatewayServiceIdentifier, aiProvidersServiceIdentifier, type AiChatRequest, type AiEmbedRequest, type AiEmbedResult, type AiFinishReason, type AiGateway, type AiMessage, type AiProvider, type AiStreamPart, type AiToolCall, type AiToolDefinition, type AiUsage, type JsonSchemaObject } from './ports/ai-provider.js';
+export { messageOf, ProviderFailure, redactProviderError, redactSecrets, summariseFailure } from './ports/provider-errors.js';
 export { runQueueServiceIdentifier, type RunJob, type RunJobHandler, type RunQueue } from './ports/run-queue.js';
 export { codeSandboxServiceIdentifier, type CodeSandbox, type CodeSandboxRequest, type CodeSandboxResult } from './ports/code-sandbox.js';
 export { CodeSandboxError, QuickJsCodeSandbox, type QuickJsCodeSandboxOptions } from './sandbox/quickjs-code-sandbox.js';

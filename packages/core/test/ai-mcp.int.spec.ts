@@ -10,6 +10,9 @@ import type { AiTool } from '../src/modules/ai/entities/ai-tool.entity.js';
 import { UuidV7Ids } from '../src/ports/ids.js';
 import { NetworkGuard } from '../src/kernel/net/network-guard.js';
 import { loopbackHostForms, runRebinding } from '@trellis/test-support';
+import { SecretBox } from '../src/modules/ai/services/secret-box.js';
+
+const box = new SecretBox('k1', new Map([['k1', Buffer.alloc(32, 1)]]));
 
 /** A real MCP server (the SDK's server side, stateless Streamable HTTP) with two tools. */
 function mcpServer(): Server {
@@ -38,7 +41,7 @@ const guards: NetworkGuard[] = [];
 const service = (allowPrivateNetworks: boolean | string[] | NetworkGuard) => {
   const guard = allowPrivateNetworks instanceof NetworkGuard ? allowPrivateNetworks : new NetworkGuard({ allowPrivateNetworks });
   guards.push(guard);
-  return new AiToolService(new UuidV7Ids(), config, guard);
+  return new AiToolService(new UuidV7Ids(), config, guard, box);
 };
 
 const tool = (url: string, actions: AiTool['actions']) => ({ id: 'x', name: 'Calc', desc: 'Calculator', actions }) as unknown as AiTool;

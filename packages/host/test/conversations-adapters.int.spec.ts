@@ -127,6 +127,54 @@ describe.each(testDatabases())('conversation turns through the real adapters on 
         expect(before.grantCredits + before.purchaseCredits - (after.grantCredits + after.purchaseCredits)).toBe(5);
       });
 
+      /** A conversation of a new user whose bot answers with this adapter. */
+      const conversation = async () => {
+        const user = await t.register();
+        const model = await t.request('POST', '/ai/models', { token: user.token, body: { name: adapter.name, service: adapter.service, conf: adapter.conf(wire, apiKey) } });
+        const bot = await t.request('POST', '/bot', { token: user.token, body: { name: 'B', conf: { modelId: model.body.id } } });
+        const conv = await t.request('POST', '/conversation', { token: user.token, body: { name: 'C', botId: bot.body.id } });
+        return { user, convId: conv.body.id as string };
+      };
+
+      it('keeps the text the members were shown when the stream is cut, marked failed, and says it was cut', async () => {
+        const { user, convId } = await conversation();
+        wire.reset();
+        wire.enqueue({ text: ['Once ', 'upon ', 'a ', 'time ', 'there ', 'was'], cutAfter: 3 });
+        const socket = await UserSocket.open(t.wsUrl, user.token);
+        try {
+          const r = await t.request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'Tell me a story', attrs: { stream: true } } });
+          expect(r.status).toBe(202);
+          const failed = await socket.until((n) => n.type === 'error');
+          const shown = socket.notes.filter((n) => n.type === 'delta' && n.msgId === failed.msgId).map((n) => n.content).join('');
+          expect(shown.length).toBeGreaterThan(0);
+          expect(failed.content.error).toBe('ai_unavailable');
+          expect(failed.content.message).toMatch(/cut after it started/);
+          expect(failed.content.message).not.toMatch(/could not be reached|\[object Object\]/);
+          const messages = await t.request('GET', `/conversation/${convId}/messages`, { token: user.token });
+          const stored = messages.body.items.find((m: { id: string }) => m.id === failed.msgId);
+          expect(stored).toMatchObject({ role: 'assistant', status: 'error', content: shown, error: { error: 'ai_unavailable' } });
+        } finally {
+          socket.close();
+        }
+      });
+
+      it('tells the members of a streamed turn how long a rate limit lasts (retry_after)', async () => {
+        const { user, convId } = await conversation();
+        wire.reset();
+        wire.enqueue({ error: { status: 429, message: 'Too many requests', headers: { 'retry-after': '120' } } });
+        const socket = await UserSocket.open(t.wsUrl, user.token);
+        try {
+          const r = await t.request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'hi', attrs: { stream: true } } });
+          expect(r.status).toBe(202);
+          const failed = await socket.until((n) => n.type === 'error');
+          expect(failed.content).toMatchObject({ error: 'ai_rate_limited', retry_after: 120 });
+          const messages = await t.request('GET', `/conversation/${convId}/messages`, { token: user.token });
+          expect(messages.body.items.find((m: { id: string }) => m.id === failed.msgId).error).toMatchObject({ error: 'ai_rate_limited', retry_after: 120 });
+        } finally {
+          socket.close();
+        }
+      });
+
       it('maps the vendor refusing the key to ai_auth_failed', async () => {
         const user = await t.register();
         const model = await t.request('POST', '/ai/models', { token: user.token, body: { name: 'bad', service: adapter.service, conf: adapter.conf(wire, 'sk-wrong') } });

@@ -47,6 +47,24 @@ export interface ProviderWireSuiteOptions {
   tools?: boolean;
   /** The provider embeds (`embed`) on this wire: the network guard is checked on embeddings too. */
   embeddings?: boolean;
+  /** The wire server sends `streamError` as an error event inside the stream. Default true. */
+  streamErrorEvents?: boolean;
+}
+
+/**
+ * Everything a logger could print of an error: message, stack and every enumerable field, down its
+ * cause chain (what pino's error serialiser writes).
+ */
+export function everythingIn(error: unknown, seen = new Set<unknown>()): string {
+  if (error === null || typeof error !== 'object' || seen.has(error)) return String(error);
+  seen.add(error);
+  const parts: string[] = [];
+  if (error instanceof Error) parts.push(error.name, error.message, error.stack ?? '');
+  for (const [key, value] of Object.entries(error)) {
+    parts.push(key, value !== null && typeof value === 'object' ? everythingIn(value, seen) : String(value));
+  }
+  if (error instanceof Error && error.cause !== undefined) parts.push(everythingIn(error.cause, seen));
+  return parts.join('\n');
 }
 
 const apiKey = 'wire-test-key-0123456789';
@@ -191,6 +209,46 @@ export function describeProviderOnWire(options: ProviderWireSuiteOptions): void 
       expect(parts.every((part) => part.type === 'text-delta')).toBe(true);
       expect((error as TrellisError).code).toBe('ai_unavailable');
       expect(wire.chatRequests).toHaveLength(1);
+    });
+
+    it('says a stream cut after it started was cut, not that the vendor could not be reached', async () => {
+      wire.enqueue({ text: ['One ', 'two ', 'three ', 'four ', 'five.'], cutAfter: 3 });
+      const { error } = await collectUntilError(chat({}));
+      const message = (error as Error).message;
+      expect(message).toMatch(/cut after it started/);
+      expect(message).not.toMatch(/could not be reached/);
+      expect(message).not.toMatch(/\b(\w+) \1\b/i);
+    });
+
+    if (options.streamErrorEvents !== false) {
+      it("gives an error event inside the stream the vendor's words, and a rate limit its code", async () => {
+        wire.enqueue({ text: ['Half'], streamError: { status: 500, message: 'The server had an error while processing your request.' } });
+        const failed = await collectUntilError(chat({}));
+        expect((failed.error as TrellisError).code).toBe('ai_unavailable');
+        expect((failed.error as Error).message).toContain('The server had an error while processing your request.');
+        expect((failed.error as Error).message).not.toContain('[object Object]');
+        expect((failed.error as Error).message).not.toMatch(/\b(\w+) \1\b/i);
+
+        wire.enqueue({ text: ['Half'], streamError: { status: 429, message: 'Rate limit reached for requests.' } });
+        const limited = await collectUntilError(chat({}));
+        expect((limited.error as TrellisError).code).toBe('ai_rate_limited');
+        expect((limited.error as Error).message).toContain('Rate limit reached for requests.');
+      });
+    }
+
+    it('keeps the key, header values and the conversation out of an error whose vendor echoes them', async () => {
+      const headerSecret = 'hdr-secret-5551234567';
+      const echo = `Incorrect API key provided: ${apiKey}; header ${headerSecret}`;
+      wire.enqueue({ error: { status: 401, message: echo } }, { error: { status: 400, message: echo } });
+      for (const code of ['ai_auth_failed', 'ai_bad_request']) {
+        const { error } = await collectUntilError(chat({}, { headers: { 'x-team-token': headerSecret } }));
+        expect((error as TrellisError).code).toBe(code);
+        const all = everythingIn(error);
+        expect(all).not.toContain(apiKey);
+        expect(all).not.toContain(headerSecret);
+        // The request body (the user's messages) is not kept with the error either.
+        expect(all).not.toContain('What is the weather in Paris?');
+      }
     });
 
     it('stops promptly when the signal aborts mid-stream', async () => {

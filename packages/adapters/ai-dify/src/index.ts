@@ -1,5 +1,5 @@
-import { aiErrors, refusalOf, TrellisError, type AiChatRequest, type AiMessage, type AiProvider, type AiStreamPart, type AiUsage } from '@trellis/core';
-import { aiErrorFromStatus, ConfReader, defaultRetryPolicy, final, streamWithRetries, type AiAdapterOptions, type RetryPolicy } from '@trellis/ai-sdk';
+import { aiErrors, redactProviderError, refusalOf, TrellisError, type AiChatRequest, type AiMessage, type AiProvider, type AiStreamPart, type AiUsage } from '@trellis/core';
+import { aiErrorFromStatus, ConfReader, confSecrets, defaultRetryPolicy, final, isAbortError, streamWithRetries, type AiAdapterOptions, type RetryPolicy } from '@trellis/ai-sdk';
 import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
 
 export const difyDefaultBaseUrl = 'https://api.dify.ai/v1';
@@ -124,12 +124,13 @@ export class DifyProvider implements AiProvider<DifyConf> {
     return streamWithRetries(() => this.streamOnce(conf, request), { policy, signal: request.signal, mapError: (error) => this.mapError(error, conf) });
   }
 
+  /** Dify's failures with the key and header values removed and the cause summarised (never a request or response body). */
   private mapError(error: unknown, conf: DifyConf): unknown {
-    if (error instanceof TrellisError) return error;
+    const secrets = confSecrets(conf as unknown as Record<string, unknown>, this.secretConfKeys);
+    if (error instanceof TrellisError) return redactProviderError(error, secrets);
     const refused = refusalOf(error);
     if (refused) return refused;
-    const message = error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}` : String(error);
-    return aiErrors.unavailable(`${vendor} could not be reached or its stream failed: ${message.split(conf.apiKey).join('***')}`, error);
+    return redactProviderError(aiErrors.unavailable(`${vendor} could not be reached: ${describe(error)}`, error), secrets);
   }
 
   private remember(threadId: string, conversationId: string): void {
@@ -158,6 +159,9 @@ export class DifyProvider implements AiProvider<DifyConf> {
       headers: { ...conf.headers, authorization: `Bearer ${conf.apiKey}`, 'content-type': 'application/json', accept: 'text/event-stream' },
       body: JSON.stringify(body),
       signal: request.signal,
+    }).catch((error: unknown) => {
+      if (request.signal?.aborted || isAbortError(error)) throw error;
+      throw aiErrors.unavailable(`${vendor} could not be reached: ${describe(error)}`, error);
     });
     if (!response.ok) {
       const text = await response.text().catch(() => '');
@@ -199,7 +203,11 @@ export class DifyProvider implements AiProvider<DifyConf> {
     let toolCalls = 0;
     try {
       for (;;) {
-        const { value, done } = await reader.read();
+        const { value, done } = await reader.read().catch((error: unknown) => {
+          if (request.signal?.aborted || isAbortError(error)) throw error;
+          // Dify was reached and answered; its stream broke off (a cut connection, a proxy timeout).
+          throw final(aiErrors.unavailable(`The stream from ${vendor} was cut after it started: ${describe(error)}`, error));
+        });
         if (done) break;
         const event = value as EventSourceMessage;
         if (event.event === 'ping' || !event.data) continue;
@@ -273,8 +281,13 @@ export class DifyProvider implements AiProvider<DifyConf> {
       // Closes the connection when the caller stopped early or Dify left the stream open.
       await reader.cancel().catch(() => undefined);
     }
-    if (!ended) throw aiErrors.unavailable(`The ${vendor} stream ended before it finished.`);
+    if (!ended) throw aiErrors.unavailable(`The stream from ${vendor} ended before it finished.`);
     const finalUsage = usage ?? (nodeUsage.inputTokens || nodeUsage.outputTokens ? nodeUsage : { inputTokens: workflowTokens, outputTokens: 0 });
     yield { type: 'finish', finishReason: toolCalls ? 'tool-calls' : 'stop', usage: finalUsage };
   }
+}
+
+/** An error's message with its cause's (`terminated (other side closed)`). */
+function describe(error: unknown): string {
+  return error instanceof Error ? `${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ''}` : String(error);
 }

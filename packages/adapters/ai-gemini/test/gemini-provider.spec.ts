@@ -9,6 +9,8 @@ describeProviderOnWire({
   startWire: (apiKey) => new GeminiWireServer({ apiKey }).start(),
   conf: (wire, apiKey) => ({ model: 'gemini-2.5-flash', baseURL: (wire as GeminiWireServer).baseURL, apiKey }),
   embeddings: true,
+  // The Gemini API ends a failing stream with an HTTP error, not an error event.
+  streamErrorEvents: false,
 });
 
 describe('GeminiProvider requests and conf', () => {

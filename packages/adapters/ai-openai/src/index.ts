@@ -39,7 +39,7 @@ const isOpenAiHost = (url: string) => {
  */
 export class OpenAiProvider extends AiSdkProvider<OpenAiConf> {
   readonly service = 'openai';
-  protected readonly vendor = 'The OpenAI-compatible provider';
+  protected readonly vendor = 'the OpenAI-compatible server';
 
   constructor(options: OpenAiProviderOptions = {}) {
     super(options);
@@ -62,6 +62,11 @@ export class OpenAiProvider extends AiSdkProvider<OpenAiConf> {
     const dimensions = reader.number('dimensions', { min: 1, integer: true });
     reader.done();
     return { model, compatibility, baseURL: baseURL ?? openAiDefaultBaseUrl, apiKey, organization, project, queryParams, embeddingModel, dimensions, ...sampling };
+  }
+
+  /** `OpenAI` for OpenAI's own API, else `the OpenAI-compatible server`. */
+  protected override vendorFor(conf: OpenAiConf): string {
+    return conf.compatibility === 'openai' && isOpenAiHost(conf.baseURL) ? 'OpenAI' : this.vendor;
   }
 
   protected languageModel(conf: OpenAiConf, fetch?: typeof globalThis.fetch): LanguageModel {

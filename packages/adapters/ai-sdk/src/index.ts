@@ -1,5 +1,5 @@
 export { ConfReader, type ConfIssue } from './conf.js';
-export { AiSdkProvider, mapAiSdkError, readSamplingConf, toModelMessages, type AiSdkConf } from './provider.js';
+export { AiSdkProvider, confSecrets, mapAiSdkError, sentenceStart, readSamplingConf, toModelMessages, type AiSdkConf } from './provider.js';
 export {
   abortReason,
   aiErrorFromStatus,

@@ -2,6 +2,10 @@ import { APICallError } from '@ai-sdk/provider';
 import {
   aiErrors,
   refusalOf,
+  messageOf,
+  redactProviderError,
+  redactSecrets,
+  summariseFailure,
   TrellisError,
   type AiChatRequest,
   type AiEmbedRequest,
@@ -87,9 +91,44 @@ export function toModelMessages(messages: readonly AiMessage[]): { system: strin
   return { system: system.length ? system.join('\n\n') : undefined, messages: out };
 }
 
+/** `vendor` at the start of a sentence (`the OpenAI-compatible server` becomes `The OpenAI-compatible server`). */
+export const sentenceStart = (vendor: string): string => vendor.charAt(0).toUpperCase() + vendor.slice(1);
+
+/** The secrets of a conf that a vendor may echo: the secret keys' values and every header value (with a `Bearer` token alone too). */
+export function confSecrets(conf: Record<string, unknown>, secretKeys: readonly string[]): string[] {
+  const out: string[] = [];
+  const add = (value: unknown) => {
+    if (typeof value !== 'string' || value === '') return;
+    out.push(value);
+    const token = /^\s*(?:bearer|basic|token)\s+(\S+)\s*$/i.exec(value)?.[1];
+    if (token) out.push(token);
+  };
+  for (const key of secretKeys) add(conf[key]);
+  const headers = conf.headers;
+  if (headers && typeof headers === 'object') for (const value of Object.values(headers)) add(value);
+  return out;
+}
+
+/**
+ * An error event inside a stream that began well (OpenAI `data: {"error": ...}`, Anthropic
+ * `event: error`): the AI SDK passes the vendor's error object as is. Rate limits and refused
+ * credentials keep their codes; anything else is the vendor failing mid-answer.
+ */
+function mapStreamErrorObject(error: Record<string, unknown>, vendor: string, redact: (text: string) => string): TrellisError {
+  const inner = (error.error && typeof error.error === 'object' ? error.error : error) as Record<string, unknown>;
+  const words = [inner.type, inner.code, inner.status].filter((v) => v !== undefined && v !== null).map(String).join(' ');
+  const message = redact(messageOf(error));
+  const cause = summariseFailure(error, []);
+  if (/rate_limit|too_many_requests|RESOURCE_EXHAUSTED|\b429\b/i.test(words)) return aiErrors.rateLimited(null, `${sentenceStart(vendor)} is rate limiting requests: ${message}`, cause);
+  if (/authentication|permission|invalid_api_key|\b40[13]\b/i.test(words)) return aiErrors.authFailed(`${sentenceStart(vendor)} refused the credentials configured for this model.`, cause);
+  return aiErrors.unavailable(`${sentenceStart(vendor)} failed in the middle of its answer: ${message}`, cause);
+}
+
 /**
  * Maps whatever the AI SDK threw into the `aiErrors` vocabulary. `secrets` are removed from any
- * vendor text that reaches the message (some vendors echo part of a refused key).
+ * vendor text that reaches the message (some vendors echo a refused key), and the cause kept is a
+ * summary (`ProviderFailure`): never the request body (the conversation) or the response body.
+ * `vendor` is a noun phrase (`Anthropic`, `the OpenAI-compatible server`).
  */
 export function mapAiSdkError(
   error: unknown,
@@ -97,37 +136,36 @@ export function mapAiSdkError(
   secrets: readonly (string | undefined)[] = [],
   vendorMap?: (error: APICallError) => TrellisError | undefined,
 ): unknown {
-  if (error instanceof TrellisError) return error;
+  const known = secrets.filter((secret): secret is string => typeof secret === 'string' && secret.length > 0);
+  const redact = (text: string | undefined) => redactSecrets(text ?? '', known);
+  const scrub = (mapped: TrellisError) => redactProviderError(mapped, known);
+  if (error instanceof TrellisError) return scrub(error);
   // The network guard refused the model's address: said as such, never retried.
   const refused = refusalOf(error);
   if (refused) return refused;
   if (RetryError.isInstance(error)) return mapAiSdkError(error.lastError, vendor, secrets, vendorMap);
   if (vendorMap && APICallError.isInstance(error)) {
     const mapped = vendorMap(error);
-    if (mapped) return mapped;
+    if (mapped) return scrub(mapped);
   }
-  const redact = (text: string | undefined) => {
-    if (!text) return text;
-    let out = text;
-    for (const secret of secrets) if (secret && secret.length >= 4) out = out.split(secret).join('***');
-    return out.length > 500 ? `${out.slice(0, 500)}...` : out;
-  };
+  const Vendor = sentenceStart(vendor);
   if (APICallError.isInstance(error)) {
     if (error.statusCode !== undefined && error.statusCode < 400) {
       // The answer started fine and its body failed (a connection cut mid-stream, a malformed chunk).
       const reason = error.cause instanceof Error ? error.cause.message : error.message;
-      return aiErrors.unavailable(`The ${vendor} stream was interrupted: ${redact(reason)}`, error);
+      return scrub(aiErrors.unavailable(`The stream from ${vendor} was cut after it started: ${redact(reason)}`, error));
     }
     if (error.statusCode !== undefined) {
-      return aiErrorFromStatus(error.statusCode, { vendor, message: redact(error.message), headers: error.responseHeaders, cause: error });
+      return scrub(aiErrorFromStatus(error.statusCode, { vendor: Vendor, message: redact(error.message), headers: error.responseHeaders, cause: error }));
     }
-    return aiErrors.unavailable(`${vendor} could not be reached: ${redact(error.message)}`, error);
+    return scrub(aiErrors.unavailable(`${Vendor} could not be reached: ${redact(error.message)}`, error));
   }
   const name = error instanceof Error ? error.name : '';
   if (['AI_InvalidPromptError', 'AI_InvalidArgumentError', 'AI_UnsupportedFunctionalityError', 'AI_InvalidMessageRoleError'].includes(name)) {
-    return aiErrors.badRequest(`${vendor} cannot take this request: ${redact((error as Error).message)}`, error);
+    return scrub(aiErrors.badRequest(`${Vendor} cannot take this request: ${redact((error as Error).message)}`, error));
   }
-  return aiErrors.unavailable(`The ${vendor} stream failed: ${redact(error instanceof Error ? error.message : String(error))}`, error);
+  if (!(error instanceof Error) && error !== null && typeof error === 'object') return scrub(mapStreamErrorObject(error as Record<string, unknown>, vendor, redact));
+  return scrub(aiErrors.unavailable(`The stream from ${vendor} failed: ${redact(messageOf(error))}`, error));
 }
 
 /**
@@ -137,7 +175,7 @@ export function mapAiSdkError(
  */
 export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvider<Conf> {
   abstract readonly service: string;
-  /** The vendor's name in error messages. */
+  /** The vendor's name in error messages, a noun phrase that reads mid-sentence (`Anthropic`). */
   protected abstract readonly vendor: string;
   readonly secretConfKeys: readonly string[] = ['apiKey'];
   protected readonly retryPolicy: RetryPolicy;
@@ -170,14 +208,13 @@ export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvide
     return undefined;
   }
 
+  /** The vendor's name for one model (a subclass may tell servers apart by `conf`). */
+  protected vendorFor(_conf: Conf): string {
+    return this.vendor;
+  }
+
   protected mapError(conf: Conf): (error: unknown) => unknown {
-    return (error) =>
-      mapAiSdkError(
-        error,
-        this.vendor,
-        this.secretConfKeys.map((key) => (conf as Record<string, any>)[key]),
-        (apiError) => this.mapVendorError(apiError),
-      );
+    return (error) => mapAiSdkError(error, this.vendorFor(conf), confSecrets(conf as Record<string, unknown>, this.secretConfKeys), (apiError) => this.mapVendorError(apiError));
   }
 
   chat(conf: Conf, request: AiChatRequest): AsyncIterable<AiStreamPart> {
@@ -252,7 +289,7 @@ export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvide
       }
     }
     if (request.signal?.aborted) throw abortReason(request.signal);
-    if (!finish) throw aiErrors.unavailable(`The ${this.vendor} stream ended before it finished.`);
+    if (!finish) throw aiErrors.unavailable(`The stream from ${this.vendorFor(conf)} ended before it finished.`);
     yield finish;
   }
 

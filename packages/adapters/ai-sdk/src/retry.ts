@@ -74,10 +74,11 @@ export function aiErrorFromStatus(
   input: { vendor: string; message?: string; headers?: Record<string, string | undefined> | Headers; cause?: unknown },
 ): TrellisError {
   const detail = input.message ? `: ${input.message}` : '.';
-  if (status === 401 || status === 403) return aiErrors.authFailed(`${input.vendor} refused the credentials configured for this model (HTTP ${status}).`, input.cause);
-  if (status === 429) return aiErrors.rateLimited(retryAfterSeconds(input.headers), `${input.vendor} is rate limiting requests${detail}`, input.cause);
-  if (status === 408 || status === 409 || status >= 500) return aiErrors.unavailable(`${input.vendor} is unavailable (HTTP ${status})${detail}`, input.cause);
-  return aiErrors.badRequest(`${input.vendor} refused the request (HTTP ${status})${detail}`, input.cause);
+  const vendor = input.vendor.charAt(0).toUpperCase() + input.vendor.slice(1);
+  if (status === 401 || status === 403) return aiErrors.authFailed(`${vendor} refused the credentials configured for this model (HTTP ${status}).`, input.cause);
+  if (status === 429) return aiErrors.rateLimited(retryAfterSeconds(input.headers), `${vendor} is rate limiting requests${detail}`, input.cause);
+  if (status === 408 || status === 409 || status >= 500) return aiErrors.unavailable(`${vendor} is unavailable (HTTP ${status})${detail}`, input.cause);
+  return aiErrors.badRequest(`${vendor} refused the request (HTTP ${status})${detail}`, input.cause);
 }
 
 const retryableCodes = new Set(['ai_rate_limited', 'ai_unavailable']);

@@ -58,6 +58,20 @@ export const aiConfigSchema = s.object({
     .range(1, 100)
     .default(8)
     .describe('Most model calls in one conversation turn with `tool_auto` (each tool round is one more call).'),
+  turns: s.object({
+    heartbeatMs: s
+      .int()
+      .range(50, 600_000)
+      .default(5_000)
+      .describe('How often a conversation turn being written stores the text so far and renews its lease on the assistant message.'),
+    staleAfterMs: s
+      .int()
+      .range(1_000, 3_600_000)
+      .default(60_000)
+      .describe(
+        'A `streaming` assistant message whose lease was not renewed for this long belongs to a process that went away (a crash): it is marked `error` (`ai_turn_interrupted`) with the text stored so far, at start-up and then every half of this time.',
+      ),
+  }),
   tools: s.object({
     allowPrivateNetworks: s
       .boolean()

@@ -60,8 +60,8 @@ export const aiModule = defineModule({
       );
     }
     // Secrets under an old key, or in plain text, are encrypted with the current key.
-    const changed = await service.reseal(ctx.get(entityManagerServiceIdentifier).fork());
-    if (changed) ctx.log.info({ models: changed }, 'AI model secrets re-encrypted with the current key');
+    const changed = (await service.reseal(ctx.get(entityManagerServiceIdentifier).fork())) + (await ctx.get(AiToolService).reseal(ctx.get(entityManagerServiceIdentifier).fork(), (conf) => service.resealConf(conf)));
+    if (changed) ctx.log.info({ records: changed }, 'AI model and tool secrets re-encrypted with the current key');
     else if (Object.keys(section.encryption.previousKeys).length > 0) ctx.log.info('No AI model secret uses an old key: the old keys can be removed');
   },
 });

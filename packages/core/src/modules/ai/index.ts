@@ -4,5 +4,6 @@ export { AiTool, AiToolSchema, type AiToolAction } from './entities/ai-tool.enti
 export { AiModelService } from './services/ai-model.service.js';
 export { AiToolService } from './services/ai-tool.service.js';
 export { AiGatewayService, priceOf } from './services/ai-gateway.service.js';
-export { SecretBox, maskConf, SECRET_MASK } from './services/secret-box.js';
+export { SecretBox, SECRET_MASK } from './services/secret-box.js';
+export { maskConf, isSecretKey } from './services/secret-fields.js';
 export { aiConfigSchema, type AiConfig } from './ai.config.js';

@@ -1,5 +1,6 @@
 import type { AiModel } from './entities/ai-model.entity.js';
 import type { AiTool } from './entities/ai-tool.entity.js';
+import { maskConf } from './services/secret-fields.js';
 
 const dateTime = { type: 'string', format: 'date-time' } as const;
 const nullableString = { anyOf: [{ type: 'string' }, { type: 'null' }] };
@@ -16,14 +17,17 @@ export const toAiModelView = (model: AiModel, maskedConf: Record<string, unknown
   updatedAt: model.updatedAt.toISOString(),
 });
 
+/** Actions with their secrets (header values, secret-looking keys) masked. */
+export const maskActions = (actions: AiTool['actions']) => actions.map((action) => (action.conf === undefined ? action : { ...action, conf: maskConf(action.conf) }));
+
 export const toAiToolView = (tool: AiTool) => ({
   id: tool.id,
   ownerId: tool.owner.id,
   name: tool.name,
   desc: tool.desc,
   service: tool.service,
-  conf: tool.conf,
-  actions: tool.actions,
+  conf: maskConf(tool.conf),
+  actions: maskActions(tool.actions),
   createdAt: tool.createdAt.toISOString(),
   updatedAt: tool.updatedAt.toISOString(),
 });
@@ -59,7 +63,7 @@ export const aiToolSchema = {
     name: { type: 'string' },
     desc: nullableString,
     service: nullableString,
-    conf: { type: 'object', additionalProperties: true },
+    conf: { type: 'object', additionalProperties: true, description: 'Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`.' },
     actions: { type: 'array', items: aiToolActionSchema },
     createdAt: dateTime,
     updatedAt: dateTime,

@@ -57,8 +57,10 @@ export const botRoutes: RouteDefinition[] = [
     tags,
     auth,
     body: BotCreateBody,
+    // The bot area answers a body that fails validation with 400, on create as on update.
+    validationError: { status: 400, code: 'validation_failed' },
     response: { status: 201, schema: botSchema },
-    errors: { 400: invalidConf },
+    errors: { 400: `Body invalid (validation_failed), or ${invalidConf}` },
     async handler(ctx) {
       return Reply.json(toBotView(await ctx.get(BotService).create(ctx.em, ctx.requirePrincipal().userId, ctx.body)), 201);
     },

@@ -1,6 +1,7 @@
 import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
+import type { AiConfig } from '../ai/ai.config.js';
 import { ConversationMemberSchema } from './entities/conversation-member.entity.js';
 import { ConversationSchema } from './entities/conversation.entity.js';
 import { MessageSchema } from './entities/message.entity.js';
@@ -28,6 +29,19 @@ export const conversationsModule = defineModule({
     }),
   // OAuth access tokens and scoped API keys reach conversations with the spec's `chat:completions` scope.
   routes: scopeRoutes(conversationRoutes, { read: ['chat:completions'], write: ['chat:completions'] }),
+  jobs: [
+    {
+      // Turns whose process went away (a crash) are closed with the text they had stored.
+      name: 'conversations.recover-interrupted',
+      intervalMs: (config) => Math.max(500, Math.floor((config as unknown as { ai: AiConfig }).ai.turns.staleAfterMs / 2)),
+      async run(ctx) {
+        await ctx.get(ConversationTurnService).recoverInterrupted();
+      },
+    },
+  ],
+  async onStart(ctx) {
+    await ctx.get(ConversationTurnService).recoverInterrupted();
+  },
   async onStop(ctx) {
     await ctx.get(ConversationTurnService).stopAll();
   },

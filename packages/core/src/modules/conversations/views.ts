@@ -74,7 +74,7 @@ export const messageSchema = {
       required: ['inputTokens', 'outputTokens', 'credits'],
       properties: { inputTokens: { type: 'integer' }, outputTokens: { type: 'integer' }, credits: { type: 'integer' } },
     }),
-    error: nullable({ type: 'object', required: ['error', 'message'], properties: { error: { type: 'string' }, message: { type: 'string' } } }),
+    error: nullable({ type: 'object', required: ['error', 'message'], properties: { error: { type: 'string' }, message: { type: 'string' }, retry_after: { type: 'number', description: 'Seconds to wait before trying again (ai_rate_limited).' } } }),
     debug: nullable({ type: 'object', additionalProperties: true }),
     createdAt: dateTime,
     updatedAt: dateTime,

@@ -1,5 +1,6 @@
 import type { AiModel } from '../ai/entities/ai-model.entity.js';
-import { maskConf } from '../ai/services/secret-box.js';
+import { maskConf } from '../ai/services/secret-fields.js';
+import { maskActions } from '../ai/views.js';
 import type { AiTool } from '../ai/entities/ai-tool.entity.js';
 import type { Bot } from '../bots/entities/bot.entity.js';
 import type { Conversation } from '../conversations/entities/conversation.entity.js';
@@ -54,9 +55,9 @@ export const toDevToolView = (t: AiTool) => ({
   ...stamps(t),
   name: t.name,
   description: t.desc,
-  config: t.conf,
+  config: maskConf(t.conf),
   service: t.service,
-  actions: t.actions,
+  actions: maskActions(t.actions ?? []),
 });
 
 export const toDevBotView = (b: Bot) => ({ ...stamps(b), name: b.name, description: stringOrNull(b.conf.desc), config: b.conf });

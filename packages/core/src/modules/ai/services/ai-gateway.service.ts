@@ -3,6 +3,7 @@ import { inject, injectable } from 'inversify';
 import { networkGuardServiceIdentifier, type NetworkGuard } from '../../../kernel/net/network-guard.js';
 import { entityManagerServiceIdentifier } from '../../../kernel/tokens.js';
 import { aiErrors, type AiChatRequest, type AiEmbedResult, type AiGateway, type AiStreamPart, type AiToolDefinition, type AiUsage } from '../../../ports/ai-provider.js';
+import { redactProviderError } from '../../../ports/provider-errors.js';
 import type { AiConfig, AiPrice } from '../ai.config.js';
 import { AiModel } from '../entities/ai-model.entity.js';
 import { aiConfigServiceIdentifier } from '../tokens.js';
@@ -13,7 +14,8 @@ const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 
 /**
  * The `AiGateway` of the port: resolves a model or tool the caller may use, decrypts its conf,
- * picks the provider by `service` and prices usage. Each call opens its own unit of work.
+ * picks the provider by `service` and prices usage. A provider's error leaves it with the model's
+ * secrets removed and its cause summarised (`redactProviderError`). Each call opens its own unit of work.
  */
 @injectable()
 export class AiGatewayService implements AiGateway {
@@ -29,8 +31,13 @@ export class AiGatewayService implements AiGateway {
     const model = await this.models.usable(this.root.fork(), input.userId, input.modelId);
     const provider = this.models.requireProvider(model);
     const conf = provider.parseConf(this.models.openConf(model));
-    // The provider's HTTP calls go through the network guard (a model's baseURL is checked on every connection).
-    yield* provider.chat(conf, { ...input.request, fetch: this.guard.fetch });
+    try {
+      // The provider's HTTP calls go through the network guard (a model's baseURL is checked on every connection).
+      yield* provider.chat(conf, { ...input.request, fetch: this.guard.fetch });
+    } catch (error) {
+      // Whatever the adapter let through, no secret of the model and no request body goes further.
+      throw redactProviderError(error, this.models.secretTexts(model));
+    }
   }
 
   /**
@@ -41,7 +48,11 @@ export class AiGatewayService implements AiGateway {
     const model = await this.model(input.modelId);
     const provider = this.models.requireProvider(model);
     if (!provider.embed) throw aiErrors.badRequest(`The AI provider "${provider.service}" of model ${model.id} does not offer embeddings.`);
-    return provider.embed(provider.parseConf(this.models.openConf(model)), { texts: input.texts, signal: input.signal, fetch: this.guard.fetch });
+    try {
+      return await provider.embed(provider.parseConf(this.models.openConf(model)), { texts: input.texts, signal: input.signal, fetch: this.guard.fetch });
+    } catch (error) {
+      throw redactProviderError(error, this.models.secretTexts(model));
+    }
   }
 
   /** Checks, before any credit is reserved, that the model exists for the user and has a provider. */

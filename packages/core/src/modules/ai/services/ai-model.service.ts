@@ -6,7 +6,8 @@ import { aiErrors, aiProvidersServiceIdentifier, type AiProvider } from '../../.
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { User } from '../../identity/entities/user.entity.js';
 import { AiModel } from '../entities/ai-model.entity.js';
-import { SecretBox, isSealed, maskConf, SECRET_MASK } from './secret-box.js';
+import { SecretBox, isSealed } from './secret-box.js';
+import { keepMaskedSecrets, mapSecrets, maskConf, openSecrets, sealSecrets, secretTexts } from './secret-fields.js';
 import { secretBoxServiceIdentifier } from '../tokens.js';
 
 export interface AiModelInput {
@@ -22,8 +23,10 @@ const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 
 /**
  * AI model configurations: CRUD within one owner, conf validated by the provider adapter named by
- * `service`, secret conf keys sealed with AES-256-GCM before they reach the database and masked in
- * every view. The only place a secret is decrypted is `openConf`, on the way to the provider.
+ * `service`, every secret-bearing value (the adapter's `secretConfKeys`, secret-looking keys at any
+ * depth, every `headers` value: see `mapSecrets`) sealed with AES-256-GCM before it reaches the
+ * database and masked in every view. The only place a secret is decrypted is `openConf`, on the
+ * way to the provider.
  */
 @injectable()
 export class AiModelService {
@@ -57,26 +60,23 @@ export class AiModelService {
     return maskConf(model.conf, this.secretKeys(model.service));
   }
 
-  /** The conf with its secrets decrypted, for the provider only. */
+  /** The conf with its secrets decrypted, for the provider only (plain values of older rows pass as they are). */
   openConf(model: Pick<AiModel, 'conf'>): Record<string, unknown> {
-    const out: Record<string, unknown> = {};
-    for (const [key, value] of Object.entries(model.conf ?? {})) out[key] = isSealed(value) ? this.box.open(value) : value;
-    return out;
+    return openSecrets(this.box, model.conf);
+  }
+
+  /** The plain text of every secret of a model, to remove from what a provider answers. */
+  secretTexts(model: Pick<AiModel, 'service' | 'conf'>): string[] {
+    return secretTexts(this.openConf(model), this.secretKeys(model.service));
   }
 
   /**
    * The conf to store: the mask in place of a secret keeps the stored one, the provider (when
-   * installed) validates the plain settings, then every secret key is sealed.
+   * installed) validates the plain settings, then every secret-bearing value is sealed.
    */
   prepareConf(service: string | null, conf: Record<string, unknown>, previous: Record<string, unknown> | null): Record<string, unknown> {
-    const keys = new Set([...this.secretKeys(service), ...Object.keys(conf).filter((k) => isSealed(previous?.[k]))]);
-    const stored: Record<string, unknown> = { ...conf };
-    for (const key of keys) {
-      if (stored[key] === SECRET_MASK) {
-        if (previous && previous[key] !== undefined) stored[key] = previous[key];
-        else delete stored[key];
-      }
-    }
+    const keys = this.secretKeys(service);
+    const stored = keepMaskedSecrets(conf, previous, keys);
     const provider = this.provider(service);
     if (provider) {
       try {
@@ -86,11 +86,7 @@ export class AiModelService {
         throw aiErrors.invalidConf([{ field: 'conf', constraint: 'parseConf', message: error instanceof Error ? error.message : String(error) }]);
       }
     }
-    for (const key of this.secretKeys(service)) {
-      const value = stored[key];
-      if (value !== undefined && value !== null && value !== '' && !isSealed(value)) stored[key] = this.box.seal(value);
-    }
-    return stored;
+    return sealSecrets(this.box, stored, keys);
   }
 
   async list(em: EntityManager, ownerId: string, page: Paging): Promise<{ items: AiModel[]; total: number }> {
@@ -185,19 +181,8 @@ export class AiModelService {
     for (let offset = 0; ; offset += batch) {
       const models = await em.find(AiModel, {}, { orderBy: { id: 'asc' }, limit: batch, offset });
       for (const model of models) {
-        let dirty = false;
-        const conf = { ...model.conf };
-        const secretKeys = this.secretKeys(model.service);
-        for (const [key, value] of Object.entries(conf)) {
-          if (isSealed(value) && SecretBox.keyIdOf(value) !== this.box.keyId) {
-            conf[key] = this.box.seal(this.box.open(value));
-            dirty = true;
-          } else if (!isSealed(value) && secretKeys.includes(key) && value !== undefined && value !== null && value !== '') {
-            conf[key] = this.box.seal(value);
-            dirty = true;
-          }
-        }
-        if (dirty) {
+        const conf = this.resealConf(model.conf, this.secretKeys(model.service));
+        if (conf) {
           model.conf = conf;
           changed++;
         }
@@ -205,5 +190,28 @@ export class AiModelService {
       await em.flush();
       if (models.length < batch) return changed;
     }
+  }
+
+  /**
+   * `conf` with every value sealed under an old key sealed again with the current one and every
+   * plain secret sealed (rows written before encryption covered it); `null` when nothing changed.
+   */
+  resealConf(conf: Record<string, unknown>, topKeys: readonly string[] = []): Record<string, unknown> | null {
+    let dirty = false;
+    const out = mapSecrets(
+      conf,
+      (value) => {
+        if (isSealed(value)) {
+          if (SecretBox.keyIdOf(value) === this.box.keyId) return value;
+          dirty = true;
+          return this.box.seal(this.box.open(value));
+        }
+        if (value === undefined || value === null || value === '') return value;
+        dirty = true;
+        return this.box.seal(value);
+      },
+      topKeys,
+    );
+    return dirty ? out : null;
   }
 }

@@ -8,7 +8,9 @@ import { networkGuardServiceIdentifier, type NetworkGuard } from '../../../kerne
 import { User } from '../../identity/entities/user.entity.js';
 import type { AiConfig } from '../ai.config.js';
 import { AiTool, type AiToolAction } from '../entities/ai-tool.entity.js';
-import { aiConfigServiceIdentifier } from '../tokens.js';
+import { aiConfigServiceIdentifier, secretBoxServiceIdentifier } from '../tokens.js';
+import type { SecretBox } from './secret-box.js';
+import { keepMaskedSecrets, openSecrets, sealSecrets } from './secret-fields.js';
 import { httpMethods, runHttpAction, type HttpActionConf } from './http-action.js';
 import { describeMcpTool, runMcpAction, type McpActionConf } from './mcp-action.js';
 
@@ -44,7 +46,9 @@ interface ResolvedAction {
 
 /**
  * AI tools: CRUD within one owner, action validation, the function definitions offered to models,
- * and running an action (`http`: a templated request; `mcp`: a tool on an MCP server).
+ * and running an action (`http`: a templated request; `mcp`: a tool on an MCP server). Secrets in the
+ * tool's conf and its actions' conf (every `headers` value, secret-looking keys) are sealed at rest
+ * like AI model secrets, masked in views, and opened only to run an action.
  */
 @injectable()
 export class AiToolService {
@@ -52,7 +56,51 @@ export class AiToolService {
     @inject(idsServiceIdentifier) private readonly ids: Ids,
     @inject(aiConfigServiceIdentifier) private readonly config: AiConfig,
     @inject(networkGuardServiceIdentifier) private readonly guard: NetworkGuard,
+    @inject(secretBoxServiceIdentifier) private readonly box: SecretBox,
   ) {}
+
+  /** Conf and actions to store: a mask keeps the secret stored at the same place (actions matched by name), then every secret is sealed. */
+  seal(conf: Record<string, unknown>, actions: AiToolAction[], previous: Pick<AiTool, 'conf' | 'actions'> | null): { conf: Record<string, unknown>; actions: AiToolAction[] } {
+    return {
+      conf: sealSecrets(this.box, keepMaskedSecrets(conf, previous?.conf)),
+      actions: actions.map((action) => {
+        if (action.conf === undefined) return action;
+        const before = previous?.actions.find((a) => a.name === action.name)?.conf;
+        return { ...action, conf: sealSecrets(this.box, keepMaskedSecrets(action.conf, before)) };
+      }),
+    };
+  }
+
+  /** An action with its secrets opened, to run it. */
+  private open(action: AiToolAction): AiToolAction {
+    return action.conf === undefined ? action : { ...action, conf: openSecrets(this.box, action.conf) };
+  }
+
+  /** Seals the plain secrets of tools written before tool secrets were encrypted, and re-seals old keys; returns how many tools changed. */
+  async reseal(em: EntityManager, resealConf: (conf: Record<string, unknown>) => Record<string, unknown> | null): Promise<number> {
+    let changed = 0;
+    const batch = 200;
+    for (let offset = 0; ; offset += batch) {
+      const tools = await em.find(AiTool, {}, { orderBy: { id: 'asc' }, limit: batch, offset });
+      for (const tool of tools) {
+        const conf = resealConf(tool.conf ?? {});
+        let dirty = conf !== null;
+        const actions = tool.actions.map((action) => {
+          const sealed = action.conf ? resealConf(action.conf) : null;
+          if (!sealed) return action;
+          dirty = true;
+          return { ...action, conf: sealed };
+        });
+        if (dirty) {
+          if (conf) tool.conf = conf;
+          tool.actions = actions;
+          changed++;
+        }
+      }
+      await em.flush();
+      if (tools.length < batch) return changed;
+    }
+  }
 
   /** Checks every action's type and conf; 422 `invalid_tool_action` with details. */
   validateActions(actions: readonly AiToolAction[]): AiToolAction[] {
@@ -112,14 +160,14 @@ export class AiToolService {
   }
 
   async create(em: EntityManager, ownerId: string, input: AiToolInput): Promise<AiTool> {
-    const actions = this.validateActions(input.actions);
+    const { conf, actions } = this.seal(input.conf ?? {}, this.validateActions(input.actions), null);
     const tool = em.create(AiTool, {
       id: this.ids.next(),
       owner: em.getReference(User, ownerId),
       name: input.name,
       desc: input.desc ?? null,
       service: input.service ?? null,
-      conf: input.conf ?? {},
+      conf,
       actions,
     } as AiTool);
     await em.flush();
@@ -128,11 +176,11 @@ export class AiToolService {
 
   async update(em: EntityManager, ownerId: string, id: string, input: AiToolInput): Promise<AiTool> {
     const tool = await this.get(em, ownerId, id);
-    const actions = this.validateActions(input.actions);
+    const { conf, actions } = this.seal(input.conf ?? {}, this.validateActions(input.actions), tool);
     tool.name = input.name;
     tool.desc = input.desc ?? null;
     tool.service = input.service ?? null;
-    tool.conf = input.conf ?? {};
+    tool.conf = conf;
     tool.actions = actions;
     await em.flush();
     return tool;
@@ -171,7 +219,7 @@ export class AiToolService {
   async definitions(tools: readonly AiTool[], signal?: AbortSignal): Promise<AiToolDefinition[]> {
     return Promise.all(
       this.resolve(tools).map(async ({ functionName, tool, action }) => {
-        const conf = action.conf ?? {};
+        const conf = this.open(action).conf ?? {};
         let description = typeof conf.description === 'string' ? conf.description : (tool.desc ?? `${tool.name}: ${action.name}`);
         let parameters = isObject(conf.parameters) ? (conf.parameters as JsonSchemaObject) : emptyParameters;
         if (action.type === 'mcp' && !isObject(conf.parameters)) {
@@ -193,7 +241,7 @@ export class AiToolService {
   }
 
   async run(action: AiToolAction, args: unknown, context: ActionContext, signal?: AbortSignal): Promise<unknown> {
-    const conf = action.conf ?? {};
+    const conf = this.open(action).conf ?? {};
     if (action.type === 'http') {
       const scope = { ...(isObject(args) ? args : {}), args: args ?? {}, content: context.content ?? '', convId: context.convId ?? '', msgId: context.msgId ?? '', data: context.data ?? {} };
       return runHttpAction(

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { SecretBox, isSealed, maskConf, SECRET_MASK } from './secret-box.js';
+import { SecretBox, isSealed, SECRET_MASK } from './secret-box.js';
+import { maskConf } from './secret-fields.js';
 
 const key = () => randomBytes(32);
 

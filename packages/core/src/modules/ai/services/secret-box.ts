@@ -72,12 +72,3 @@ export class SecretBox {
     return envelopeShape.exec(sealed)?.[1] ?? null;
   }
 }
-
-/** A copy of `conf` where every sealed value, and every value under a secret key, is the mask. */
-export function maskConf(conf: Record<string, unknown> | null | undefined, secretKeys: readonly string[] = ['apiKey']): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(conf ?? {})) {
-    out[key] = isSealed(value) || (secretKeys.includes(key) && value !== null && value !== undefined && value !== '') ? SECRET_MASK : value;
-  }
-  return out;
-}

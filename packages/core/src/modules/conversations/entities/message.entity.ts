@@ -34,9 +34,12 @@ export class Message {
   toolName!: string | null;
   /** Tokens and credits of the model call that wrote an assistant message. */
   usage!: { inputTokens: number; outputTokens: number; credits: number } | null;
-  error!: { error: string; message: string } | null;
+  /** Why an assistant message failed: the error body its members were sent (with `retry_after` for a rate limit). */
+  error!: { error: string; message: string; retry_after?: number } | null;
   /** With `isDebug`: what was sent to the model. */
   debug!: Record<string, unknown> | null;
+  /** The lease of a `streaming` message: renewed by the process writing it; a stale one means that process went away. */
+  heartbeatAt!: Date | null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -44,7 +47,7 @@ export class Message {
 export const MessageSchema = new EntitySchema<Message>({
   class: Message,
   tableName: 'messages',
-  indexes: [{ properties: ['conversation', 'createdAt'] }],
+  indexes: [{ properties: ['conversation', 'createdAt'] }, { properties: ['status', 'heartbeatAt'] }],
   properties: {
     id: { type: 'uuid', primary: true },
     conversation: { kind: 'm:1', entity: () => Conversation, deleteRule: 'cascade' },
@@ -59,6 +62,7 @@ export const MessageSchema = new EntitySchema<Message>({
     usage: { type: 'json', nullable: true },
     error: { type: 'json', nullable: true },
     debug: { type: 'json', nullable: true },
+    heartbeatAt: { type: 'datetime', nullable: true },
     createdAt: { type: 'datetime', onCreate: () => new Date() },
     updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
   },

@@ -56,6 +56,13 @@ interface Turn {
 
 const conflict = (code: string, message: string) => new TrellisError('conflict', code, message);
 
+/** The error body of a failed turn as members are sent it and the message stores it (`retry_after` of a rate limit included). */
+function errorBody(error: unknown): { error: string; message: string; retry_after?: number } {
+  if (!isTrellisError(error) || !error.exposed) return { error: 'ai_turn_failed', message: 'The answer could not be completed.' };
+  const retryAfter = error.extra?.retry_after;
+  return { error: error.code, message: error.message, ...(typeof retryAfter === 'number' ? { retry_after: retryAfter } : {}) };
+}
+
 /**
  * One conversation turn: the bot's model answers the conversation, streaming its output to every
  * member's user WebSocket when asked, running tool calls itself with `tool_auto`, and paying for
@@ -315,6 +322,7 @@ export class ConversationTurnService {
       usage: null,
       error: null,
       debug: null,
+      heartbeatAt: new Date(),
     } as unknown as Message);
   }
 
@@ -331,6 +339,9 @@ export class ConversationTurnService {
     let reservation: CreditReservation | null = firstReservation;
     let assistantId = firstAssistantId;
     let definitions: AiToolDefinition[] | undefined;
+    // What the members were shown of the message being written: stored with the lease, and on failure.
+    let text = '';
+    const lease = this.lease(() => ({ id: assistantId, content: text }));
     try {
       if (turn.toolIds.length) definitions = await this.gateway.toolDefinitions({ userId: turn.bot.owner.id, toolIds: turn.toolIds });
       for (let step = 1; ; step++) {
@@ -342,7 +353,7 @@ export class ConversationTurnService {
         }
         await this.notify(turn, 'message-start', assistantId, { role: 'assistant', step });
         const messages = await this.history(em, turn, assistantId);
-        let text = '';
+        text = '';
         const calls: MessageToolCall[] = [];
         let usage: AiUsage = { inputTokens: 0, outputTokens: 0 };
         for await (const part of this.gateway.chat({
@@ -369,6 +380,7 @@ export class ConversationTurnService {
         assistant.toolCalls = calls.length ? calls : null;
         assistant.usage = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, credits: charged };
         assistant.status = waiting ? 'waiting_tool' : 'completed';
+        assistant.heartbeatAt = null;
         if (turn.options.debug) {
           assistant.debug = { step, modelId: turn.modelId, messages: messages.length, tools: (definitions ?? []).map((d) => d.name), price, reservedCredits: firstReservation.amount };
         }
@@ -414,17 +426,65 @@ export class ConversationTurnService {
         }
       }
     } catch (error) {
+      lease.stop();
       if (reservation) await this.credits.release(this.root.fork(), reservation.id, 'the model call failed').catch(() => undefined);
-      const body = isTrellisError(error) && error.exposed ? { error: error.code, message: error.message } : { error: 'ai_turn_failed', message: 'The answer could not be completed.' };
+      const body = errorBody(error);
+      // The error reached here through the AI gateway, which removed secrets and request bodies from it.
       if (!isTrellisError(error)) this.log.error({ err: error, convId }, 'conversation turn failed');
       try {
-        await this.root.fork().nativeUpdate(Message, { id: assistantId }, { status: 'error', error: body, updatedAt: new Date() });
+        // What the members were shown stays, marked failed.
+        await this.root.fork().nativeUpdate(Message, { id: assistantId }, { status: 'error', content: text, error: body, heartbeatAt: null, updatedAt: new Date() });
       } catch {
         /* the conversation may have been deleted meanwhile */
       }
       await this.notify(turn, 'error', assistantId, body);
       throw error;
+    } finally {
+      lease.stop();
     }
+  }
+
+  /**
+   * Renews the lease of the message being written every `ai.turns.heartbeatMs`, storing the text
+   * written so far, so that a turn whose process goes away is found (`recoverInterrupted`) with
+   * what its readers were shown.
+   */
+  private lease(current: () => { id: string; content: string }): { stop(): void } {
+    let writing: Promise<unknown> = Promise.resolve();
+    const timer = setInterval(() => {
+      const { id, content } = current();
+      writing = writing
+        .then(() => this.root.fork().nativeUpdate(Message, { id, status: 'streaming' }, { content, heartbeatAt: new Date() }))
+        .catch((error: unknown) => this.log.warn({ err: error, msgId: id }, 'could not renew the lease of a conversation turn'));
+    }, this.config.turns.heartbeatMs);
+    timer.unref?.();
+    return { stop: () => clearInterval(timer) };
+  }
+
+  /**
+   * Closes the turns of processes that went away: every `streaming` assistant message whose lease
+   * was not renewed for `ai.turns.staleAfterMs` becomes `error` (`ai_turn_interrupted`) with the
+   * text stored so far, and its members are told. Run at start-up and periodically; two processes
+   * sweeping at once close each message once. Returns how many were closed.
+   */
+  async recoverInterrupted(): Promise<number> {
+    const em = this.root.fork();
+    const staleBefore = new Date(Date.now() - this.config.turns.staleAfterMs);
+    const lost = await em.find(
+      Message,
+      { status: 'streaming', role: 'assistant', $or: [{ heartbeatAt: { $lt: staleBefore } }, { heartbeatAt: null, updatedAt: { $lt: staleBefore } }] },
+      { limit: 100, orderBy: { createdAt: 'asc', id: 'asc' }, populate: ['conversation'] },
+    );
+    const body = { error: 'ai_turn_interrupted', message: 'The answer was cut off: the server writing it stopped. Send the message again or rerun it.' };
+    let closed = 0;
+    for (const message of lost) {
+      const claimed = await em.nativeUpdate(Message, { id: message.id, status: 'streaming', heartbeatAt: message.heartbeatAt }, { status: 'error', error: body, heartbeatAt: null, updatedAt: new Date() });
+      if (!claimed) continue;
+      closed++;
+      await this.notify({ conversation: message.conversation, members: this.conversations.memberIds(message.conversation) }, 'error', message.id, body);
+    }
+    if (closed) this.log.warn({ messages: closed }, 'conversation turns cut by a stopped process were marked failed');
+    return closed;
   }
 
   /** The conversation as the model reads it: the bot's prompt, then every finished message before `uptoId`. */

@@ -7,6 +7,8 @@ import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { DeviceTokenService } from './device-token.service.js';
 import { AiModelService } from '../../ai/services/ai-model.service.js';
 import type { AiModel } from '../../ai/entities/ai-model.entity.js';
+import type { AiTool } from '../../ai/entities/ai-tool.entity.js';
+import { AiToolService } from '../../ai/services/ai-tool.service.js';
 import { devResources, type DevInput, type DevResourceType, type OwnedEntity } from '../resource-types.js';
 
 /**
@@ -20,6 +22,7 @@ export class DeveloperResourceService {
     @inject(idsServiceIdentifier) private readonly ids: Ids,
     @inject(DeviceTokenService) private readonly deviceTokens: DeviceTokenService,
     @inject(AiModelService) private readonly models: AiModelService,
+    @inject(AiToolService) private readonly tools: AiToolService,
   ) {}
 
   async list(em: EntityManager, type: DevResourceType, ownerId: string, page: Paging): Promise<{ items: OwnedEntity[]; total: number }> {
@@ -48,6 +51,7 @@ export class DeveloperResourceService {
     } as never);
     // AI model secrets are encrypted before they reach the database, whichever API writes them.
     if (type === 'model') this.sealModel(entity as unknown as AiModel, null);
+    if (type === 'tool') this.sealTool(entity as unknown as AiTool, null);
     await em.flush();
     return entity;
   }
@@ -55,14 +59,23 @@ export class DeveloperResourceService {
   async update(em: EntityManager, type: DevResourceType, ownerId: string, id: string, input: DevInput): Promise<OwnedEntity> {
     const entity = await this.get(em, type, ownerId, id);
     const previousConf = type === 'model' ? (entity as unknown as AiModel).conf : null;
+    const previousTool = type === 'tool' ? { conf: (entity as unknown as AiTool).conf, actions: (entity as unknown as AiTool).actions } : null;
     devResources[type].apply(entity, input);
     if (type === 'model' && input.config !== undefined) this.sealModel(entity as unknown as AiModel, previousConf);
+    if (type === 'tool') this.sealTool(entity as unknown as AiTool, previousTool);
     await em.flush();
     return entity;
   }
 
   private sealModel(model: AiModel, previous: Record<string, unknown> | null): void {
     model.conf = this.models.prepareConf(model.service, model.conf, previous);
+  }
+
+  /** Tool secrets (header values, secret-looking keys) are encrypted like model secrets. */
+  private sealTool(tool: AiTool, previous: Pick<AiTool, 'conf' | 'actions'> | null): void {
+    const sealed = this.tools.seal(tool.conf ?? {}, tool.actions ?? [], previous);
+    tool.conf = sealed.conf;
+    tool.actions = sealed.actions;
   }
 
   async remove(em: EntityManager, type: DevResourceType, ownerId: string, id: string): Promise<void> {
