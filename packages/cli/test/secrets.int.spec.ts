@@ -103,4 +103,19 @@ describe('trellis start without configured secrets, twice on one SQLite file', (
     expect((await json(`${server.url}/auth/me`, { token })).status).toBe(200);
     await server.stop();
   });
+
+  it('with ai.encryption.onUnreadable=clear, drops the secrets no key opens and starts', async () => {
+    await rename(secretsFile, `${secretsFile}.lost`);
+    const server = await startCli(['--port', '0', '--database', `sqlite:${database}`, '--transport', 'node'], { cwd: dir.path, env: { TRELLIS__AI__ENCRYPTION__ON_UNREADABLE: 'clear' } });
+    try {
+      expect(logLines(server.stderr()).find((line) => String(line['msg']).includes('were removed (ai.encryption.onUnreadable=clear)'))).toMatchObject({ level: 40, models: [modelId] });
+      // A new secrets file means a new JWT secret: sign in again; the model is there, without its key.
+      const login = await json(`${server.url}/auth/login`, { method: 'POST', body: { email: 'keep@example.com', password: 'correct horse battery' } });
+      const model = await json(`${server.url}/ai/models/${modelId}`, { token: login.body.token ?? login.body.accessToken });
+      expect(model.status).toBe(200);
+      expect(model.body.conf).toEqual({ model: 'gpt-4o-mini' });
+    } finally {
+      await server.stop();
+    }
+  });
 });
