@@ -19,6 +19,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { request } from './lib.mjs';
 
@@ -105,7 +106,7 @@ for (let i = 0; i < 20; i++) await run(victim, trivial);
 const alone = await victimRuns();
 
 // The flood.
-global.gc?.();
+globalThis.gc?.();
 const rssBefore = process.memoryUsage().rss;
 let rssPeak = rssBefore;
 let healthMax = 0;
