@@ -54,6 +54,11 @@ describe('mcp tool actions against a real MCP server (Streamable HTTP)', () => {
   beforeAll(async () => {
     http = createServer(async (req, res) => {
       calls++;
+      if (req.url === '/broken') {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end('internal detail: postgres://admin:hunter2@db.internal/prod');
+        return;
+      }
       const server = mcpServer();
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
       res.on('close', () => {
@@ -90,6 +95,15 @@ describe('mcp tool actions against a real MCP server (Streamable HTTP)', () => {
     expect(await tools.call([calc], 'Calc__loud', { text: 'hi' })).toBe('HI');
     expect(calls).toBeGreaterThan(before);
     await expect(tools.call([calc], 'Calc__bad', {})).rejects.toMatchObject({ code: 'tool_call_failed', status: 502, message: expect.stringContaining('it broke') });
+  });
+
+  it('names the HTTP status of a failing MCP server without repeating its body', async () => {
+    const broken = url.replace('/mcp', '/broken');
+    const error = await service(['127.0.0.1'])
+      .call([tool(broken, [{ name: 'sum', type: 'mcp', conf: { url: broken, tool: 'add' } }])], 'Calc__sum', { a: 1, b: 1 })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: 'tool_call_failed', status: 502, message: expect.stringContaining('HTTP 500') });
+    expect((error as Error).message).not.toContain('hunter2');
   });
 
   it.each(loopbackHostForms)('refuses an MCP server at the loopback written %s, before connecting', async (host) => {
