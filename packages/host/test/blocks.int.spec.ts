@@ -469,7 +469,8 @@ describe.each(testDatabases())('blocks on $name', (db) => {
       await expect(call(deploymentCallerOf({ principal: null, headers: {} }))).rejects.toMatchObject({ code: 'authentication_required' });
       await expect(call({ principal: principal(outsider.userId), deploymentToken })).resolves.toMatchObject({ id: block.id });
       await expect(call({ principal: null, deploymentToken: `${deploymentToken}x` })).rejects.toMatchObject({ code: 'authentication_required' });
-      await expect(call({ principal: principal(outsider.userId) })).rejects.toMatchObject({ code: 'deployment_access_denied' });
+      // Without the token an outsider learns nothing: the 404 of private and team deployments.
+      await expect(call({ principal: principal(outsider.userId) })).rejects.toMatchObject({ code: 'block_not_found' });
       await expect(call({ principal: principal(member.userId) })).resolves.toMatchObject({ id: block.id });
       const rotated = await t.request('PUT', `/block/${block.id}/deployment`, { token: owner.token, body: { rotateToken: true } });
       expect(rotated.body.deploymentToken).toMatch(/^trd_/);
