@@ -37,9 +37,15 @@ export function withKeepAlive<T extends string | Uint8Array>(body: AsyncIterable
           }
         },
         async return(value?: unknown) {
-          // A read still pending settles on its own; its failure has nobody left to tell.
-          pending?.catch(() => undefined);
+          const reading = pending;
           pending = null;
+          if (reading) {
+            // A read still pending (a keep-alive went out meanwhile): the body's generator closes
+            // once that read settles; the caller need not wait for it, nor hear of its failure.
+            reading.catch(() => undefined);
+            void Promise.resolve(inner.return?.(value)).catch(() => undefined);
+            return { done: true, value: undefined };
+          }
           return (await inner.return?.(value)) ?? { done: true, value: undefined };
         },
       };

@@ -830,7 +830,7 @@ export class RunService {
     const changed = await em.nativeUpdate(
       Run,
       { id: run.id, status: 'waiting', cancelRequested: false },
-      { status: 'queued', answer, heartbeatAt: now, deadlineAt: new Date(now.getTime() + run.timeoutSeconds * 1000), updatedAt: now },
+      { status: 'queued', answer: answer === undefined ? null : answer, heartbeatAt: now, deadlineAt: new Date(now.getTime() + run.timeoutSeconds * 1000), updatedAt: now },
     );
     if (!changed) {
       const current = await em.findOne(Run, { id: run.id }, { refresh: true, fields: ['status', 'cancelRequested'] });
