@@ -233,6 +233,10 @@ export class RunService {
       if (earlier) return earlier;
     }
     const timeoutSeconds = input.timeoutSeconds ?? Math.min(this.config.defaultTimeoutSeconds, this.config.maxTimeoutSeconds);
+    // The routes refuse other values; a caller from code gets the same answer (the column is an integer).
+    if (!Number.isSafeInteger(timeoutSeconds) || timeoutSeconds < 1) {
+      throw new TrellisError('bad_request', 'validation_failed', 'timeout must be a whole number of seconds, at least 1.', { details: [{ field: 'timeout', constraint: 'isInt', message: 'must be an integer of at least 1' }] });
+    }
     if (timeoutSeconds > this.config.maxTimeoutSeconds) throw runErrors.timeoutTooLarge(timeoutSeconds, this.config.maxTimeoutSeconds);
     let content: unknown;
     try {
