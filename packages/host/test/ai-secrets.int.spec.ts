@@ -27,7 +27,7 @@ describe.each(testDatabases())('AI secrets in headers and secret-looking keys on
       weather = await startWeatherServer();
       t = await startTestHost(db, transport, {
         adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider({ retry: { maxRetries: 0 } })])],
-        config: { ai: { tools: { allowPrivateNetworks: true } } },
+        config: { network: { allowPrivateNetworks: ['127.0.0.1'] } },
       });
     });
     afterAll(async () => {
@@ -143,6 +143,7 @@ describe.each(testDatabases())('provider errors in the logs on $name', (db) => {
     wire = await new OpenAiWireServer({ apiKey: HEADER_KEY }).start();
     t = await startTestHost(db, 'node', {
       adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider({ retry: { maxRetries: 0 } })])],
+      config: { network: { allowPrivateNetworks: ['127.0.0.1'] } },
       logger: pino({ level: 'info' }, new Writable({ write: (chunk, _enc, done) => (lines.push(String(chunk)), done()) })),
     });
   });
