@@ -42,7 +42,9 @@ export const isAbortError = (error: unknown): boolean =>
 export function retryAfterSeconds(headers: Record<string, string | undefined> | Headers | undefined, now = Date.now()): number | null {
   if (!headers) return null;
   const get = (name: string): string | undefined => {
-    if (headers instanceof Headers) return headers.get(name) ?? undefined;
+    // Any Fetch API `Headers` (the global one, or undici's when the network guard's fetch made the
+    // request: a different class, so `instanceof Headers` would miss it).
+    if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
     const record = headers as Record<string, string | undefined>;
     return record[name] ?? record[name.toLowerCase()];
   };
