@@ -13,7 +13,7 @@ describe.each(testDatabases())('a conversation turn cut by a crash on $name', (b
   let a: TestHost;
   let b: TestHost | undefined;
   let wire: OpenAiWireServer;
-  const config = (staleAfterMs: number) => ({ ai: { turns: { heartbeatMs: 100, staleAfterMs } } });
+  const config = (staleAfterMs: number) => ({ ai: { turns: { heartbeatMs: 100, staleAfterMs } }, network: { allowPrivateNetworks: ['127.0.0.1'] } });
 
   beforeAll(async () => {
     wire = await new OpenAiWireServer({ apiKey: 'sk-recovery' }).start();

@@ -101,7 +101,8 @@ describe.each(testDatabases())('robustness on $name', (db) => {
   /** Properties of a body schema a client may leave out. */
   const optionalFields = (schema: any): string[] => Object.keys(schema.properties ?? {}).filter((name) => !(schema.required ?? []).includes(name));
   /** Whether a property's schema admits `null` (documented nullable). */
-  const acceptsNull = (property: any): boolean => property?.type === 'null' || (property?.anyOf ?? []).some((option: any) => option.type === 'null');
+  const acceptsNull = (property: any): boolean =>
+    property?.type === 'null' || (Array.isArray(property?.type) && property.type.includes('null')) || (property?.anyOf ?? []).some((option: any) => option.type === 'null');
 
   const pathFor = (path: string, value: (name: string) => string) => path.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => encodeURIComponent(value(name)));
 

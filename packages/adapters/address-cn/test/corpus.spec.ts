@@ -55,7 +55,10 @@ function build(kind: string, [code, district]: [string, string], parts: { provin
     () => `${region} ${detail}${sep()}${phoneText}${sep()}${name}`,
     () => `${name}${phoneText}${region}${detail}`,
   ];
-  return { text: pick(layouts)(), kind, expected: { name, phone, province, city, district, detail } };
+  // The parser names a municipality in full at both levels (province and city `北京市`).
+  const municipality = ({ '11': '北京市', '12': '天津市', '31': '上海市', '50': '重庆市' } as Record<string, string>)[code.slice(0, 2)];
+  const expected = municipality ? { province: municipality, city: municipality } : { province, city };
+  return { text: pick(layouts)(), kind, expected: { name, phone, ...expected, district, detail } };
 }
 
 function corpus(): Case[] {

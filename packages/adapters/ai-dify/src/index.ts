@@ -161,7 +161,8 @@ export class DifyProvider implements AiProvider<DifyConf> {
       signal: request.signal,
     }).catch((error: unknown) => {
       if (request.signal?.aborted || isAbortError(error)) throw error;
-      throw aiErrors.unavailable(`${vendor} could not be reached: ${describe(error)}`, error);
+      // The network guard refused the address: said as such (destination_refused), never retried.
+      throw refusalOf(error) ?? aiErrors.unavailable(`${vendor} could not be reached: ${describe(error)}`, error);
     });
     if (!response.ok) {
       const text = await response.text().catch(() => '');

@@ -242,7 +242,7 @@ export function dtoSchema(dto: ClassType, ref: (dto: ClassType) => JsonSchema = 
     if (doc?.schema) Object.assign(schema, doc.schema);
     if (doc?.description) schema.description = doc.description;
     if (doc?.example !== undefined) schema.examples = [doc.example];
-    if (doc?.nullable) schema = { anyOf: [schema, { type: 'null' }], ...(schema.description ? { description: schema.description } : {}) };
+    if (doc?.nullable) schema = withNull(schema);
     properties[name] = schema;
     if (!optional) required.push(name);
   }
@@ -335,4 +335,16 @@ function applyConstraint(schema: JsonSchema, name: string, c: any[]): void {
     default:
       break;
   }
+}
+
+/**
+ * A property schema that also admits `null`: `null` joins its `type` where it has one (the plain
+ * OpenAPI 3.1 form, which every renderer reads), else the schema (a `$ref`) becomes `anyOf` with `null`.
+ */
+function withNull(schema: Record<string, unknown>): Record<string, unknown> {
+  if (Array.isArray(schema['enum']) && !schema['enum'].includes(null)) schema = { ...schema, enum: [...schema['enum'], null] };
+  const type = schema['type'];
+  if (typeof type === 'string') return type === 'null' ? schema : { ...schema, type: [type, 'null'] };
+  if (Array.isArray(type)) return type.includes('null') ? schema : { ...schema, type: [...type, 'null'] };
+  return { anyOf: [schema, { type: 'null' }], ...(schema['description'] ? { description: schema['description'] } : {}) };
 }
