@@ -94,13 +94,7 @@ export class HttpDispatcher {
 
   /** The 413 a transport sends when a body exceeds the limit, in the route's error shape. */
   payloadTooLarge(request: KernelRequest): KernelResponse {
-    const error = new TrellisError('payload_too_large', 'payload_too_large', `The request body exceeds the limit of ${this.bodyLimitFor(request.method, request.path)} bytes.`);
-    const route = this.routeOf(request);
-    const response = this.errorResponse(request, error, this.requestId(request), route);
-    const observation = this.deps.observer?.begin(request);
-    if (route) observation?.matched(route);
-    observation?.end(response);
-    return response;
+    return this.refuse(request, new TrellisError('payload_too_large', 'payload_too_large', `The request body exceeds the limit of ${this.bodyLimitFor(request.method, request.path)} bytes.`));
   }
 
   /**
@@ -117,7 +111,11 @@ export class HttpDispatcher {
    * admission limits), in the route's error shape, with `Retry-After`.
    */
   overloaded(request: KernelRequest, message: string, retryAfterSeconds: number): KernelResponse {
-    const error = new TrellisError('unavailable', 'overloaded', message, { expose: true, headers: { 'retry-after': String(retryAfterSeconds) } });
+    return this.refuse(request, new TrellisError('unavailable', 'overloaded', message, { expose: true, headers: { 'retry-after': String(retryAfterSeconds) } }));
+  }
+
+  /** An error answer a transport sends before dispatch (the request never reaches a handler), observed like any other. */
+  private refuse(request: KernelRequest, error: TrellisError): KernelResponse {
     const route = this.routeOf(request);
     const response = this.errorResponse(request, error, this.requestId(request), route);
     const observation = this.deps.observer?.begin(request);
