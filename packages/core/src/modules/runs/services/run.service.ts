@@ -8,7 +8,8 @@ import type { Page, Paging } from '../../../kernel/http/dto/paging.js';
 import { pageOf } from '../../../kernel/http/dto/paging.js';
 import type { Kernel } from '../../../kernel/kernel.js';
 import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
-import { entityManagerServiceIdentifier, kernelServiceIdentifier, loggerServiceIdentifier } from '../../../kernel/tokens.js';
+import { entityManagerServiceIdentifier, hooksServiceIdentifier, kernelServiceIdentifier, loggerServiceIdentifier } from '../../../kernel/tokens.js';
+import type { Hooks, TrellisHooks } from '../../../kernel/hooks.js';
 import { aiGatewayServiceIdentifier } from '../../../ports/ai-provider.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { codeSandboxServiceIdentifier } from '../../../ports/code-sandbox.js';
@@ -31,6 +32,8 @@ import { runErrors, runFailure } from '../errors.js';
 import type { RunsConfig } from '../runs.config.js';
 import { runsConfigServiceIdentifier } from '../tokens.js';
 import { finishRun, insertRun, readRunResult, type RunResultFields } from '../queries.js';
+import type { RunHookSubject } from '../hooks.js';
+import '../hooks.js';
 import { followRun, followRunBatches, LocalEventSink, runControlTopic, SEQ_BLOCK, StoredEventSink, type RunEventRecord, type RunEventText } from './event-log.js';
 import { GroupCommit, RunAlone } from '../../../kernel/group-commit.js';
 import { InProcessRunQueue } from './in-process-run-queue.js';
@@ -129,6 +132,16 @@ export interface DocumentRunBody {
 
 const activeStatuses: RunStatus[] = ['queued', 'running'];
 
+const subjectOf = (run: Run): RunHookSubject => ({
+  runId: run.id,
+  documentId: run.documentId,
+  projectId: run.projectId,
+  teamId: run.teamId,
+  userId: run.userId,
+  source: run.source,
+  version: run.version,
+});
+
 /** The credit hold of a run failed (told apart from a failure to store the run). */
 class HoldFailed extends Error {
   constructor(override readonly cause: unknown) {
@@ -183,6 +196,7 @@ export class RunService {
     @inject(kernelServiceIdentifier) private readonly kernel: Kernel,
     @inject(loggerServiceIdentifier) log: Logger,
     @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
   ) {
     this.log = log.child({ module: 'runs' });
     const executors: BlockExecutor[] = [
@@ -637,6 +651,7 @@ export class RunService {
       if (!claimed) return null;
       Object.assign(run, { attempt, startedAt, deadlineAt });
     }
+    if (run.attempt === 1) await this.notify('run.started', subjectOf(run));
     const state = this.stateOf(run);
     const sink = StoredEventSink.reserved(this.group, this.pubsub, this.sql, run, this.config.flushIntervalMs);
     const cancel = new AbortController();
@@ -658,6 +673,7 @@ export class RunService {
       if (!terminalRunStatuses.has(state.status)) await this.group.run((tx) => tx.nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { seqCeiling: sink.lastSeq }), { atomic: true, concurrent: true });
       if (state.status === 'running' || state.status === 'queued') return null;
       const durationMs = persistence.durationMs ?? this.clock.nowMs() - state.startedAt;
+      await this.notifyEnd(run, state, durationMs);
       return {
         runId: run.id,
         documentId: run.documentId,
@@ -814,6 +830,25 @@ export class RunService {
     }
     await sink.close();
     await this.fork().nativeUpdate(Run, { id: run.id, attempt: fresh.attempt }, { seqCeiling: sink.lastSeq });
+    await this.notifyEnd(fresh, state, this.clock.nowMs() - state.startedAt);
+  }
+
+  /** Fires `run.finished` or `run.waiting` for a run that ended or paused with `state`. */
+  private async notifyEnd(run: Run, state: RunState, durationMs: number): Promise<void> {
+    const subject = subjectOf(run);
+    if (state.status === 'waiting' && state.waiting) await this.notify('run.waiting', { ...subject, ...state.waiting });
+    else if (state.status === 'completed' || state.status === 'failed' || state.status === 'timed_out' || state.status === 'cancelled') {
+      await this.notify('run.finished', { ...subject, status: state.status, output: state.output ?? null, error: state.error, usage: state.usage, durationMs });
+    }
+  }
+
+  /** Runs a hook's handlers after the fact: a failing handler is logged and changes nothing. */
+  private async notify<K extends 'run.started' | 'run.waiting' | 'run.finished'>(name: K, payload: TrellisHooks[K]): Promise<void> {
+    try {
+      await this.hooks.emit(name, payload);
+    } catch (error) {
+      this.log.error({ err: error, hook: name, runId: payload.runId }, 'a run hook failed');
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
