@@ -17,6 +17,8 @@ const host = createHost({
     realtime: { maxConnectionsPerUser: 100_000, maxConnectionsPerTarget: 100_000 },
     billing: { plans: { free: { name: 'Free', rank: 0, monthlyCredits: 1_000_000_000, monthlyPrice: 0, yearlyPrice: 0 } } },
     ai: { pricing: { default: { input: 0, output: 0 } } },
+    // The fake model the conversation sends reach listens on loopback (in the generator).
+    network: { allowPrivateNetworks: ['127.0.0.1'] },
     log: { level: 'error' },
   },
   adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])],

@@ -46,6 +46,20 @@ describe.each(testDatabases())('user-channel notices on $name', (db) => {
       }
     });
 
+    it('tells each older socket of a sign-in once, the first time it is superseded (n sockets cost n notices, not n²)', async () => {
+      const user = await t.register(undefined, 'correct horse battery staple');
+      const sockets = await Promise.all([0, 1, 2, 3].map(() => WsProbe.open(wss(user.token))));
+      try {
+        for (const socket of sockets) expect((await socket.request('auth', { token: user.token })).result).toMatchObject({ status: 'authenticated' });
+        for (const socket of sockets.slice(0, 3)) expect(await socket.next((m) => m.method === 'status')).toMatchObject({ params: { type: 'session_replaced' } });
+        // A ping answered after every auth: anything else queued for a socket is here by now.
+        for (const socket of sockets) expect((await socket.request('ping')).result).toBe('pong');
+        for (const socket of sockets) expect(socket.pending()).toEqual([]);
+      } finally {
+        for (const socket of sockets) socket.close();
+      }
+    });
+
     it('tells every member of a team when a charge takes its balance below billing.creditLowThreshold (system credit_low), once', async () => {
       const { teamId, owner, plain } = await sharedTeam(t);
       const outsider = await t.register();

@@ -72,10 +72,11 @@ export class ConnectionRegistry {
     }
   }
 
-  /** The other sockets of the same user, application or device in this process. */
-  peers(connection: TrackedConnection): TrackedConnection[] {
+  /** The other sockets of the same user, application or device in this process (read as they are: no copy). */
+  *peers(connection: TrackedConnection): Iterable<TrackedConnection> {
     const set = this.byTarget.get(`${connection.kind}:${connection.targetId}`);
-    return set ? [...set].filter((other) => other !== connection) : [];
+    if (!set) return;
+    for (const other of set) if (other !== connection) yield other;
   }
 
   /** Closes every socket that authenticated with this credential. */

@@ -93,6 +93,8 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
   /** Messages that arrive while an `auth` is being processed wait for it. */
   private gate?: Promise<void>;
   private closed = false;
+  /** A newer socket of the same sign-in was announced to this one (`session_replaced`, sent once). */
+  private superseded = false;
   private cleaned = false;
   private readonly openedAt = Date.now();
   private lastActivity = this.openedAt;
@@ -444,15 +446,17 @@ export class RealtimeSession implements ChannelSession, TrackedConnection, PushS
   /**
    * A newer user-channel socket of the same sign-in (same credential) in this process: the older
    * ones hear that they were superseded, a `status` notice of their own (no `seq`: it is about the
-   * socket, not the user's stream of pushes). They stay open; the client decides.
+   * socket, not the user's stream of pushes). They stay open; the client decides. Each socket hears
+   * it once, the first time it is superseded: n sockets of one sign-in cost n notices, not n².
    */
   private replaceSession(): void {
     const key = this.sessionKey;
     if (!key || !this.env.registry.peers) return;
     let frame: string | undefined;
     for (const peer of this.env.registry.peers(this)) {
-      if (!(peer instanceof RealtimeSession) || peer.closed || !peer.attachment || peer.sessionKey !== key) continue;
+      if (!(peer instanceof RealtimeSession) || peer.superseded || peer.closed || !peer.attachment || peer.sessionKey !== key) continue;
       frame ??= JSON.stringify({ jsonrpc: '2.0', method: 'status', params: { type: 'session_replaced', timestamp: Date.now() } });
+      peer.superseded = true;
       peer.send(frame);
     }
   }
