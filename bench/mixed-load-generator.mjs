@@ -45,12 +45,14 @@ await new Promise((resolve) => model.listen(0, '127.0.0.1', resolve));
 
 // ---- idle sockets -----------------------------------------------------------------------------
 const sockets = [];
-async function openIdle(url, token, count) {
+async function openIdle(url, tokens, count) {
+  let next = 0;
   let opened = 0;
   let failed = 0;
   let firstFailure;
   const one = () =>
     new Promise((resolve) => {
+      const token = tokens[next++ % tokens.length];
       const ws = new WebSocket(`${url}?token=${encodeURIComponent(token)}`, { perMessageDeflate: false });
       ws.once('open', () => ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'auth', params: { token } })));
       ws.once('message', () => {
@@ -216,7 +218,7 @@ process.on('message', async (message) => {
     if (message.op === 'idle') {
       // The sockets of a previous host are gone with it.
       for (const ws of sockets.splice(0)) ws.terminate();
-      process.send({ op: 'idle', ...(await openIdle(message.url, message.token, message.count)) });
+      process.send({ op: 'idle', ...(await openIdle(message.url, message.tokens, message.count)) });
     } else if (message.op === 'step') process.send({ op: 'step', result: await step({ ...message, plan: mix(message.state) }) });
     else if (message.op === 'close') {
       for (const ws of sockets) ws.terminate();

@@ -12,7 +12,8 @@
 //                 under way (a send finding all busy counts as dropped), answered by a
 //                 fake OpenAI-compatible model in the generator process
 //
-// Each request has a --timeout deadline. The generator is its own process (the host's CPU is the
+// The idle sockets are spread over 100 other users (a user's pushes reach all of their sockets;
+// the load's user holds none). Each request has a --timeout deadline. The generator is its own process (the host's CPU is the
 // host's), bounded in count (at most 20,000 outstanding) and time (the steps), loopback only.
 //
 // Baselines, measured in the same run: each kind's latency at 20 req/s of the mix (little
@@ -104,7 +105,7 @@ async function prepare(path) {
     config: {
       server: { host: '127.0.0.1', port: 0, transport: 'node' },
       database: { url: `sqlite:${path}` },
-      auth: { jwtSecret: secret },
+      auth: { jwtSecret: secret, rateLimit: { perIp: 1_000_000_000, perAccount: 1_000_000_000 } },
       log: { level: 'error' },
     },
     adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])],
@@ -129,6 +130,10 @@ async function prepare(path) {
     const bot = await call('POST', '/bot', { name: 'bench', conf: { modelId: modelRow.id } }, token);
     const conversations = [];
     for (let i = 0; i < 200; i++) conversations.push((await call('POST', '/conversation', { name: `load ${i}`, botId: bot.id }, token)).id);
+    // The idle sockets belong to other users than the one the load acts as (as on a real host:
+    // people with a tab open), so the load's pushes (conversation deltas) reach none of them.
+    const idleTokens = [];
+    for (let i = 0; i < Math.min(100, Math.max(1, idleSockets)); i++) idleTokens.push((await call('POST', '/auth/register', { email: `idle-${i}@example.com`, password: 'correct horse battery' })).token);
 
     // The collection's other records go straight into the table (random unit vectors of its
     // dimension): the host's vector store brings its index up to date when it starts.
@@ -150,7 +155,7 @@ async function prepare(path) {
       }
       await em.getConnection().execute(`INSERT INTO tool_vdb_records (id, collection_id, content, tags, metadata, embedding, dimension, created_at, updated_at) VALUES ${values.join(', ')}`, params);
     }
-    return { token, projectId: project.id, documents, blockId: block.id, collection, conversations, dimension };
+    return { token, idleTokens, projectId: project.id, documents, blockId: block.id, collection, conversations, dimension };
   } finally {
     await host.stop();
   }
@@ -227,7 +232,7 @@ try {
     console.log(`\n${mode}: server.admission ${JSON.stringify(admissionFor(mode))} (host up in ${(host.startMs / 1000).toFixed(1)} s, vector index synced)`);
     try {
       t0 = performance.now();
-      const idle = await ask({ op: 'idle', url: `${host.url.replace(/^http/, 'ws')}/v3/wss`, token: state.token, count: idleSockets });
+      const idle = await ask({ op: 'idle', url: `${host.url.replace(/^http/, 'ws')}/v3/wss`, tokens: state.idleTokens, count: idleSockets });
       console.log(`  ${idle.opened} idle sockets authenticated in ${((performance.now() - t0) / 1000).toFixed(1)} s${idle.failed ? ` (${idle.failed} failed, the first: ${idle.firstFailure})` : ''}; host RSS ${usage(host.child.pid).rss.toFixed(0)} MB`);
       // Baseline 1: each kind's latency with little contention.
       const alone = await ask({ op: 'step', base: host.url, rate: 20, seconds: 4, timeoutMs, state });
