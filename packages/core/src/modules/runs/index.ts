@@ -16,4 +16,5 @@ export { attrIssue, optionalText } from './blocks/attrs.js';
 export { BlockKinds } from './blocks/registry.js';
 export { blockKindModule } from './blocks/module.js';
 export { builtinBlockKinds } from './blocks/kinds/index.js';
+export { renderTemplate, renderValue, renderDeep } from './blocks/template.js';
 export { runResultSchema, runRecordSchema, runPageSchema, runSessionSchema, runEventSchema } from './schemas.js';
