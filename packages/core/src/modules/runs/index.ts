@@ -9,6 +9,12 @@ export { eventData, followRun, followRunBatches, runEventsTopic, runControlTopic
 export { runReply, runResponseSpec, sseOf, ndjsonOf, sseFrames, ndjsonLines } from './routes.js';
 export { toRunView } from './views.js';
 export { runErrors, runFailure } from './errors.js';
-export { blockNodeTypes, inputTypes, parseWorkflow, inputDefinitions, validateInputs, type BlockKind, type WorkflowBlock, type InputDefinition, type InputType } from './blocks/workflow.js';
+export { blockNodeTypes, inputTypes, parseWorkflow, inputDefinitions, validateInputs, type BlockKind, type BuiltinBlockKind, type WorkflowBlock, type InputDefinition, type InputType } from './blocks/workflow.js';
 export type { BlockExecutor, BlockIo, BlockOutcome } from './blocks/executor.js';
+export { blockKindServiceIdentifier, defineBlockKind, type AttrIssue, type BlockKindDefinition, type BlockKindServices } from './blocks/kind.js';
+export { attrIssue, optionalText } from './blocks/attrs.js';
+export { BlockKinds } from './blocks/registry.js';
+export { blockKindModule } from './blocks/module.js';
+export { builtinBlockKinds } from './blocks/kinds/index.js';
+export { renderTemplate, renderValue, renderDeep } from './blocks/template.js';
 export { runResultSchema, runRecordSchema, runPageSchema, runSessionSchema, runEventSchema } from './schemas.js';

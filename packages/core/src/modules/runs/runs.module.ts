@@ -10,6 +10,9 @@ import { RunSchema } from './entities/run.entity.js';
 import { migrations } from './migrations/index.js';
 import { projectRunsServiceIdentifier, type ProjectRunSummary } from '../blocks/project-runs.js';
 import { blockRunRoutes } from './block-routes.js';
+import { blockKindServiceIdentifier } from './blocks/kind.js';
+import { builtinBlockKinds } from './blocks/kinds/index.js';
+import { BlockKinds } from './blocks/registry.js';
 import { runRoutes } from './routes.js';
 import { toRunView } from './views.js';
 import { runsConfigSchema, type RunsConfig } from './runs.config.js';
@@ -42,6 +45,11 @@ export const runsModule = defineModule({
           ...(config.sandboxWorkersPerTeam ? { workersPerTenant: config.sandboxWorkersPerTeam } : {}),
         }),
       );
+      // Block kinds: the built-in ones here; any module may bind more (see blocks/module.ts).
+      for (const kind of builtinBlockKinds) bind(blockKindServiceIdentifier).toConstantValue(kind);
+      bind(BlockKinds)
+        .toDynamicValue((context) => new BlockKinds(context.getAll(blockKindServiceIdentifier)))
+        .inSingletonScope();
       bind(RunService).toSelf();
       bind(projectRunsServiceIdentifier).toDynamicValue((context) => {
         const runs = context.get(RunService);

@@ -35,8 +35,12 @@ export type BlockOutcome =
   /** An ask block: the run waits for an answer to `question`. */
   | { wait: { question: string } };
 
-/** One kind of block. Every kind (input, LLM, code, tool, ask, output) runs behind this interface. */
-export interface BlockExecutor {
+/**
+ * One kind of block. Every kind (input, LLM, code, tool, ask, output, and any a package registers)
+ * runs behind this interface; `A` is the type of its attrs, already checked against the kind's
+ * schema when the workflow was parsed.
+ */
+export interface BlockExecutor<A = Record<string, unknown>> {
   readonly kind: BlockKind;
-  execute(block: WorkflowBlock, io: BlockIo): Promise<BlockOutcome>;
+  execute(block: WorkflowBlock<A>, io: BlockIo): Promise<BlockOutcome>;
 }

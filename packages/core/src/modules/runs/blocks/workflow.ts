@@ -1,31 +1,35 @@
 import type { ValidationIssue } from '../../../kernel/errors.js';
 import type { RichNode } from '../../documents/content/rich-text.js';
+import { askKind } from './kinds/ask.js';
+import { codeKind } from './kinds/code.js';
+import { builtinBlockKindRegistry } from './kinds/index.js';
+import { inputKind, inputTypes, type InputAttrs, type InputType } from './kinds/input.js';
+import { llmKind } from './kinds/llm.js';
+import { outputKind } from './kinds/output.js';
+import { toolKind } from './kinds/tool.js';
+import type { BlockKinds } from './registry.js';
 
-/** What a top-level block does in a run. `text` blocks are not executed but can be referenced. */
-export type BlockKind = 'input' | 'llm' | 'code' | 'tool' | 'ask' | 'output' | 'text';
+/**
+ * What a top-level block does in a run: a registered kind's name, or `text` (not executed, but
+ * referenceable). The built-in kinds are named here; a package may register others.
+ */
+export type BuiltinBlockKind = 'input' | 'llm' | 'code' | 'tool' | 'ask' | 'output' | 'text';
+export type BlockKind = BuiltinBlockKind | (string & {});
 
-/** Node types of the executable blocks (see docs/runs.md). */
+/** Node types of the built-in executable blocks (see docs/runs.md), from their kind declarations. */
 export const blockNodeTypes = {
-  input: 'inputBlock',
-  llm: 'llmBlock',
-  code: 'codeBlock',
-  tool: 'toolBlock',
-  ask: 'askBlock',
-  output: 'outputBlock',
+  input: inputKind.nodeType,
+  llm: llmKind.nodeType,
+  code: codeKind.nodeType,
+  tool: toolKind.nodeType,
+  ask: askKind.nodeType,
+  output: outputKind.nodeType,
 } as const;
 
-const kindByNodeType: Record<string, BlockKind> = {
-  inputBlock: 'input',
-  llmBlock: 'llm',
-  toolBlock: 'tool',
-  askBlock: 'ask',
-  outputBlock: 'output',
-};
+export { inputTypes, type InputType };
 
-export const inputTypes = ['string', 'number', 'integer', 'boolean', 'object', 'array'] as const;
-export type InputType = (typeof inputTypes)[number];
-
-export interface WorkflowBlock {
+/** A top-level block of a workflow; `A` is its attrs' type once checked against its kind's schema. */
+export interface WorkflowBlock<A = Record<string, unknown>> {
   index: number;
   id: string;
   /** The name other blocks use to reference this one: `attrs.name`, else `attrs.id`. */
@@ -33,7 +37,9 @@ export interface WorkflowBlock {
   /** The node type as written (`llmBlock`, `paragraph`, ...): the event's `blockType`. */
   type: string;
   kind: BlockKind;
-  attrs: Record<string, unknown>;
+  /** From the kind's declaration: no checkpoint is needed between two replayable blocks (see run-engine.ts). */
+  replayable: boolean;
+  attrs: A;
   /** The node's text (child text joined, blocks separated by new lines). */
   text: string;
   onError?: 'stop' | 'continue';
@@ -60,10 +66,11 @@ export function nodeText(node: RichNode): string {
 const NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
 /**
- * The workflow of a document: its top-level blocks in order, classified, with their checks.
- * Throws 400 `invalid_workflow` (with one detail per problem) when a block cannot run.
+ * The workflow of a document: its top-level blocks in order, classified by the registered kinds
+ * (`kinds`: the deployment's; the built-in ones by default), with their checks. Throws 400
+ * `invalid_workflow` (with one detail per problem) when a block cannot run.
  */
-export function parseWorkflow(content: unknown, fail: (details: ValidationIssue[]) => Error): WorkflowBlock[] {
+export function parseWorkflow(content: unknown, fail: (details: ValidationIssue[]) => Error, kinds: BlockKinds = builtinBlockKindRegistry): WorkflowBlock[] {
   const nodes = ((content as { content?: RichNode[] } | null)?.content ?? []) as RichNode[];
   const issues: ValidationIssue[] = [];
   const names = new Map<string, number>();
@@ -71,63 +78,27 @@ export function parseWorkflow(content: unknown, fail: (details: ValidationIssue[
     const attrs = (node.attrs ?? {}) as Record<string, unknown>;
     const id = typeof attrs.id === 'string' && attrs.id ? attrs.id : `block-${index}`;
     const name = typeof attrs.name === 'string' && attrs.name ? attrs.name : id;
-    let kind: BlockKind = kindByNodeType[node.type] ?? 'text';
-    if (node.type === 'codeBlock') {
-      const language = typeof attrs.language === 'string' ? attrs.language.toLowerCase() : '';
-      kind = language === 'javascript' || language === 'js' ? 'code' : 'text';
-    }
+    const definition = kinds.classify(node.type, attrs);
+    const kind: BlockKind = definition?.kind ?? 'text';
     const at = `content.${index}`;
-    const block: WorkflowBlock = { index, id, name, type: node.type, kind, attrs, text: nodeText(node) };
+    const block: WorkflowBlock = { index, id, name, type: node.type, kind, replayable: definition?.replayable ?? false, attrs, text: nodeText(node) };
     if (attrs.onError !== undefined) {
       if (attrs.onError === 'stop' || attrs.onError === 'continue') block.onError = attrs.onError;
       else issues.push({ field: `${at}.attrs.onError`, constraint: 'isIn', message: 'must be stop or continue' });
     }
-    if (kind !== 'text') {
+    if (definition) {
       if (!NAME.test(name)) issues.push({ field: `${at}.attrs.name`, constraint: 'pattern', message: 'a block name is a letter or _ then letters, digits, _ or - (at most 64)' });
       const seen = names.get(name);
       if (seen !== undefined) issues.push({ field: `${at}.attrs.name`, constraint: 'unique', message: `the name "${name}" is already used by block ${seen}` });
       names.set(name, index);
+      for (const issue of kinds.check(kind, attrs, block.text)) {
+        issues.push({ ...issue, field: issue.field ? `${at}.attrs.${issue.field}` : `${at}.attrs` });
+      }
     }
-    checkBlock(block, at, issues);
     return block;
   });
   if (issues.length) throw fail(issues);
   return blocks;
-}
-
-function checkBlock(block: WorkflowBlock, at: string, issues: ValidationIssue[]): void {
-  const a = block.attrs;
-  const need = (key: string, ok: boolean, message: string) => {
-    if (!ok) issues.push({ field: `${at}.attrs.${key}`, constraint: 'required', message });
-  };
-  switch (block.kind) {
-    case 'input':
-      need('name', typeof a.name === 'string' && a.name.length > 0, 'an input block needs a name');
-      if (a.type !== undefined && !(inputTypes as readonly string[]).includes(a.type as string)) {
-        issues.push({ field: `${at}.attrs.type`, constraint: 'isIn', message: `must be one of ${inputTypes.join(', ')}` });
-      }
-      if (a.required !== undefined && typeof a.required !== 'boolean') issues.push({ field: `${at}.attrs.required`, constraint: 'isBoolean', message: 'must be a boolean' });
-      break;
-    case 'llm':
-      need('model', typeof a.model === 'string' && a.model.length > 0, 'an LLM block needs a model id');
-      need('prompt', (typeof a.prompt === 'string' && a.prompt.length > 0) || block.text.length > 0, 'an LLM block needs a prompt (attrs.prompt or its text)');
-      if (a.tools !== undefined && !(Array.isArray(a.tools) && a.tools.every((t) => typeof t === 'string'))) {
-        issues.push({ field: `${at}.attrs.tools`, constraint: 'isArray', message: 'must be an array of AI tool ids' });
-      }
-      break;
-    case 'tool':
-      need('tool', typeof a.tool === 'string' && a.tool.length > 0, 'a tool block needs an AI tool id');
-      need('action', typeof a.action === 'string' && a.action.length > 0, 'a tool block needs the action (function) name');
-      if (a.args !== undefined && (typeof a.args !== 'object' || a.args === null || Array.isArray(a.args))) {
-        issues.push({ field: `${at}.attrs.args`, constraint: 'isObject', message: 'must be an object' });
-      }
-      break;
-    case 'ask':
-      need('question', (typeof a.question === 'string' && a.question.length > 0) || block.text.length > 0, 'an ask block needs a question (attrs.question or its text)');
-      break;
-    default:
-      break;
-  }
 }
 
 /** The input definitions of a workflow, in order (the spec's Input Block schema). */
@@ -136,7 +107,7 @@ export function inputDefinitions(blocks: readonly WorkflowBlock[]): InputDefinit
     .filter((b) => b.kind === 'input')
     .map((b) => ({
       name: b.name,
-      type: (b.attrs.type as InputType | undefined) ?? 'string',
+      type: (b.attrs as InputAttrs).type ?? 'string',
       required: b.attrs.required === true,
       ...(b.attrs.default !== undefined ? { default: b.attrs.default } : {}),
       ...(typeof b.attrs.description === 'string' ? { description: b.attrs.description } : {}),

@@ -54,13 +54,13 @@ export interface RunPersistence {
 export class RunSuperseded extends Error {}
 export class RunCancelled extends Error {}
 
-/**
- * Blocks that are cheap to run again and touch nothing outside the run (inputs, outputs, code in
- * the sandbox, which has no I/O): no checkpoint is written between two of them. Should the
- * process die, the next attempt runs them again from the previous checkpoint, to the same result.
- * Every other block (LLM, tool, ask) starts from a checkpoint and is followed by one.
+/*
+ * Replayable blocks (`WorkflowBlock.replayable`, declared by their kind: inputs, outputs, code in
+ * the sandbox, which has no I/O) are cheap to run again and touch nothing outside the run: no
+ * checkpoint is written between two of them. Should the process die, the next attempt runs them
+ * again from the previous checkpoint, to the same result. Every other block (LLM, tool, ask)
+ * starts from a checkpoint and is followed by one.
  */
-const replayable: ReadonlySet<BlockKind> = new Set(['input', 'output', 'code']);
 /** After replayable blocks that took this long together, a checkpoint is written anyway (a retry should not redo much). */
 export const CHECKPOINT_AFTER_MS = 1_000;
 /**
@@ -259,7 +259,7 @@ export class RunEngine {
         // record), unless it took long; a block that is not replayable always starts from a checkpoint.
         await settle();
         if (reason) break;
-        if (replayable.has(block.kind) && replayable.has(next.kind) && Date.now() - savedAt < CHECKPOINT_AFTER_MS) {
+        if (block.replayable && next.replayable && Date.now() - savedAt < CHECKPOINT_AFTER_MS) {
           deferCheckpoint();
           continue;
         }

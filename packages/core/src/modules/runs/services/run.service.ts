@@ -12,7 +12,6 @@ import { entityManagerServiceIdentifier, hooksServiceIdentifier, kernelServiceId
 import type { Hooks, TrellisHooks } from '../../../kernel/hooks.js';
 import { aiGatewayServiceIdentifier } from '../../../ports/ai-provider.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
-import { codeSandboxServiceIdentifier } from '../../../ports/code-sandbox.js';
 import type { PreparedStatements, RowSink } from '../../../ports/database.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
@@ -21,11 +20,8 @@ import { CreditService } from '../../billing/services/credit.service.js';
 import { canonicalJson } from '../../documents/content/canonical-json.js';
 import { ContentError, normalizeDocument } from '../../documents/content/rich-text.js';
 import { DocumentService } from '../../documents/services/document.service.js';
-import { AskBlockExecutor, InputBlockExecutor, OutputBlockExecutor } from '../blocks/basic-executors.js';
-import { LlmBlockExecutor, ToolBlockExecutor } from '../blocks/ai-executors.js';
-import { CodeBlockExecutor } from '../blocks/code-executor.js';
-import type { BlockExecutor } from '../blocks/executor.js';
-import { inputDefinitions, parseWorkflow, validateInputs, type BlockKind, type InputDefinition, type WorkflowBlock } from '../blocks/workflow.js';
+import { BlockKinds } from '../blocks/registry.js';
+import { inputDefinitions, parseWorkflow, validateInputs, type InputDefinition, type WorkflowBlock } from '../blocks/workflow.js';
 import { RunEvent } from '../entities/run-event.entity.js';
 import { Run, terminalRunStatuses, type RunSource, type RunStatus } from '../entities/run.entity.js';
 import { runErrors, runFailure } from '../errors.js';
@@ -197,17 +193,12 @@ export class RunService {
     @inject(loggerServiceIdentifier) log: Logger,
     @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
     @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
+    @inject(BlockKinds) private readonly kinds: BlockKinds,
   ) {
     this.log = log.child({ module: 'runs' });
-    const executors: BlockExecutor[] = [
-      new InputBlockExecutor(),
-      new LlmBlockExecutor(() => this.optional(aiGatewayServiceIdentifier), config.maxToolRounds),
-      new CodeBlockExecutor(() => this.optional(codeSandboxServiceIdentifier), { timeoutMs: config.codeTimeoutMs, memoryBytes: config.codeMemoryBytes }),
-      new ToolBlockExecutor(() => this.optional(aiGatewayServiceIdentifier)),
-      new AskBlockExecutor(),
-      new OutputBlockExecutor(),
-    ];
-    this.engine = new RunEngine(new Map<BlockKind, BlockExecutor>(executors.map((e) => [e.kind, e])), {
+    // One executor per registered block kind (built-in and added by packages).
+    const executors = kinds.executors({ get: (id) => this.kernel.container.get(id), optional: (id) => this.optional(id) });
+    this.engine = new RunEngine(executors, {
       blockEvents: config.maxBlockEvents,
       blockBytes: config.maxBlockOutputBytes,
       runEvents: config.maxRunEvents,
@@ -228,7 +219,7 @@ export class RunService {
 
   /** The input definitions of a workflow (for the Block API's deployment and docs). */
   inputsOf(content: unknown): InputDefinition[] {
-    return inputDefinitions(parseWorkflow(content, runErrors.invalidWorkflow));
+    return inputDefinitions(parseWorkflow(content, runErrors.invalidWorkflow, this.kinds));
   }
 
   /**
@@ -259,7 +250,7 @@ export class RunService {
       if (!(error instanceof ContentError)) throw error;
       throw new TrellisError('bad_request', 'invalid_content', `content: ${error.message}`, { details: [{ field: `content${error.path ? `.${error.path}` : ''}`, constraint: error.reason, message: error.message }] });
     }
-    const blocks = parseWorkflow(content, runErrors.invalidWorkflow);
+    const blocks = parseWorkflow(content, runErrors.invalidWorkflow, this.kinds);
     const { values, issues } = validateInputs(input.inputDefinitions ?? inputDefinitions(blocks), input.inputs ?? {});
     if (issues.length) throw runErrors.invalidInputs(issues);
     if (!input.teamId) throw runErrors.noTeam();
@@ -698,7 +689,7 @@ export class RunService {
 
   /** The engine state of a stored run (its checkpoint). */
   private stateOf(run: Run): RunState {
-    const blocks = parseWorkflow(run.content, runErrors.invalidWorkflow);
+    const blocks = parseWorkflow(run.content, runErrors.invalidWorkflow, this.kinds);
     return {
       id: run.id,
       documentId: run.documentId,

@@ -1,14 +1,25 @@
-import { TrellisError } from '../../../kernel/errors.js';
-import type { CodeSandbox } from '../../../ports/code-sandbox.js';
-import type { BlockExecutor, BlockIo, BlockOutcome } from './executor.js';
-import type { WorkflowBlock } from './workflow.js';
+import { Type, type Static } from '@sinclair/typebox';
+import { TrellisError } from '../../../../kernel/errors.js';
+import { codeSandboxServiceIdentifier, type CodeSandbox } from '../../../../ports/code-sandbox.js';
+import { runsConfigServiceIdentifier } from '../../tokens.js';
+import type { BlockExecutor, BlockIo, BlockOutcome } from '../executor.js';
+import { defineBlockKind } from '../kind.js';
+import type { WorkflowBlock } from '../workflow.js';
+
+const languages = new Set(['javascript', 'js']);
+
+export const CodeAttrs = Type.Object({
+  /** `javascript` or `js` (any case): a code block in another language is a text block. */
+  language: Type.String(),
+});
+export type CodeAttrs = Static<typeof CodeAttrs>;
 
 /**
  * Code block (`codeBlock` with language javascript or js): its text is the body of a function run
  * in the CodeSandbox port. It sees `inputs` (by input name) and `blocks` (every earlier output and
  * text block by name); `emit(text)` streams `block_chunk`s; the return value is the output.
  */
-export class CodeBlockExecutor implements BlockExecutor {
+export class CodeBlockExecutor implements BlockExecutor<CodeAttrs> {
   readonly kind = 'code' as const;
 
   constructor(
@@ -16,7 +27,7 @@ export class CodeBlockExecutor implements BlockExecutor {
     private readonly limits: { timeoutMs: number; memoryBytes: number },
   ) {}
 
-  async execute(block: WorkflowBlock, io: BlockIo): Promise<BlockOutcome> {
+  async execute(block: WorkflowBlock<CodeAttrs>, io: BlockIo): Promise<BlockOutcome> {
     const sandbox = this.sandbox();
     if (!sandbox) {
       throw new TrellisError('unavailable', 'sandbox_not_configured', 'No CodeSandbox is bound in this deployment, so code blocks cannot run.');
@@ -47,3 +58,16 @@ export class CodeBlockExecutor implements BlockExecutor {
     }
   }
 }
+
+export const codeKind = defineBlockKind({
+  kind: 'code',
+  nodeType: 'codeBlock',
+  attrs: CodeAttrs,
+  accepts: (attrs) => typeof attrs.language === 'string' && languages.has(attrs.language.toLowerCase()),
+  // The sandbox has no I/O: running the code again gives the same result.
+  replayable: true,
+  executor: (services) => {
+    const config = services.get(runsConfigServiceIdentifier);
+    return new CodeBlockExecutor(() => services.optional(codeSandboxServiceIdentifier), { timeoutMs: config.codeTimeoutMs, memoryBytes: config.codeMemoryBytes });
+  },
+});

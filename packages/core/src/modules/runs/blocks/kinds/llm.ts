@@ -1,11 +1,23 @@
-import { TrellisError } from '../../../kernel/errors.js';
-import type { AiGateway, AiMessage, AiToolCall } from '../../../ports/ai-provider.js';
-import type { BlockExecutor, BlockIo, BlockOutcome } from './executor.js';
-import { renderDeep, renderTemplate } from './template.js';
-import type { WorkflowBlock } from './workflow.js';
+import { Type, type Static } from '@sinclair/typebox';
+import { TrellisError } from '../../../../kernel/errors.js';
+import { aiGatewayServiceIdentifier, type AiGateway, type AiMessage, type AiToolCall } from '../../../../ports/ai-provider.js';
+import { runsConfigServiceIdentifier } from '../../tokens.js';
+import { attrIssue, optionalText } from '../attrs.js';
+import type { BlockExecutor, BlockIo, BlockOutcome } from '../executor.js';
+import { defineBlockKind } from '../kind.js';
+import { renderTemplate } from '../template.js';
+import type { WorkflowBlock } from '../workflow.js';
+import { noGateway } from './gateway.js';
 
-const noGateway = () =>
-  new TrellisError('unavailable', 'ai_gateway_not_configured', 'No AI gateway is bound in this deployment (the ai module), so LLM and tool blocks cannot run.');
+export const LlmAttrs = Type.Object({
+  model: Type.String({ minLength: 1, ...attrIssue('required', 'an LLM block needs a model id') }),
+  /** The prompt's template, instead of the block's text. */
+  prompt: optionalText(),
+  system: optionalText(),
+  temperature: Type.Optional(Type.Union([Type.Number(), Type.Null()], attrIssue('isNumber', 'must be a number'))),
+  tools: Type.Optional(Type.Array(Type.String(), attrIssue('isArray', 'must be an array of AI tool ids'))),
+});
+export type LlmAttrs = Static<typeof LlmAttrs>;
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const errorCode = (error: unknown) => (error instanceof TrellisError ? error.code : 'tool_failed');
@@ -16,7 +28,7 @@ const errorCode = (error: unknown) => (error instanceof TrellisError ? error.cod
  * ids) with `tool_start`/`tool_result` events, and answers the model until it stops. The output
  * is the final text.
  */
-export class LlmBlockExecutor implements BlockExecutor {
+export class LlmBlockExecutor implements BlockExecutor<LlmAttrs> {
   readonly kind = 'llm' as const;
 
   constructor(
@@ -24,17 +36,17 @@ export class LlmBlockExecutor implements BlockExecutor {
     private readonly maxToolRounds: number,
   ) {}
 
-  async execute(block: WorkflowBlock, io: BlockIo): Promise<BlockOutcome> {
+  async execute(block: WorkflowBlock<LlmAttrs>, io: BlockIo): Promise<BlockOutcome> {
     const gateway = this.gateway();
     if (!gateway) throw noGateway();
-    const modelId = block.attrs.model as string;
-    const toolIds = (block.attrs.tools as string[] | undefined) ?? [];
-    const prompt = renderTemplate(typeof block.attrs.prompt === 'string' && block.attrs.prompt ? block.attrs.prompt : block.text, io.ctx);
+    const modelId = block.attrs.model;
+    const toolIds = block.attrs.tools ?? [];
+    const prompt = renderTemplate(block.attrs.prompt || block.text, io.ctx);
     const messages: AiMessage[] = [];
-    if (typeof block.attrs.system === 'string' && block.attrs.system) messages.push({ role: 'system', content: renderTemplate(block.attrs.system, io.ctx) });
+    if (block.attrs.system) messages.push({ role: 'system', content: renderTemplate(block.attrs.system, io.ctx) });
     messages.push({ role: 'user', content: prompt });
     const tools = toolIds.length ? await gateway.toolDefinitions({ userId: io.userId, toolIds }) : undefined;
-    const temperature = typeof block.attrs.temperature === 'number' ? block.attrs.temperature : undefined;
+    const temperature = block.attrs.temperature ?? undefined;
     let text = '';
     for (let round = 0; round < this.maxToolRounds; round++) {
       text = '';
@@ -70,24 +82,15 @@ export class LlmBlockExecutor implements BlockExecutor {
   }
 }
 
-/**
- * Tool block: calls one action (`attrs.action`) of an AI tool (`attrs.tool`) with `attrs.args`
- * (strings inside are templates), emitting `tool_start` and `tool_result`. The output is the result.
- */
-export class ToolBlockExecutor implements BlockExecutor {
-  readonly kind = 'tool' as const;
-
-  constructor(private readonly gateway: () => AiGateway | undefined) {}
-
-  async execute(block: WorkflowBlock, io: BlockIo): Promise<BlockOutcome> {
-    const gateway = this.gateway();
-    if (!gateway) throw noGateway();
-    const toolName = block.attrs.action as string;
-    const toolCallId = `${block.id}:${toolName}`;
-    const args = renderDeep(block.attrs.args ?? {}, io.ctx);
-    await io.toolStart(toolCallId, toolName);
-    const result = await gateway.callTool({ userId: io.userId, toolIds: [block.attrs.tool as string], toolName, args, signal: io.signal });
-    await io.toolResult(toolCallId, result);
-    return { output: result ?? null };
-  }
-}
+export const llmKind = defineBlockKind({
+  kind: 'llm',
+  nodeType: 'llmBlock',
+  attrs: LlmAttrs,
+  // It costs and calls out: it starts from a checkpoint and is followed by one.
+  replayable: false,
+  check: (attrs, text) =>
+    (typeof attrs.prompt === 'string' && attrs.prompt) || text
+      ? []
+      : [{ field: 'prompt', constraint: 'required', message: 'an LLM block needs a prompt (attrs.prompt or its text)' }],
+  executor: (services) => new LlmBlockExecutor(() => services.optional(aiGatewayServiceIdentifier), services.get(runsConfigServiceIdentifier).maxToolRounds),
+});

@@ -1,0 +1,14 @@
+import type { BlockKindDefinition } from '../kind.js';
+import { BlockKinds } from '../registry.js';
+import { askKind } from './ask.js';
+import { codeKind } from './code.js';
+import { inputKind } from './input.js';
+import { llmKind } from './llm.js';
+import { outputKind } from './output.js';
+import { toolKind } from './tool.js';
+
+/** The block kinds Trellis ships, which the runs module registers. */
+export const builtinBlockKinds: readonly BlockKindDefinition[] = [inputKind, llmKind, codeKind, toolKind, askKind, outputKind];
+
+/** A registry of the built-in kinds alone (tests, and code that parses without a container). */
+export const builtinBlockKindRegistry = new BlockKinds(builtinBlockKinds);
