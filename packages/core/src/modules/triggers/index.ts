@@ -1,0 +1,5 @@
+export { triggersModule } from './triggers.module.js';
+export { triggersConfigSchema, type TriggersConfig } from './triggers.config.js';
+export { signWebhook, verifyWebhook, webhookHeaders, newWebhookSecret } from './services/signature.js';
+export { webhookEvents, type WebhookEvent } from './entities/subscription.entity.js';
+export { ScheduleService } from './services/schedule.service.js';
