@@ -4,6 +4,8 @@ import type { WebhookMapping } from '../entities/webhook-trigger.entity.js';
 /** What a mapping reads from an inbound request. */
 export interface WebhookRequestParts {
   body: unknown;
+  /** The fields of a form body (null when the body is not a form). */
+  form: Record<string, string | string[]> | null;
   query: Record<string, string | string[]>;
   headers: Readonly<Record<string, string>>;
 }
@@ -20,7 +22,7 @@ export function parseBody(raw: Uint8Array, contentType: string | undefined): unk
   if (raw.byteLength === 0) return null;
   const text = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type === 'application/x-www-form-urlencoded') return fieldsOf(new URLSearchParams(text));
+  if (isForm(contentType)) return fieldsOf(new URLSearchParams(text));
   if (type === 'application/json' || type.endsWith('+json') || type === '') {
     try {
       return JSON.parse(text) as unknown;
@@ -30,6 +32,9 @@ export function parseBody(raw: Uint8Array, contentType: string | undefined): unk
   }
   return text;
 }
+
+/** Whether a content type is a URL-encoded form. */
+export const isForm = (contentType: string | undefined) => (contentType ?? '').split(';')[0]!.trim().toLowerCase() === 'application/x-www-form-urlencoded';
 
 /** The fields of a query string or form, a repeated name as an array. */
 export function fieldsOf(params: URLSearchParams): Record<string, string | string[]> {
@@ -71,7 +76,8 @@ export function mapInputs(mapping: WebhookMapping, request: WebhookRequestParts)
   for (const [input, source] of entries) {
     const [root, ...path] = source.split('.');
     let value: unknown;
-    if (root === 'body' || root === 'form') value = walk(request.body, path);
+    if (root === 'body') value = walk(request.body, path);
+    else if (root === 'form') value = request.form ? request.form[path.join('.')] : undefined;
     else if (root === 'query') value = request.query[path.join('.')];
     else if (root === 'header') value = request.headers[path.join('.').toLowerCase()];
     if (value !== undefined) inputs[input] = value;

@@ -17,7 +17,7 @@ import { triggerErrors } from '../errors.js';
 import { triggersConfigServiceIdentifier } from '../tokens.js';
 import type { TriggersConfig } from '../triggers.config.js';
 import { DeploymentRuns } from './deployment-runs.js';
-import { MAPPING_SOURCE, mapInputs, parseBody, type WebhookRequestParts } from './input-mapping.js';
+import { isForm, MAPPING_SOURCE, mapInputs, parseBody, type WebhookRequestParts } from './input-mapping.js';
 import { newWebhookSecret, verifyWebhook } from './signature.js';
 
 export interface WebhookTriggerInput {
@@ -139,7 +139,9 @@ export class WebhookTriggerService {
     if (!trigger) throw triggerErrors.webhookNotFound();
     const secret = this.box.open(trigger.secret) as string;
     this.verify(trigger, secret, request);
-    const parts: WebhookRequestParts = { body: parseBody(request.rawBody, request.headers['content-type']), query: request.query, headers: request.headers };
+    const body = parseBody(request.rawBody, request.headers['content-type']);
+    const form = isForm(request.headers['content-type']) ? (body as Record<string, string | string[]>) : null;
+    const parts: WebhookRequestParts = { body, form, query: request.query, headers: request.headers };
     const inputs = mapInputs(trigger.mapping, parts);
     const messageId = request.headers['webhook-id']?.trim() || null;
     const blockId = trigger.block.id;
