@@ -3,3 +3,5 @@ export { triggersConfigSchema, type TriggersConfig } from './triggers.config.js'
 export { signWebhook, verifyWebhook, webhookHeaders, newWebhookSecret } from './services/signature.js';
 export { webhookEvents, type WebhookEvent } from './entities/subscription.entity.js';
 export { ScheduleService } from './services/schedule.service.js';
+export { Schedule, ScheduleFire, missedPolicies, type MissedPolicy } from './entities/schedule.entity.js';
+export { toScheduleView } from './views.js';

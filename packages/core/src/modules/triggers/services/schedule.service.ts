@@ -115,7 +115,10 @@ export class ScheduleService {
 
   /** Pauses (no runs) or resumes a schedule; a resumed schedule counts from now: what fell due while paused does not run. */
   async pause(em: EntityManager, principal: Principal, scheduleId: string, paused: boolean): Promise<Schedule> {
-    const schedule = await this.get(em, principal, scheduleId, 'write');
+    return this.applyPause(em, await this.get(em, principal, scheduleId, 'write'), paused);
+  }
+
+  private async applyPause(em: EntityManager, schedule: Schedule, paused: boolean): Promise<Schedule> {
     if (schedule.paused !== paused) {
       this.setPaused(schedule, paused);
       schedule.nextDueAt = nextDue(cronOf(schedule.cron, schedule.timezone), schedule.cursorAt);
@@ -132,8 +135,35 @@ export class ScheduleService {
 
   async remove(em: EntityManager, principal: Principal, scheduleId: string): Promise<void> {
     const schedule = await this.get(em, principal, scheduleId, 'write');
-    await em.nativeDelete(ScheduleFire, { schedule: schedule.id });
-    await em.nativeDelete(Schedule, { id: schedule.id });
+    await this.delete(em, schedule.id);
+  }
+
+  private async delete(em: EntityManager, scheduleId: string): Promise<void> {
+    await em.nativeDelete(ScheduleFire, { schedule: scheduleId });
+    await em.nativeDelete(Schedule, { id: scheduleId });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Operator access (`trellis schedules`): every schedule, no permission check.
+
+  /** Every schedule (or a block's), newest first. */
+  async listAll(em: EntityManager, options: { blockId?: string; paused?: boolean; size: number }): Promise<{ items: Schedule[]; total: number }> {
+    const where = { ...(options.blockId ? { block: options.blockId } : {}), ...(options.paused !== undefined ? { paused: options.paused } : {}) };
+    const [items, total] = await em.findAndCount(Schedule, where, { orderBy: { createdAt: 'desc', id: 'desc' }, limit: options.size });
+    return { items, total };
+  }
+
+  /** Pauses or resumes any schedule (404 `schedule_not_found`). */
+  async setPausedById(em: EntityManager, scheduleId: string, paused: boolean): Promise<Schedule> {
+    const schedule = await em.findOne(Schedule, { id: scheduleId });
+    if (!schedule) throw triggerErrors.scheduleNotFound();
+    return this.applyPause(em, schedule, paused);
+  }
+
+  /** Deletes any schedule (404 `schedule_not_found`). */
+  async deleteById(em: EntityManager, scheduleId: string): Promise<void> {
+    if (!(await em.count(Schedule, { id: scheduleId }))) throw triggerErrors.scheduleNotFound();
+    await this.delete(em, scheduleId);
   }
 
   /** The due times a schedule ran, newest first, with their runs (or why none started). */
