@@ -5,3 +5,4 @@ export { webhookEvents, type WebhookEvent } from './entities/subscription.entity
 export { ScheduleService } from './services/schedule.service.js';
 export { Schedule, ScheduleFire, missedPolicies, type MissedPolicy } from './entities/schedule.entity.js';
 export { toScheduleView } from './views.js';
+export { scheduleTimerServiceIdentifier, type ScheduleTimer, type ScheduleTimerEntry, type ScheduleDueHandler } from './schedule-timer.js';

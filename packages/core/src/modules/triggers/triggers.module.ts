@@ -15,6 +15,7 @@ import { DeploymentRuns } from './services/deployment-runs.js';
 import { OutboundWebhookService } from './services/outbound.service.js';
 import { ScheduleService } from './services/schedule.service.js';
 import { WebhookTriggerService } from './services/webhook-triggers.service.js';
+import { scheduleTimerServiceIdentifier } from './schedule-timer.js';
 import { triggersConfigServiceIdentifier } from './tokens.js';
 import { triggersConfigSchema, type TriggersConfig } from './triggers.config.js';
 
@@ -66,7 +67,7 @@ export const triggersModule = defineModule({
       },
     },
   ],
-  onStart(ctx) {
+  async onStart(ctx) {
     const outbound = ctx.get(OutboundWebhookService);
     const kernel = ctx.get(kernelServiceIdentifier);
     outbound.forkOf = () => kernel.fork();
@@ -79,8 +80,10 @@ export const triggersModule = defineModule({
       send([{ type: 'conversation.turn_finished', userId: turn.userId, teamId: turn.teamId, key: `${turn.conversationId}:${turn.messageId}:${turn.status}`, data: { ...turn } }]),
     );
     ctx.hooks.on('budget.reached', (budget) => send([{ type: 'budget.reached', userId: null, teamId: budget.teamId, key: `${budget.teamId}:${budget.key}`, data: { ...budget } }]));
+    await ctx.get(ScheduleService).startTimer(kernel.fork());
   },
-  onStop(ctx) {
+  async onStop(ctx) {
     ctx.get(OutboundWebhookService).stop();
+    if (ctx.get(ScheduleService).timed) await ctx.get(scheduleTimerServiceIdentifier).close();
   },
 });

@@ -1,5 +1,5 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
-import { inject, injectable } from 'inversify';
+import { inject, injectable, optional } from 'inversify';
 import type { Logger } from 'pino';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import { toTrellisError } from '../../../kernel/errors.js';
@@ -17,6 +17,7 @@ import { triggersConfigServiceIdentifier } from '../tokens.js';
 import type { TriggersConfig } from '../triggers.config.js';
 import { cronOf, dueTimes, nextDue } from './cron.js';
 import { DeploymentRuns } from './deployment-runs.js';
+import { scheduleTimerServiceIdentifier, type ScheduleTimer } from '../schedule-timer.js';
 
 export interface ScheduleInput {
   name?: string;
@@ -46,7 +47,49 @@ export class ScheduleService {
     @inject(DeploymentRuns) private readonly runs: DeploymentRuns,
     @inject(triggersConfigServiceIdentifier) private readonly config: TriggersConfig,
     @inject(loggerServiceIdentifier) private readonly log: Logger,
+    @inject(scheduleTimerServiceIdentifier) @optional() private readonly timer: ScheduleTimer | undefined,
   ) {}
+
+  /** Whether an external timer (BullMQ) tells this process when schedules fall due, instead of `tick`. */
+  get timed(): boolean {
+    return this.timer !== undefined;
+  }
+
+  /** Puts the external timer in step with a schedule as stored (paused or deleted: no timer). */
+  private async sync(schedule: Pick<Schedule, 'id' | 'cron' | 'timezone' | 'paused'> | { id: string; deleted: true }): Promise<void> {
+    if (!this.timer) return;
+    if ('deleted' in schedule || schedule.paused) await this.timer.remove(schedule.id);
+    else await this.timer.upsert({ id: schedule.id, cron: schedule.cron, timezone: schedule.timezone });
+  }
+
+  /**
+   * With an external timer: consume its due times in this process, after putting every stored
+   * schedule's timer in step (schedules changed while no process ran, or created before Redis).
+   */
+  async startTimer(em: EntityManager): Promise<void> {
+    if (!this.timer) return;
+    for (let offset = 0; ; offset += 500) {
+      const batch = await em.find(Schedule, {}, { orderBy: { id: 'asc' }, limit: 500, offset });
+      for (const schedule of batch) await this.sync(schedule);
+      if (batch.length < 500) break;
+    }
+    await this.timer.listen((scheduleId, dueAt) => this.due(em.fork(), scheduleId, dueAt));
+  }
+
+  /**
+   * A due time the external timer handed to this process: run, unless it is older than the grace
+   * window (the timer was not consumed then: downtime), where the `missed` policy decides. The
+   * BullMQ timer keeps one pending due time per schedule, so a downtime leaves at most one.
+   */
+  private async due(em: EntityManager, scheduleId: string, dueAt: Date): Promise<void> {
+    const schedule = await em.findOne(Schedule, { id: scheduleId });
+    if (!schedule) return this.timer?.remove(scheduleId);
+    if (schedule.paused) return;
+    const late = dueAt.getTime() < this.clock.nowMs() - this.config.schedules.graceSeconds * 1000;
+    if (late && schedule.missed === 'skip') return;
+    await em.nativeUpdate(Schedule, { id: schedule.id }, { cursorAt: dueAt, nextDueAt: nextDue(cronOf(schedule.cron, schedule.timezone), new Date(Math.max(dueAt.getTime(), this.clock.nowMs()))) });
+    await this.fire(em, schedule, dueAt);
+  }
 
   /** The schedules of a block (the read permission), or, without one, those the caller created. */
   async list(em: EntityManager, principal: Principal, blockId: string | undefined, page: Paging): Promise<{ items: Schedule[]; total: number }> {
@@ -91,6 +134,9 @@ export class ScheduleService {
       createdAt: now,
       updatedAt: now,
     });
+    // The timer first: one that refuses the expression refuses the schedule (a timer left without
+    // a row, when the insert fails, removes itself at its first due time).
+    await this.sync(schedule);
     await em.flush();
     return schedule;
   }
@@ -109,6 +155,7 @@ export class ScheduleService {
     if (input.paused !== undefined && input.paused !== schedule.paused) this.setPaused(schedule, input.paused);
     schedule.nextDueAt = nextDue(cron, schedule.cursorAt);
     schedule.updatedAt = this.clock.now();
+    await this.sync(schedule);
     await em.flush();
     return schedule;
   }
@@ -124,6 +171,7 @@ export class ScheduleService {
       schedule.nextDueAt = nextDue(cronOf(schedule.cron, schedule.timezone), schedule.cursorAt);
       schedule.updatedAt = this.clock.now();
       await em.flush();
+      await this.sync(schedule);
     }
     return schedule;
   }
@@ -141,6 +189,7 @@ export class ScheduleService {
   private async delete(em: EntityManager, scheduleId: string): Promise<void> {
     await em.nativeDelete(ScheduleFire, { schedule: scheduleId });
     await em.nativeDelete(Schedule, { id: scheduleId });
+    await this.sync({ id: scheduleId, deleted: true });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -179,6 +228,7 @@ export class ScheduleService {
    * latest of them). Answers the runs started by this process.
    */
   async tick(em: EntityManager): Promise<number> {
+    if (this.timer) return 0;
     const now = this.clock.now();
     const due = await em.find(Schedule, { paused: false, nextDueAt: { $lte: now } }, { orderBy: { nextDueAt: 'asc' }, limit: PASS_LIMIT });
     let started = 0;
