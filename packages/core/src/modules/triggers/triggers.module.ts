@@ -83,7 +83,7 @@ export const triggersModule = defineModule({
     await ctx.get(ScheduleService).startTimer(kernel.fork());
   },
   async onStop(ctx) {
-    ctx.get(OutboundWebhookService).stop();
+    await ctx.get(OutboundWebhookService).stop();
     if (ctx.get(ScheduleService).timed) await ctx.get(scheduleTimerServiceIdentifier).close();
   },
 });

@@ -4,6 +4,7 @@ import { UniqueConstraintViolationException, type EntityManager, type FilterQuer
 import { inject, injectable } from 'inversify';
 import type { Logger } from 'pino';
 import type { Principal } from '../../../kernel/auth/principal.js';
+import { TrellisError } from '../../../kernel/errors.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
 import { networkGuardServiceIdentifier, refusalOf, type NetworkGuard } from '../../../kernel/net/network-guard.js';
 import { loggerServiceIdentifier } from '../../../kernel/tokens.js';
@@ -216,14 +217,16 @@ export class OutboundWebhookService {
       this.again = true;
       return;
     }
-    setImmediate(() => void this.run(this.forkOf?.()));
+    setImmediate(() => this.run(this.forkOf?.()).catch((error: unknown) => this.log.error({ err: error }, 'webhook delivery pass failed')));
   }
 
   /** How `kick` gets a unit of work (set by the module at start). */
   forkOf?: () => EntityManager;
 
-  stop(): void {
+  /** Stops sending: no new pass starts; the one going on finishes its attempts (each bounded by `outbound.timeoutMs`). */
+  async stop(): Promise<void> {
     this.stopped = true;
+    await this.pass?.catch(() => undefined);
   }
 
   /** One delivery pass (the periodic job and `kick` share it: never two at once in a process). */
@@ -311,6 +314,8 @@ export class OutboundWebhookService {
 /** Why an attempt got no answer, in the server's own words (never the receiver's). */
 function describeFailure(error: unknown): string {
   if (refusalOf(error)) return 'destination_refused';
+  // The stored secret could not be opened (a missing encryption key): nothing was sent.
+  if (error instanceof TrellisError) return error.code;
   const name = (error as { name?: string }).name;
   if (name === 'TimeoutError' || name === 'AbortError') return 'timeout';
   const code = (error as { cause?: { code?: string } }).cause?.code;
