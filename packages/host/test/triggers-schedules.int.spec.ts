@@ -1,3 +1,6 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Schedule } from '@trellis/core';
 import { startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
@@ -9,10 +12,44 @@ import { trellis } from './support/cli.js';
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 /**
- * Schedules on two hosts sharing one database (two kernels, as two host processes): each due
- * time of a per-second schedule starts exactly one run; pause, resume and delete through the API
- * and `trellis schedules`; the missed-time policies after downtime.
+ * Schedules on hosts sharing one database: two kernels in this process and a `trellis start` in
+ * another OS process all look for due schedules; each due time of a per-second schedule starts
+ * exactly one run. Pause, resume and delete through the API and `trellis schedules`; the
+ * missed-time policies after downtime.
  */
+
+const cliBin = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
+
+/** `trellis start` (the built CLI) on `url` in a child process, with a fast schedule pass, once it listens. */
+async function startProcess(url: string): Promise<{ child: ChildProcess; stop(): Promise<void> }> {
+  if (!existsSync(cliBin)) throw new Error(`${cliBin} is missing: build the workspace first (pnpm build)`);
+  const env: NodeJS.ProcessEnv = {};
+  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('TRELLIS_')) env[name] = value;
+  Object.assign(env, { TRELLIS__TRIGGERS__SCHEDULES__TICK_MS: '150', TRELLIS__TRIGGERS__SCHEDULES__GRACE_SECONDS: '5', TRELLIS__AUTH__JWT_SECRET: 'p'.repeat(40), TRELLIS_LOG_FORMAT: 'json' });
+  const child = spawn(process.execPath, [cliBin, 'start', '--port', '0', '--host', '127.0.0.1', '--transport', 'node', '--database', url], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`trellis start did not listen: ${output}`)), 90_000);
+    const read = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (/listening on http:\/\//.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', read);
+    child.stderr!.on('data', read);
+    void exited.then(() => reject(new Error(`trellis start exited: ${output}`)));
+  });
+  return {
+    child,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
 
 type Json = Record<string, any>;
 
@@ -24,6 +61,7 @@ describe.each(testDatabases())('schedules on two hosts on $name', (base) => {
   const db = sharedDatabase(base);
   let a: TestHost;
   let b: TestHost;
+  let other: Awaited<ReturnType<typeof startProcess>>;
   let url: string;
   let owner: Actor;
   let outsider: Actor;
@@ -33,6 +71,7 @@ describe.each(testDatabases())('schedules on two hosts on $name', (base) => {
     a = await startTestHost(db, 'node', { config });
     b = await startTestHost(db, 'node', { config });
     url = (await db.create()).url;
+    other = await startProcess(url);
     a = { ...a, request: await conformingRequests(a, ['/block', '/schedules']) };
     owner = await actor(a);
     outsider = await actor(a);
@@ -41,6 +80,7 @@ describe.each(testDatabases())('schedules on two hosts on $name', (base) => {
     expect((await a.request('POST', `/block/${bid}/deploy`, { token: owner.token, body: { access: 'private' } })).status).toBe(201);
   });
   afterAll(async () => {
+    await other?.stop();
     await b?.close();
     await a?.close();
     await db.cleanup();
@@ -56,7 +96,7 @@ describe.each(testDatabases())('schedules on two hosts on $name', (base) => {
     }
   };
 
-  it('a schedule due every second for 10 s starts exactly one run per due time across both hosts', async () => {
+  it('a schedule due every second for 10 s starts exactly one run per due time across three hosts in two processes', async () => {
     const created = await a.request('POST', `/block/${bid}/schedules`, { token: owner.token, body: { cron: '* * * * * *', inputs: { n: 4 }, name: 'every second' } });
     expect(created.status, created.text).toBe(201);
     const id = created.body.id;
