@@ -7,6 +7,7 @@ import {
   provide,
   pubSubServiceIdentifier,
   runQueueServiceIdentifier,
+  scheduleTimerServiceIdentifier,
   rateLimiterServiceIdentifier,
   s,
   vectorStoreServiceIdentifier,
@@ -34,7 +35,7 @@ export const adaptersConfigSchema = s.object({
     .string()
     .oneOf(['in-process', 'bullmq'] as const)
     .default('in-process')
-    .describe('Where accepted workflow runs wait: `in-process` (each host executes its own runs) or `bullmq` (@trellis/queue-bullmq on `redisUrl`; `trellis worker` processes execute them, hosts with `runs.execute: false` only accept and stream).'),
+    .describe('Where accepted workflow runs wait: `in-process` (each host executes its own runs) or `bullmq` (@trellis/queue-bullmq on `redisUrl`; `trellis worker` processes execute them, hosts with `runs.execute: false` only accept and stream; schedules of deployments then fall due through BullMQ job schedulers).'),
   bullmq: s.object({
     concurrency: s.int().range(1, 1_000).default(4).describe('Runs one worker process executes at once.'),
     lockDurationMs: s.int().range(1_000, 600_000).default(30_000).describe('How long a worker\'s hold on a run lasts without renewal; a killed worker\'s run is handed out again after it.'),
@@ -170,6 +171,8 @@ export function adaptersFromConfig(raw: unknown, dialect: Dialect = 'sqlite'): C
       const prefix = `${config.redisPrefix}queue`.replace(/[^A-Za-z0-9_.-]/g, '-').slice(-100);
       // The runs module closes the bound RunQueue at stop.
       bindings.push(provide(runQueueServiceIdentifier, new bullmq.BullMqRunQueue({ url: config.redisUrl!, prefix, ...config.bullmq })));
+      // Schedules fall due through BullMQ's job schedulers (the triggers module closes it at stop).
+      bindings.push(provide(scheduleTimerServiceIdentifier, new bullmq.BullMqScheduleTimer({ url: config.redisUrl!, prefix })));
     }
     if (sqliteVec) bindings.push(provide(vectorStoreServiceIdentifier, new sqliteVec.SqliteVecVectorStore()));
     // The kernel starts and closes the bound VectorStore (tools module).

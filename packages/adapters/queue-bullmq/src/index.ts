@@ -258,3 +258,4 @@ export class BullMqRunQueue implements RunQueue {
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }
+export { BullMqScheduleTimer, type BullMqScheduleTimerOptions } from './schedule-timer.js';

@@ -5,6 +5,7 @@ import { initCommand } from './init.js';
 import { migrateCommand } from './migrate.js';
 import { oauthAppCommand } from './oauth-app.js';
 import { openapiCommand } from './openapi.js';
+import { schedulesCommand } from './schedules.js';
 import { startCommand } from './start.js';
 import { userCommand } from './user.js';
 import { workerCommand } from './worker.js';
@@ -26,4 +27,5 @@ export const commands: ReadonlyArray<{ register(program: Command): void }> = [
   doctorCommand,
   billingCommand,
   workerCommand,
+  schedulesCommand,
 ];

@@ -1,0 +1,59 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { inject, injectable } from 'inversify';
+import { blockNotFound, deploymentNotFound } from '../../blocks/errors.js';
+import type { DeploymentInput } from '../../blocks/entities/block.entity.js';
+import { loadBlock } from '../../blocks/services/block.service.js';
+import { DeploymentService } from '../../blocks/services/deployment.service.js';
+import { inputTypes, type InputDefinition, type InputType } from '../../runs/blocks/workflow.js';
+import { RunService, type RunIdempotency, type StartedRun } from '../../runs/services/run.service.js';
+
+/** The deployment's input definitions in the runtime's terms (an unknown type is not checked). */
+function definitionsOf(inputs: readonly DeploymentInput[] | null | undefined): InputDefinition[] | undefined {
+  if (!inputs?.length) return undefined;
+  return inputs.map((input) => ({
+    name: input.name,
+    type: (inputTypes as readonly string[]).includes(input.type) ? (input.type as InputType) : 'any',
+    required: input.required,
+    ...(input.default !== undefined ? { default: input.default } : {}),
+    ...(input.description !== undefined ? { description: input.description } : {}),
+  }));
+}
+
+/**
+ * Starts runs of a deployment for triggers, as `POST /block/:bid/api` does for a caller without a
+ * credential: the deployed version (pinned, else the latest), inputs checked against the
+ * deployment's definitions, executed as the project's owner, billed to the project's team,
+ * recorded with source `api` and its version. The trigger itself is the authorisation.
+ */
+@injectable()
+export class DeploymentRuns {
+  constructor(
+    @inject(RunService) private readonly runs: RunService,
+    @inject(DeploymentService) private readonly deployments: DeploymentService,
+  ) {}
+
+  async start(em: EntityManager, blockId: string, options: { inputs: Record<string, unknown>; version: string | null; idempotency?: RunIdempotency }): Promise<StartedRun> {
+    const block = await loadBlock(em, blockId);
+    if (!block || block.trashedAt) throw blockNotFound();
+    if (!block.latestVersion) throw deploymentNotFound();
+    const pinned = await this.deployments.version(em, block, options.version ?? undefined);
+    return this.runs.start(em, {
+      userId: block.project.owner.id,
+      documentId: block.id,
+      projectId: block.project.id,
+      teamId: block.project.team.id,
+      content: pinned.content,
+      inputs: options.inputs,
+      inputDefinitions: definitionsOf(block.inputs ?? pinned.inputs),
+      source: 'api',
+      version: pinned.version,
+      ...(options.idempotency ? { idempotency: options.idempotency } : {}),
+      store: true,
+    });
+  }
+
+  /** The run's handle, for a delivery that repeats one that started it. */
+  attach(em: EntityManager, blockId: string, runId: string): Promise<StartedRun | null> {
+    return this.runs.attach(em, blockId, runId);
+  }
+}
