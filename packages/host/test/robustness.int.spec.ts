@@ -104,7 +104,7 @@ describe.each(testDatabases())('robustness on $name', (db) => {
   const acceptsNull = (property: any): boolean =>
     property?.type === 'null' || (Array.isArray(property?.type) && property.type.includes('null')) || (property?.anyOf ?? []).some((option: any) => option.type === 'null');
 
-  const pathFor = (path: string, value: (name: string) => string) => path.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => encodeURIComponent(value(name)));
+  const pathFor = (path: string, value: (name: string) => string) => path.replace(/:([A-Za-z0-9_]+)/g, (_, name: string) => encodeSegment(value(name)));
 
   async function probe(method: string, path: string, options: { body?: unknown; raw?: string; query?: string; contentType?: string }) {
     const url = `${path}${options.query ? `?${options.query}` : ''}`;
@@ -450,7 +450,7 @@ function requestFor(doc: any, op: Operation): fc.Arbitrary<{ method: string; url
   const body = contentType ? fc.option(valueFor(doc, content[contentType].schema, 0), { freq: 8, nil: undefined }) : fc.constant(undefined);
   return fc.record({ path, query, body, anonymous: fc.boolean() }).map(({ path: pathValues, query: q, body: b, anonymous }) => {
     const values = pathValues as Record<string, unknown>;
-    const url = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(String(values[name] ?? '')).replace(/^$/, '%20'));
+    const url = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeSegment(String(values[name] ?? '')).replace(/^$/, '%20'));
     const search = new URLSearchParams(Object.entries(q as Record<string, unknown>).map(([k, v]): [string, string] => [k, String(v)])).toString();
     let payload: { body?: unknown; raw?: string; headers?: Record<string, string> } = {};
     if (b !== undefined && contentType === 'application/x-www-form-urlencoded' && typeof b === 'object' && b !== null && !Array.isArray(b)) {
@@ -459,4 +459,23 @@ function requestFor(doc: any, op: Operation): fc.Arbitrary<{ method: string; url
     } else if (b !== undefined) payload = { body: b };
     return { method: op.method, url: `${url}${search ? `?${search}` : ''}`, anonymous, payload };
   });
+}
+
+/**
+ * A path segment percent-encoded as a hostile client would send it: what `encodeURIComponent`
+ * does, and a lone surrogate (which it refuses with a URIError) as its WTF-8 bytes (`%ED%A0%80`),
+ * which are not UTF-8: the server must refuse them as it refuses any other malformed segment.
+ */
+function encodeSegment(value: string): string {
+  let out = '';
+  for (let i = 0; i < value.length; i++) {
+    const unit = value.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff && (value.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      out += encodeURIComponent(value.slice(i, i + 2));
+      i++;
+    } else if ((unit & 0xf800) === 0xd800) {
+      out += [0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f)].map((byte) => `%${byte.toString(16).toUpperCase()}`).join('');
+    } else out += encodeURIComponent(value[i]!);
+  }
+  return out;
 }
