@@ -12,6 +12,7 @@ import { guardInput } from './input-guard.js';
 import { keepAliveFrame, withKeepAlive } from './keep-alive.js';
 import type { RequestObservation, RequestObserver } from '../observability/request-observer.js';
 import { oauthErrorBody } from './oauth-error-body.js';
+import { openAiErrorBody } from './openai-error-body.js';
 import { Reply } from './reply.js';
 import { DispatchedRequestContext } from './request-context.js';
 import { credentialRule, credentialRules, type CredentialOutcome } from './credential-rules.js';
@@ -395,6 +396,7 @@ export class HttpDispatcher {
     let body: Record<string, unknown>;
     if (format === 'oauth') body = oauthErrorBody(error, message);
     else if (format === 'billing') body = { success: false, error: error.code, message, ...extra };
+    else if (format === 'openai') body = openAiErrorBody(error, message);
     else body = { error: error.code, message, ...(error.details ? { details: error.details } : {}), ...extra };
     const headers: Record<string, string> = { 'content-type': JSON_TYPE, 'x-request-id': requestId, ...error.headers };
     if (format === 'oauth') {
