@@ -5,7 +5,7 @@ import { extractBearer, type Authenticator } from '../auth/authenticator.js';
 import { hasPermission, type Permission, type Principal } from '../auth/principal.js';
 import { insufficientScope, scopesAllow } from '../auth/scopes.js';
 import type { KernelConfig } from '../config/config.js';
-import { TrellisError, toTrellisError } from '../errors.js';
+import { rpcCodeByKind, TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
 import { ClientAddressResolver } from './client-address.js';
 import { guardInput } from './input-guard.js';
@@ -397,6 +397,7 @@ export class HttpDispatcher {
     if (format === 'oauth') body = oauthErrorBody(error, message);
     else if (format === 'billing') body = { success: false, error: error.code, message, ...extra };
     else if (format === 'openai') body = openAiErrorBody(error, message);
+    else if (format === 'jsonrpc') body = { jsonrpc: '2.0', error: { code: rpcCodeByKind[error.kind], message, data: { error: error.code } }, id: null };
     else body = { error: error.code, message, ...(error.details ? { details: error.details } : {}), ...extra };
     const headers: Record<string, string> = { 'content-type': JSON_TYPE, 'x-request-id': requestId, ...error.headers };
     if (format === 'oauth') {

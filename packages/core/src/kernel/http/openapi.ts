@@ -39,6 +39,16 @@ const errorSchemas: Record<string, JsonSchema> = {
     required: ['success', 'error', 'message'],
     properties: { success: { const: false }, error: { type: 'string' }, message: { type: 'string' } },
   },
+  JsonRpcError: {
+    type: 'object',
+    description: 'A JSON-RPC 2.0 error response; `error.data.error` holds the Trellis code when Trellis wrote it.',
+    required: ['jsonrpc', 'error'],
+    properties: {
+      jsonrpc: { const: '2.0' },
+      error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' }, data: {} } },
+      id: { type: ['string', 'integer', 'null'] },
+    },
+  },
   OpenAIError: {
     type: 'object',
     required: ['error'],
@@ -57,7 +67,7 @@ const errorSchemas: Record<string, JsonSchema> = {
   },
 };
 
-const errorSchemaNames: Record<string, string> = { oauth: 'OAuthError', billing: 'BillingError', openai: 'OpenAIError' };
+const errorSchemaNames: Record<string, string> = { oauth: 'OAuthError', billing: 'BillingError', openai: 'OpenAIError', jsonrpc: 'JsonRpcError' };
 
 const statusText: Record<number, string> = {
   400: 'Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key)',

@@ -3,7 +3,7 @@ import { TrellisError } from '../../kernel/errors.js';
 import type { BlockRunTarget } from '../blocks/services/block.service.js';
 import { DeploymentService, type DeploymentCaller } from '../blocks/services/deployment.service.js';
 import { definitionsOf, runAs } from '../runs/block-routes.js';
-import { RunService } from '../runs/services/run.service.js';
+import { RunService, type StartedRun } from '../runs/services/run.service.js';
 import type { CompletionPart, PreparedCompletion } from './completion.js';
 
 type Get = <T>(id: new (...args: any[]) => T) => T;
@@ -48,6 +48,27 @@ export function parseBlockModel(model: string): { bid: string; version?: string 
 }
 
 /**
+ * Starts a run of a deployed block as `POST /block/{bid}/api` does (same access rules, inputs
+ * checked against the deployment, credits held from the project's team, recorded with source
+ * `api`), with the inputs `inputsOf` makes for the deployment.
+ */
+export async function startDeploymentRun(em: EntityManager, get: Get, caller: DeploymentCaller, bid: string, inputsOf: (target: BlockRunTarget) => Record<string, unknown>, version?: string): Promise<StartedRun> {
+  const target = await get(DeploymentService).resolveApiRun(em, caller, bid, version);
+  return get(RunService).start(em, {
+    userId: await runAs(em, target),
+    documentId: target.documentId,
+    projectId: target.projectId,
+    teamId: target.teamId,
+    content: target.content,
+    inputs: inputsOf(target),
+    inputDefinitions: definitionsOf(target),
+    source: 'api',
+    version: target.version,
+    store: true,
+  });
+}
+
+/**
  * A run of a deployed block, as `POST /block/{bid}/api` starts it (same access rules, inputs
  * checked against the deployment, credits held from the project's team, recorded with source
  * `api`). The answer's text is what the run's blocks stream (`block_chunk`), or the run's output
@@ -55,19 +76,7 @@ export function parseBlockModel(model: string): { bid: string; version?: string 
  */
 export async function prepareBlockCompletion(em: EntityManager, get: Get, caller: DeploymentCaller, model: string, text: string, signal: AbortSignal): Promise<PreparedCompletion> {
   const { bid, version } = parseBlockModel(model);
-  const target = await get(DeploymentService).resolveApiRun(em, caller, bid, version);
-  const started = await get(RunService).start(em, {
-    userId: await runAs(em, target),
-    documentId: target.documentId,
-    projectId: target.projectId,
-    teamId: target.teamId,
-    content: target.content,
-    inputs: inputsFromText(target, text),
-    inputDefinitions: definitionsOf(target),
-    source: 'api',
-    version: target.version,
-    store: true,
-  });
+  const started = await startDeploymentRun(em, get, caller, bid, (target) => inputsFromText(target, text), version);
 
   async function* parts(): AsyncGenerator<CompletionPart> {
     let streamed = false;

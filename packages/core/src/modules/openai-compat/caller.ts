@@ -24,9 +24,10 @@ export const missingKey = () =>
 /**
  * Who calls: OpenAI clients send their key as `Authorization: Bearer`, so a deployment token
  * (`trd_`) is read from there as well as from `X-Deployment-Token`; any other bearer is verified
- * like on every route (API key, JWT, agent or OAuth token), with its scopes checked.
+ * like on every route (API key, JWT, agent or OAuth token); a scoped one needs one of `scopes`
+ * or a full-access scope.
  */
-export async function callerOf(ctx: RequestContext): Promise<CompatCaller> {
+export async function callerOf(ctx: RequestContext, scopes: readonly string[] = []): Promise<CompatCaller> {
   const bearer = extractBearer(ctx.headers);
   const headerToken = ctx.headers[DEPLOYMENT_TOKEN_HEADER] || undefined;
   if (bearer?.startsWith(DEPLOYMENT_TOKEN_PREFIX)) return { principal: null, deploymentToken: bearer, refusal: null };
@@ -36,6 +37,6 @@ export async function callerOf(ctx: RequestContext): Promise<CompatCaller> {
     throw new TrellisError('forbidden', 'credential_not_allowed', 'This credential kind cannot call the OpenAI-compatible API (use an API key, a user token or a deployment token).');
   }
   const fullAccess = ctx.get(configServiceIdentifier).auth.fullAccessScopes;
-  if (!scopesAllow(principal, [], fullAccess)) throw insufficientScope([], fullAccess);
+  if (!scopesAllow(principal, scopes, fullAccess)) throw insufficientScope(scopes, fullAccess);
   return { principal, deploymentToken: headerToken, refusal: null };
 }

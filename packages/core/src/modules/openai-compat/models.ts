@@ -37,28 +37,41 @@ const blockEntry = (block: Block): ModelEntry => ({
  * own deployment.
  */
 export async function listModels(em: EntityManager, get: Get, caller: CompatCaller): Promise<ModelEntry[]> {
-  if (!caller.principal) {
-    const hash = caller.deploymentToken ? sha256Hex(caller.deploymentToken) : null;
-    const block = hash ? await em.findOne(Block, { deploymentTokenHash: hash, access: 'token', trashedAt: null, latestVersion: { $ne: null } }, { populate: ['project'] }) : null;
-    return block ? [blockEntry(block)] : [];
-  }
+  if (!caller.principal) return (await callableBlocks(em, get, caller)).map(blockEntry);
   const userId = caller.principal.userId;
   const bots = await em.find(Bot, { owner: userId }, { orderBy: { createdAt: 'asc', id: 'asc' }, limit: LIST_LIMIT });
+  const blocks = await callableBlocks(em, get, caller);
+  return [...bots.map((bot): ModelEntry => ({ id: `bot:${bot.id}`, object: 'model', created: seconds(bot.createdAt), owned_by: userId, name: bot.name })), ...blocks.map(blockEntry)];
+}
+
+/**
+ * The deployed blocks a caller may run: a deployment token's own (access `token`), or those of the
+ * projects a user owns or shares a team with that `DeploymentService.authorize` admits, oldest
+ * first, at most `LIST_LIMIT`. `only` narrows the search to these block ids.
+ */
+export async function callableBlocks(em: EntityManager, get: Get, caller: CompatCaller, only?: readonly string[]): Promise<Block[]> {
+  const restrict = only ? { id: { $in: [...only] } } : {};
+  if (!caller.principal) {
+    const hash = caller.deploymentToken ? sha256Hex(caller.deploymentToken) : null;
+    const block = hash ? await em.findOne(Block, { ...restrict, deploymentTokenHash: hash, access: 'token', trashedAt: null, latestVersion: { $ne: null } }, { populate: ['project'] }) : null;
+    return block ? [block] : [];
+  }
+  const userId = caller.principal.userId;
   const teams = (await em.find(TeamMember, { user: userId }, { fields: ['team'] } as never)).map((m) => m.team.id);
   const candidates = await em.find(
     Block,
-    { latestVersion: { $ne: null }, trashedAt: null, project: { $or: [{ owner: userId }, ...(teams.length ? [{ team: { $in: teams } }] : [])] } },
+    { ...restrict, latestVersion: { $ne: null }, trashedAt: null, project: { $or: [{ owner: userId }, ...(teams.length ? [{ team: { $in: teams } }] : [])] } },
     { populate: ['project'], orderBy: { createdAt: 'asc', id: 'asc' }, limit: LIST_LIMIT },
   );
   const deployments = get(DeploymentService);
-  const blocks: ModelEntry[] = [];
+  const blocks: Block[] = [];
   for (const block of candidates) {
     try {
       await deployments.authorize(em, caller, block.id);
-      blocks.push(blockEntry(block));
+      blocks.push(block);
     } catch {
       /* not callable by this user */
     }
   }
-  return [...bots.map((bot): ModelEntry => ({ id: `bot:${bot.id}`, object: 'model', created: seconds(bot.createdAt), owned_by: userId, name: bot.name })), ...blocks];
+  return blocks;
 }
