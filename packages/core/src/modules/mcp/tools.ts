@@ -1,5 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { Block } from '../blocks/entities/block.entity.js';
+import { sha256Hex } from '../../kernel/crypto.js';
+import { Block } from '../blocks/entities/block.entity.js';
+import { TeamMember } from '../identity/entities/team.entity.js';
 import { DeploymentService } from '../blocks/services/deployment.service.js';
 import type { CompatCaller } from '../openai-compat/caller.js';
 import { callableBlocks } from '../openai-compat/models.js';
@@ -45,7 +47,7 @@ function inputSchemaOf(inputs: readonly InputDefinition[]): OfferedTool['inputSc
  * start of the id added where two would collide.
  */
 export async function offeredTools(em: EntityManager, get: Get, caller: CompatCaller): Promise<OfferedTool[]> {
-  const enabled = (await em.find(McpTool, {}, { fields: ['block'] } as never)).map((row) => row.block.id);
+  const enabled = await optedIn(em, caller);
   if (!enabled.length) return [];
   const blocks = await callableBlocks(em, get, caller, enabled);
   const deployments = get(DeploymentService);
@@ -59,6 +61,22 @@ export async function offeredTools(em: EntityManager, get: Get, caller: CompatCa
     tools.push({ name, title: block.name, description: block.description || `Runs the deployed block "${block.name}".`, inputSchema: await inputsOf(em, deployments, runs, block), blockId: block.id });
   }
   return tools;
+}
+
+/** Most tools one caller is offered. */
+const TOOL_LIMIT = 200;
+
+/** Ids of the opted-in blocks that may concern the caller: in projects it owns or shares a team with, or its token's. */
+async function optedIn(em: EntityManager, caller: CompatCaller): Promise<string[]> {
+  if (!caller.principal) {
+    const own = caller.deploymentToken ? await em.findOne(Block, { deploymentTokenHash: sha256Hex(caller.deploymentToken) }, { fields: ['id'] } as never) : null;
+    return own && (await em.count(McpTool, { block: own.id })) ? [own.id] : [];
+  }
+  const userId = caller.principal.userId;
+  const teams = (await em.find(TeamMember, { user: userId }, { fields: ['team'] } as never)).map((m) => m.team.id);
+  const projects = { $or: [{ owner: userId }, ...(teams.length ? [{ team: { $in: teams } }] : [])] };
+  const rows = await em.find(McpTool, { block: { trashedAt: null, project: projects } }, { fields: ['block'], orderBy: { createdAt: 'asc' }, limit: TOOL_LIMIT } as never);
+  return rows.map((row) => row.block.id);
 }
 
 async function inputsOf(em: EntityManager, deployments: DeploymentService, runs: RunService, block: Block): Promise<OfferedTool['inputSchema']> {
