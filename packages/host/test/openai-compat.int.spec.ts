@@ -37,7 +37,7 @@ describe.each(testDatabases())('OpenAI-compatible API on $name', (db) => {
     beforeAll(async () => {
       t = await startTestHost(db, transport, {
         adapters: [provide(aiProvidersServiceIdentifier, [provider])],
-        config: { ai: { pricing: { default: { input: 2, output: 4 }, reserveInputTokens: 4000, reserveOutputTokens: 1000 } } },
+        config: { ai: { pricing: { default: { input: 2, output: 4 }, models: { 'scripted/pricey': { input: 1_000_000, output: 1_000_000 } }, reserveInputTokens: 4000, reserveOutputTokens: 1000 } } },
       });
       owner = await actor(t);
       const model = await t.request('POST', '/ai/models', { token: owner.token, body: { name: 'Scripted', service: 'scripted', conf: { model: 'echo-1', apiKey: 'sk-right' } } });
@@ -168,6 +168,25 @@ describe.each(testDatabases())('OpenAI-compatible API on $name', (db) => {
       const raw = await fetch(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${owner.apiKey}`, 'content-type': 'application/json' }, body: '{"model":' });
       expect(raw.status).toBe(400);
       expect(await raw.json()).toMatchObject({ error: { type: 'invalid_request_error', message: expect.any(String) } });
+    });
+
+    it('a provider failure is an error before the answer, or an error event in a stream; the credit hold is released; too few credits is a 402', async () => {
+      const botOf = async (conf: Record<string, unknown>) => {
+        const model = await t.request('POST', '/ai/models', { token: owner.token, body: { name: 'Other', service: 'scripted', conf } });
+        return (await t.request('POST', '/bot', { token: owner.token, body: { name: 'Other', conf: { modelId: model.body.id } } })).body.id as string;
+      };
+      const broken = await botOf({ model: 'echo-1', apiKey: 'sk-wrong' });
+      const openai = client(owner.apiKey);
+      const before = await balance(owner.userId);
+      await expect(openai.chat.completions.create({ model: `bot:${broken}`, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 502, code: 'ai_auth_failed', type: 'server_error' });
+      const stream = await openai.chat.completions.create({ model: `bot:${broken}`, messages: [{ role: 'user', content: 'x' }], stream: true });
+      await expect(async () => {
+        for await (const chunk of stream) void chunk;
+      }).rejects.toThrow(/refused the credentials/);
+      // Both holds were released: nothing was charged.
+      expect(await balance(owner.userId)).toBe(before);
+      const pricey = await botOf({ model: 'pricey', apiKey: 'sk-right' });
+      await expect(openai.chat.completions.create({ model: `bot:${pricey}`, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 402, code: 'insufficient_credits', type: 'insufficient_quota' });
     });
 
     it('the AI SDK\'s OpenAI-compatible provider generates and streams with a bot and a deployed block', async () => {
