@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { actor, createProject, type Actor } from './documents.fixtures.js';
 import { wf } from './runs.fixtures.js';
+import { authorize, discover, exchange, type AdminApp, type OAuthTestHost } from './oauth-helpers.js';
 import { contractFetch } from './support/contract-fetch.js';
 
 /** Nothing listens there: the test reads the code from the redirect the consent answers. */
@@ -195,6 +196,22 @@ describe.each(testDatabases())('MCP server on $name', (db) => {
       expect(result.content).toEqual([{ type: 'text', text: 'Hello, Lin!' }]);
       await client.close();
       expect(checked.count).toBeGreaterThan(10);
+    });
+
+    it('an OAuth token without mcp:tools (oauth4webapi: registration, PKCE, token) is refused with 403 insufficient_scope', async () => {
+      const registered = await t.request('POST', '/oauth/register', { body: { redirect_uris: [REDIRECT_URI], client_name: 'Profile reader', scope: 'profile:read' } });
+      expect(registered.status).toBe(201);
+      const app = { client_id: registered.body.client_id, redirect_uris: [REDIRECT_URI], scopes: ['profile:read'] } as AdminApp;
+      const flow = await authorize(t as OAuthTestHost, app, owner.token);
+      const tokens = await exchange(await discover(t), app, flow);
+      expect(tokens.scope).toBe('profile:read');
+      const refused = await contractFetch(t.contract, checked)(`${t.url}/mcp`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens.access_token}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
+      expect(refused.status).toBe(403);
+      expect(await refused.json()).toMatchObject({ error: { data: { error: 'insufficient_scope' } } });
     });
 
     it('dynamic registration refuses clients it cannot register, in RFC 7591 terms', async () => {
