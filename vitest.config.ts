@@ -27,6 +27,7 @@ export default defineConfig({
       { find: /^@trellis\/speech-espeak$/, replacement: here('./packages/adapters/speech-espeak/src/index.ts') },
       { find: /^@trellis\/host$/, replacement: here('./packages/host/src/index.ts') },
       { find: /^@trellis\/cli$/, replacement: here('./packages/cli/src/index.ts') },
+      { find: /^@trellis\/client$/, replacement: here('./packages/client/src/index.ts') },
       { find: /^@trellis\/test-support$/, replacement: here('./test/support/index.ts') },
     ],
   },

@@ -5,13 +5,14 @@ import { extractBearer, type Authenticator } from '../auth/authenticator.js';
 import { hasPermission, type Permission, type Principal } from '../auth/principal.js';
 import { insufficientScope, scopesAllow } from '../auth/scopes.js';
 import type { KernelConfig } from '../config/config.js';
-import { TrellisError, toTrellisError } from '../errors.js';
+import { rpcCodeByKind, TrellisError, toTrellisError } from '../errors.js';
 import { validateInput } from '../validation.js';
 import { ClientAddressResolver } from './client-address.js';
 import { guardInput } from './input-guard.js';
 import { keepAliveFrame, withKeepAlive } from './keep-alive.js';
 import type { RequestObservation, RequestObserver } from '../observability/request-observer.js';
 import { oauthErrorBody } from './oauth-error-body.js';
+import { openAiErrorBody } from './openai-error-body.js';
 import { Reply } from './reply.js';
 import { DispatchedRequestContext } from './request-context.js';
 import { credentialRule, credentialRules, type CredentialOutcome } from './credential-rules.js';
@@ -395,6 +396,8 @@ export class HttpDispatcher {
     let body: Record<string, unknown>;
     if (format === 'oauth') body = oauthErrorBody(error, message);
     else if (format === 'billing') body = { success: false, error: error.code, message, ...extra };
+    else if (format === 'openai') body = openAiErrorBody(error, message);
+    else if (format === 'jsonrpc') body = { jsonrpc: '2.0', error: { code: rpcCodeByKind[error.kind], message, data: { error: error.code } }, id: null };
     else body = { error: error.code, message, ...(error.details ? { details: error.details } : {}), ...extra };
     const headers: Record<string, string> = { 'content-type': JSON_TYPE, 'x-request-id': requestId, ...error.headers };
     if (format === 'oauth') {

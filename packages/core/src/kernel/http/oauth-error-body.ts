@@ -23,6 +23,8 @@ export const oauthErrorCodes = [
   'login_required',
   'consent_required',
   'account_selection_required',
+  'invalid_redirect_uri',
+  'invalid_client_metadata',
 ] as const;
 
 export type OAuthErrorCode = (typeof oauthErrorCodes)[number];

@@ -39,7 +39,35 @@ const errorSchemas: Record<string, JsonSchema> = {
     required: ['success', 'error', 'message'],
     properties: { success: { const: false }, error: { type: 'string' }, message: { type: 'string' } },
   },
+  JsonRpcError: {
+    type: 'object',
+    description: 'A JSON-RPC 2.0 error response; `error.data.error` holds the Trellis code when Trellis wrote it.',
+    required: ['jsonrpc', 'error'],
+    properties: {
+      jsonrpc: { const: '2.0' },
+      error: { type: 'object', required: ['code', 'message'], properties: { code: { type: 'integer' }, message: { type: 'string' }, data: {} } },
+      id: { type: ['string', 'integer', 'null'] },
+    },
+  },
+  OpenAIError: {
+    type: 'object',
+    required: ['error'],
+    properties: {
+      error: {
+        type: 'object',
+        required: ['message', 'type', 'code'],
+        properties: {
+          message: { type: 'string' },
+          type: { type: 'string', description: 'OpenAI\'s error type (invalid_request_error, authentication_error, permission_error, not_found_error, insufficient_quota, rate_limit_error, server_error).' },
+          code: { type: 'string', description: 'The Trellis error code; see the error catalogue.' },
+          param: { type: ['string', 'null'] },
+        },
+      },
+    },
+  },
 };
+
+const errorSchemaNames: Record<string, string> = { oauth: 'OAuthError', billing: 'BillingError', openai: 'OpenAIError', jsonrpc: 'JsonRpcError' };
 
 const statusText: Record<number, string> = {
   400: 'Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key)',
@@ -141,7 +169,7 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
         ...(schema ? { content: { [alternative.contentType ?? 'application/json']: { schema } } } : {}),
       };
     }
-    const errorRef = { $ref: `#/components/schemas/${route.errorFormat === 'oauth' ? 'OAuthError' : route.errorFormat === 'billing' ? 'BillingError' : 'Error'}` };
+    const errorRef = { $ref: `#/components/schemas/${errorSchemaNames[route.errorFormat ?? 'default'] ?? 'Error'}` };
     const errorStatuses = new Map<number, string>(Object.entries(route.errors ?? {}).map(([k, v]) => [Number(k), v]));
     if (rule) {
       // A credential that is sent is checked on optional routes too (a bad one answers 401, a

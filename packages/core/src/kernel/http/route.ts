@@ -10,8 +10,8 @@ export { credentialRule, credentialRules, type RouteAuth } from './credential-ru
 
 export type ClassType<T = unknown> = new (...args: any[]) => T;
 
-/** How errors of a route are written: the default shape, RFC 6749's, or the billing envelope. */
-export type ErrorFormat = 'default' | 'oauth' | 'billing';
+/** How errors of a route are written: the default shape, RFC 6749's, the billing envelope, OpenAI's `{ error: { message, type, code } }`, or a JSON-RPC 2.0 error response (MCP). */
+export type ErrorFormat = 'default' | 'oauth' | 'billing' | 'openai' | 'jsonrpc';
 
 export interface RequestContext<P = unknown, Q = unknown, B = unknown> {
   readonly requestId: string;

@@ -37,8 +37,18 @@ export const oauthConfigSchema = s.object({
     .record(s.string())
     .default({})
     .describe('Scopes beyond profile:read, chat:completions and mobile:full that apps may hold: name to description (shown on the consent page).'),
+  dynamicRegistration: s.object({
+    enabled: s
+      .boolean()
+      .default(true)
+      .describe('Let clients register themselves at POST /oauth/register (RFC 7591 dynamic client registration), as MCP clients do. false: the endpoint answers 403 and the metadata leaves out registration_endpoint.'),
+    scopes: s
+      .array(s.string())
+      .default(['mcp:tools', 'profile:read'])
+      .describe('Scopes a dynamically registered client may ask for (a request for others is refused with invalid_client_metadata).'),
+  }),
   rateLimit: s.object({
-    enabled: s.boolean().default(true).describe('Limit requests to /oauth/authorize, /oauth/token and /oauth/revoke.'),
+    enabled: s.boolean().default(true).describe('Limit requests to /oauth/authorize, /oauth/token, /oauth/revoke and /oauth/register.'),
     windowSeconds: s.int().range(1, 3600).default(60).describe('Length of one rate-limit window.'),
     perIp: s.int().range(1).default(120).describe('Requests one client address may make to one endpoint per window.'),
     perClient: s.int().range(1).default(600).describe('Requests naming one client_id may make to one endpoint per window.'),

@@ -3,6 +3,7 @@ export const builtInScopes: Readonly<Record<string, string>> = Object.freeze({
   'profile:read': 'Read your name, email address, avatar and administrator status.',
   'chat:completions': 'Send messages to AI models on your behalf.',
   'mobile:full': 'Full access to your account from the official mobile app.',
+  'mcp:tools': 'List and call, as an AI agent\'s tools (MCP), the deployed blocks you may run.',
 });
 
 /** The scope only the configured production and sandbox native apps may hold. */

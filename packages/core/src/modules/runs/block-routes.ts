@@ -23,7 +23,7 @@ const runErrorsDoc = {
 };
 
 /** The deployment's input definitions in the runtime's terms (an unknown type is not checked). */
-function definitionsOf(target: BlockRunTarget): InputDefinition[] | undefined {
+export function definitionsOf(target: BlockRunTarget): InputDefinition[] | undefined {
   if (!target.inputs?.length) return undefined;
   return target.inputs.map((input) => ({
     name: input.name,
@@ -35,7 +35,7 @@ function definitionsOf(target: BlockRunTarget): InputDefinition[] | undefined {
 }
 
 /** The user a deployment run executes as: the caller, or (anonymous or token callers) the project's owner. */
-async function runAs(em: EntityManager, target: BlockRunTarget): Promise<string> {
+export async function runAs(em: EntityManager, target: BlockRunTarget): Promise<string> {
   if (target.userId) return target.userId;
   if (target.ownerId) return target.ownerId;
   const project = await em.findOneOrFail(Project, { id: target.projectId });

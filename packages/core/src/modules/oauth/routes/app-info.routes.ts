@@ -2,6 +2,7 @@ import { IsString, MaxLength } from 'class-validator';
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
 import { configServiceIdentifier, kernelServiceIdentifier } from '../../../kernel/tokens.js';
+import { oauthConfigServiceIdentifier } from '../config.js';
 import { InvalidClient } from '../oauth-errors.js';
 import { publicAppSchema, metadataSchema } from '../schemas.js';
 import { issuerOf } from '../services/issuer.js';
@@ -52,6 +53,7 @@ const metadata = defineRoute({
       authorization_endpoint: `${issuer}/oauth/authorize`,
       token_endpoint: `${issuer}/oauth/token`,
       revocation_endpoint: `${issuer}/oauth/revoke`,
+      ...(ctx.get(oauthConfigServiceIdentifier).dynamicRegistration.enabled ? { registration_endpoint: `${issuer}/oauth/register` } : {}),
       userinfo_endpoint: `${issuer}/oauth/userinfo`,
       scopes_supported: Object.keys(ctx.get(OAuthAuthorizationService).catalogue),
       response_types_supported: ['code'],

@@ -4,8 +4,9 @@ import { adminRoutes } from './admin.routes.js';
 import { appInfoRoutes } from './app-info.routes.js';
 import { consentPageRoute } from './consent-page.js';
 import { protocolRoutes } from './protocol.routes.js';
+import { registrationRoute } from './registration.routes.js';
 
 /** Every OAuth route; the built-in consent page only when no `frontendUrl` is configured. */
 export function oauthRoutes({ config }: ModuleContext): RouteDefinition[] {
-  return [...protocolRoutes, ...appInfoRoutes, ...adminRoutes, ...(config.frontendUrl ? [] : [consentPageRoute])];
+  return [...protocolRoutes, registrationRoute, ...appInfoRoutes, ...adminRoutes, ...(config.frontendUrl ? [] : [consentPageRoute])];
 }

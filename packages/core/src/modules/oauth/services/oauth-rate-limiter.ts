@@ -4,7 +4,7 @@ import { oauthConfigServiceIdentifier, type OAuthConfig } from '../config.js';
 import { clientIdPattern } from '../dto/admin.dto.js';
 import { TemporarilyUnavailable } from '../oauth-errors.js';
 
-export type RateLimitedEndpoint = 'authorize' | 'token' | 'revoke';
+export type RateLimitedEndpoint = 'authorize' | 'token' | 'revoke' | 'register';
 
 /**
  * Per-address and per-client limits on the authorization, token and revocation endpoints

@@ -1,0 +1,2 @@
+export { mcpModule } from './mcp.module.js';
+export { McpTool, McpToolSchema } from './entities/mcp-tool.entity.js';

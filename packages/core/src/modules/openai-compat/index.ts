@@ -1,0 +1,1 @@
+export { openAiCompatModule } from './openai-compat.module.js';
