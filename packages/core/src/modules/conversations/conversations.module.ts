@@ -2,6 +2,7 @@ import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
 import type { AiConfig } from '../ai/ai.config.js';
+import { ConversationEventBatchSchema } from './entities/conversation-event.entity.js';
 import { ConversationMemberSchema } from './entities/conversation-member.entity.js';
 import { ConversationSchema } from './entities/conversation.entity.js';
 import { MessageSchema } from './entities/message.entity.js';
@@ -19,7 +20,7 @@ import { ToolExecutionService } from './services/tool-execution.service.js';
 export const conversationsModule = defineModule({
   name: 'conversations',
   dependsOn: ['identity', 'bots', 'ai', 'billing', 'realtime'],
-  entities: [ConversationSchema, ConversationMemberSchema, MessageSchema],
+  entities: [ConversationSchema, ConversationMemberSchema, MessageSchema, ConversationEventBatchSchema],
   migrations,
   container: () =>
     new ContainerModule(({ bind }) => {
