@@ -11,11 +11,16 @@ import { conversationRoutes } from './routes.js';
 import { ConversationTurnService } from './services/conversation-turn.service.js';
 import { ConversationService } from './services/conversation.service.js';
 import { ToolExecutionService } from './services/tool-execution.service.js';
+import { TurnClaims } from './services/turn-claims.js';
+import { TurnFanout } from './services/turn-fanout.js';
+import { TurnLog } from './services/turn-log.js';
+import { TurnRunner } from './services/turn-runner.js';
 
 /**
- * Conversations and messages (`/conversation`): members, the bot's turns (streamed over the user
- * WebSocket, tool calls run automatically or answered by the client, paid in credits) and the AI
- * tool execute endpoint, which writes into conversations.
+ * Conversations and messages (`/conversation`): members, the bot's turns (one at a time, recorded
+ * in the conversation's event log, streamed over the user WebSocket and as SSE, tool calls run
+ * automatically or answered by the client, paid in credits, stoppable) and the AI tool execute
+ * endpoint, which writes into conversations.
  */
 export const conversationsModule = defineModule({
   name: 'conversations',
@@ -27,6 +32,10 @@ export const conversationsModule = defineModule({
       bind(ConversationService).toSelf();
       bind(ConversationTurnService).toSelf();
       bind(ToolExecutionService).toSelf();
+      bind(TurnLog).toSelf();
+      bind(TurnClaims).toSelf();
+      bind(TurnRunner).toSelf();
+      bind(TurnFanout).toSelf();
     }),
   // OAuth access tokens and scoped API keys reach conversations with the spec's `chat:completions` scope.
   routes: scopeRoutes(conversationRoutes, { read: ['chat:completions'], write: ['chat:completions'] }),
@@ -41,9 +50,13 @@ export const conversationsModule = defineModule({
     },
   ],
   async onStart(ctx) {
+    await ctx.get(TurnFanout).start();
+    await ctx.get(ConversationTurnService).listen();
     await ctx.get(ConversationTurnService).recoverInterrupted();
   },
   async onStop(ctx) {
     await ctx.get(ConversationTurnService).stopAll();
+    ctx.get(TurnFanout).stop();
+    await ctx.get(TurnLog).close();
   },
 });
