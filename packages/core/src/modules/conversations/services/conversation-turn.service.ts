@@ -3,6 +3,7 @@ import { inject, injectable } from 'inversify';
 import type { Logger } from 'pino';
 import { TrellisError, isTrellisError } from '../../../kernel/errors.js';
 import type { Hooks } from '../../../kernel/hooks.js';
+import '../hooks.js';
 import { entityManagerServiceIdentifier, hooksServiceIdentifier, loggerServiceIdentifier } from '../../../kernel/tokens.js';
 import { inTransaction } from '../../../kernel/transaction.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
