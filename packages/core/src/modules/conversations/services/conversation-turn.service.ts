@@ -346,18 +346,27 @@ export class ConversationTurnService {
     const body = { error: 'ai_turn_interrupted', message: 'The answer was cut off: the server writing it stopped. Send the message again or rerun it.' };
     let closed = 0;
     for (const message of lost) {
-      const claimed = await em.nativeUpdate(Message, { id: message.id, status: 'streaming', heartbeatAt: message.heartbeatAt }, { status: 'error', error: body, heartbeatAt: null, updatedAt: new Date() });
-      if (!claimed) continue;
-      closed++;
       const conversation = message.conversation;
-      await this.log.appendLoose(conversation.id, this.conversations.memberIds(conversation), [{ type: 'error', turnId: conversation.turnId ?? '', msgId: message.id, content: body }]).catch((error: unknown) => this.logger.warn({ err: error, convId: conversation.id }, 'could not record an interrupted turn'));
+      // The lost turn's hold on the conversation goes with its message, in one transaction with its last events.
+      const lostTurn = conversation.turnId && conversation.turnHeartbeatAt && conversation.turnHeartbeatAt < staleBefore ? { convId: conversation.id, turnId: conversation.turnId, heartbeatAt: conversation.turnHeartbeatAt } : null;
+      const events = [
+        { type: 'error' as const, turnId: conversation.turnId ?? '', msgId: message.id, content: body },
+        ...(lostTurn ? [{ type: 'turn-end' as const, turnId: lostTurn.turnId, msgId: message.id, content: { status: 'failed' } }] : []),
+      ];
+      const done = await this.log.appendWithin(conversation.id, this.conversations.memberIds(conversation), events, async (tx) => {
+        const claimed = await tx.nativeUpdate(Message, { id: message.id, status: 'streaming', heartbeatAt: message.heartbeatAt }, { status: 'error', error: body, heartbeatAt: null, updatedAt: new Date() });
+        if (claimed && lostTurn) await this.claims.releaseStale(lostTurn, tx);
+        return claimed === 1;
+      });
+      if (done) closed++;
     }
     if (closed) this.logger.warn({ messages: closed }, 'conversation turns cut by a stopped process were marked failed');
+    // Turns lost between two model calls (no message being written).
     for (const stale of await this.claims.findStale(staleBefore)) {
       const conversation = await em.findOne(Conversation, { id: stale.convId });
       if (!conversation) continue;
-      await this.log.appendLoose(stale.convId, this.conversations.memberIds(conversation), [{ type: 'turn-end', turnId: stale.turnId, msgId: '', content: { status: 'failed' } }]).catch(() => undefined);
-      await this.claims.releaseStale(stale);
+      const end = { type: 'turn-end' as const, turnId: stale.turnId, msgId: '', content: { status: 'failed' } };
+      await this.log.appendWithin(stale.convId, this.conversations.memberIds(conversation), [end], (tx) => this.claims.releaseStale(stale, tx));
     }
     return closed;
   }

@@ -48,8 +48,8 @@ export class TurnClaims {
   }
 
   /** Frees a stale conversation unless its turn renewed the lease meanwhile. */
-  async releaseStale(stale: StaleTurn): Promise<boolean> {
-    return (await this.root.fork().nativeUpdate(Conversation, { id: stale.convId, turnId: stale.turnId, turnHeartbeatAt: stale.heartbeatAt }, { turnId: null, turnHeartbeatAt: null })) === 1;
+  async releaseStale(stale: StaleTurn, tx: EntityManager = this.root.fork()): Promise<boolean> {
+    return (await tx.nativeUpdate(Conversation, { id: stale.convId, turnId: stale.turnId, turnHeartbeatAt: stale.heartbeatAt }, { turnId: null, turnHeartbeatAt: null })) === 1;
   }
 }
 

@@ -66,35 +66,48 @@ export class TurnLog {
     return new TurnWriter(convId, turnId, after, members, (events, within) => this.store(convId, members, events, within));
   }
 
-  /** Appends events outside a turn (a lost turn closed by another process): numbered from the stored last, retried on a clash. */
-  async appendLoose(convId: string, members: string[], events: Omit<ConversationEventRecord, 'seq'>[]): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      const after = await this.lastSeq(this.root.fork(), convId);
-      try {
-        await this.store(convId, members, events.map((e, i) => ({ ...e, seq: after + 1 + i })));
-        return;
-      } catch (error) {
-        if (attempt >= 3) throw error;
-      }
-    }
+  /**
+   * Appends events outside a turn (a lost turn closed by another process), numbered from the
+   * stored last inside one transaction with `within`'s writes; nothing is stored when `within`
+   * answers false. Only safe while no turn writes: `within` releases the conversation's lost turn.
+   */
+  async appendWithin(convId: string, members: string[], events: Omit<ConversationEventRecord, 'seq'>[], within: (tx: EntityManager) => Promise<boolean>): Promise<boolean> {
+    let stored: ConversationEventRecord[] = [];
+    const done = await inTransaction(this.root.fork(), async (tx) => {
+      if (!(await within(tx))) return false;
+      const after = await this.lastSeq(tx, convId);
+      stored = events.map((event, i) => ({ ...event, seq: after + 1 + i }));
+      await this.insert(tx, convId, stored);
+      return true;
+    });
+    if (done) await this.publish(convId, members, stored);
+    return done;
+  }
+
+  private async insert(tx: EntityManager, convId: string, events: ConversationEventRecord[]): Promise<void> {
+    tx.create(ConversationEventBatch, {
+      id: this.ids.next(),
+      conversation: tx.getReference(Conversation, convId),
+      seq: events[0]!.seq,
+      lastSeq: events.at(-1)!.seq,
+      events,
+    } as unknown as ConversationEventBatch);
+    await tx.flush();
+  }
+
+  private async publish(convId: string, members: string[], events: ConversationEventRecord[]): Promise<void> {
+    const message: ConversationEventMessage = { convId, members, events };
+    await this.pubsub.publish(conversationEventsTopic, JSON.stringify(message)).catch((error: unknown) => this.log.warn({ err: error, convId }, 'publishing conversation events failed'));
   }
 
   /** Stores one batch (with `within`'s writes in the same transaction), then publishes it. */
   private async store(convId: string, members: string[], events: ConversationEventRecord[], within?: (tx: EntityManager) => Promise<void>): Promise<void> {
     await inTransaction(this.root.fork(), async (tx) => {
-      tx.create(ConversationEventBatch, {
-        id: this.ids.next(),
-        conversation: tx.getReference(Conversation, convId),
-        seq: events[0]!.seq,
-        lastSeq: events.at(-1)!.seq,
-        events,
-      } as unknown as ConversationEventBatch);
-      await tx.flush();
+      await this.insert(tx, convId, events);
       await within?.(tx);
     });
     // Stored first, so a reader that sees a hole in the live tail finds it in the log.
-    const message: ConversationEventMessage = { convId, members, events };
-    await this.pubsub.publish(conversationEventsTopic, JSON.stringify(message)).catch((error: unknown) => this.log.warn({ err: error, convId }, 'publishing conversation events failed'));
+    await this.publish(convId, members, events);
   }
 
   /** Calls `listener` with every batch of every conversation that reaches this process (the members' sockets). */
