@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aiProvidersServiceIdentifier, CreditService, provide, pubSubServiceIdentifier, TeamService } from '@trellis/core';
+import { aiProvidersServiceIdentifier, CreditService, hooksServiceIdentifier, provide, pubSubServiceIdentifier, TeamService, type TrellisHooks } from '@trellis/core';
 import { OpenAiProvider } from '@trellis/ai-openai';
 import { RedisPubSub } from '@trellis/pubsub-redis';
 import { OpenAiWireServer, sharedDatabase, startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
@@ -164,6 +164,22 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
     }
   });
 
+  it('a cut provider stream leaves the stored message equal to what the log showed, marked error', async () => {
+    const { user, convId } = await conversation();
+    wire.reset();
+    wire.enqueue({ text: ['One ', 'two ', 'three ', 'four.'], cutAfter: 3 });
+    const started = await requestA('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'Count', attrs: { stream: true } } });
+    const { events } = await follow(`${b.url}/conversation/${convId}/events?after=${started.body.after}`, user.token);
+    const shown = events.filter((e) => e.type === 'delta').map((e) => e.content).join('');
+    expect(shown).toBe('One two three ');
+    expect(events.slice(-2).map((e) => [e.type, e.content.error ?? e.content.status])).toEqual([
+      ['error', 'ai_unavailable'],
+      ['turn-end', 'failed'],
+    ]);
+    const stored = (await requestB('GET', `/conversation/${convId}/messages`, { token: user.token })).body.items.find((m: { id: string }) => m.id === started.body.messages[1].id);
+    expect(stored).toMatchObject({ status: 'error', content: shown, error: { error: 'ai_unavailable' } });
+  });
+
   it('a turn stopped from the other host keeps its partial text and releases the unused credits', async () => {
     const { user, convId } = await conversation();
     const team = (await a.kernel.get(TeamService).firstTeam(a.kernel.fork(), user.userId))!.team.id;
@@ -172,6 +188,8 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
       return balance.grantCredits + balance.purchaseCredits;
     };
     const before = await total();
+    const finished: TrellisHooks['conversation.turnFinished'][] = [];
+    const offs = [a, b].map((host) => host.kernel.get(hooksServiceIdentifier).on('conversation.turnFinished', (payload) => void finished.push(payload)));
     wire.reset();
     wire.enqueue({ text: ['It ', 'was ', 'a ', 'dark ', 'night.'], holdAfter: 3 });
     const socket = await UserSocket.open(a.wsUrl, user.token);
@@ -200,8 +218,11 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
       // Nothing more to stop.
       const again = await requestA('POST', `/conversation/${convId}/turn/stop`, { token: user.token });
       expect(again.status).toBe(409);
+      // The process that ran the turn fired the hook, once.
+      expect(finished).toEqual([{ conversationId: convId, messageId: msgId, userId: user.userId, teamId: team, status: 'stopped', usage: null }]);
     } finally {
       socket.close();
+      for (const off of offs) off();
     }
   });
 });

@@ -27,6 +27,8 @@ export type ConversationEventListener = (message: ConversationEventMessage) => v
 const HIGH_WATER = 256;
 /** How long a hole in the live tail may stay unfilled before the reader moves past it. */
 const GAP_WAIT_MS = 3_000;
+/** Live events a reader holds before it drops them and reads the log instead. */
+const LIVE_MAX = 10_000;
 /** Batches read from the log at a time. */
 const PAGE = 50;
 
@@ -164,8 +166,13 @@ export class TurnLog {
     const pollMs = options.pollMs ?? 1_000;
     const live: ConversationEventRecord[] = [];
     let wake: (() => void) | null = null;
+    let mustFill = true;
     const listener: ConversationEventListener = (message) => {
-      live.push(...message.events);
+      if (live.length + message.events.length > LIVE_MAX) {
+        // A reader slower than the turn: the live tail is dropped and read from the log instead.
+        live.length = 0;
+        mustFill = true;
+      } else live.push(...message.events);
       wake?.();
     };
     let set = this.listeners.get(convId);
@@ -176,7 +183,6 @@ export class TurnLog {
     let last = after;
     try {
       await this.subscribe();
-      let mustFill = true;
       let quiet = 0;
       let lastLook = false;
       let stuckSince: number | undefined;
@@ -200,8 +206,10 @@ export class TurnLog {
             }
           }
         };
-        if (mustFill) await fill();
-        mustFill = false;
+        if (mustFill) {
+          mustFill = false;
+          await fill();
+        }
         let stuck = false;
         while (live.length && !ended) {
           const event = live[0]!;
@@ -239,7 +247,7 @@ export class TurnLog {
             clearTimeout(timer);
             resolve(false);
           };
-          if ((live.length && !stuck) || options.signal?.aborted) wake();
+          if ((live.length && !stuck) || mustFill || options.signal?.aborted) wake();
         });
         wake = null;
         if (!timedOut) continue;
