@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aiProvidersServiceIdentifier, CreditService, hooksServiceIdentifier, provide, pubSubServiceIdentifier, TeamService, type TrellisHooks } from '@trellis/core';
 import { OpenAiProvider } from '@trellis/ai-openai';
 import { RedisPubSub } from '@trellis/pubsub-redis';
-import { OpenAiWireServer, sharedDatabase, startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
+import { OpenAiWireServer, sharedDatabase, startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { eventually } from './documents.fixtures.js';
 import { conformingRequests } from './openapi-conformance.js';
-import { UserSocket } from './support/ai-clients.js';
+import { startWeatherServer, UserSocket } from './support/ai-clients.js';
 
 const redisUrl = process.env.TRELLIS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
@@ -224,5 +224,61 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
       socket.close();
       for (const off of offs) off();
     }
+  });
+});
+
+// One host per transport with the in-process PubSub: a tool_auto turn followed as SSE, with the
+// keep-alive comments of a quiet turn.
+describe.each(testDatabases())('conversation turn events on $name', (db) => {
+  describe.each(transports)('over %s', (transport) => {
+    let t: TestHost;
+    let wire: OpenAiWireServer;
+    let weather: Awaited<ReturnType<typeof startWeatherServer>>;
+    let request: TestHost['request'];
+    beforeAll(async () => {
+      wire = await new OpenAiWireServer({ apiKey: 'sk-events' }).start();
+      weather = await startWeatherServer();
+      t = await startTestHost(db, transport, {
+        adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])],
+        config: { network: { allowPrivateNetworks: ['127.0.0.1'] }, server: { streamKeepAliveMs: 100 } },
+      });
+      request = await conformingRequests(t, ['/conversation']);
+    });
+    afterAll(async () => {
+      await t?.close();
+      await wire?.close();
+      await weather?.close();
+    });
+
+    it('a tool_auto turn reads as its events, in order, with keep-alive comments while it is quiet', async () => {
+      const user = await t.register();
+      const model = await request('POST', '/ai/models', { token: user.token, body: { name: 'M', service: 'openai', conf: { model: 'gpt-test', baseURL: wire.baseURL, apiKey: 'sk-events' } } });
+      const tool = await request('POST', '/ai/tools', {
+        token: user.token,
+        body: { name: 'weather', actions: [{ name: 'forecast', type: 'http', conf: { url: `${weather.url}/weather?city={{city}}`, response: { path: 'data' }, parameters: { type: 'object', properties: { city: { type: 'string' } } } } }] },
+      });
+      const bot = await request('POST', '/bot', { token: user.token, body: { name: 'B', conf: { modelId: model.body.id, toolIds: [tool.body.id] } } });
+      const conv = await request('POST', '/conversation', { token: user.token, body: { name: 'C', botId: bot.body.id } });
+      const convId = conv.body.id;
+      expect((await request('GET', `/conversation/${convId}/events`, { token: user.token })).status).toBe(204);
+      wire.reset();
+      wire.enqueue({ toolCalls: [{ id: 'call_1', name: 'weather__forecast', arguments: '{"city":"Paris"}' }] }, { text: ['Sunny ', 'in ', 'Paris.'], delayMs: 150 });
+      const started = await request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'Weather?', attrs: { stream: true, tool_auto: true } } });
+      expect(started.status).toBe(202);
+      // Read as raw text: the keep-alive comments are not events.
+      const response = await fetch(`${t.url}/conversation/${convId}/events?after=${started.body.after}`, { headers: { authorization: `Bearer ${user.token}` } });
+      expect(response.headers.get('content-type')).toContain('text/event-stream');
+      const text = await response.text();
+      expect(text).toContain(': keep-alive');
+      const frames = text.split('\n\n').filter((f) => f.includes('data: '));
+      const events = frames.map((f) => JSON.parse(f.split('\n').find((l) => l.startsWith('data: '))!.slice(6)) as TurnEvent);
+      expect(events.map((e) => e.type)).toEqual(['message-start', 'tool-call', 'tool-result', 'message-start', 'delta', 'delta', 'delta', 'end', 'turn-end']);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => started.body.after + 1 + i));
+      expect(events.find((e) => e.type === 'tool-result')!.content).toMatchObject({ toolCallId: 'call_1', result: { city: 'Paris', sky: 'sunny' } });
+      expect(events.at(-1)!.content).toEqual({ status: 'completed' });
+      // Replayed later from the log, the same events.
+      const replay = await follow(`${t.url}/conversation/${convId}/events?after=${started.body.after}`, user.token);
+      expect(replay.events).toEqual(events);
+    });
   });
 });
