@@ -40,7 +40,7 @@ export interface FollowOptions {
 
 /**
  * The event log of conversation turns, shaped like a run's: `append` through a writer that numbers
- * events at the source and stores them in batches (then publishes each batch once), and
+ * events at the source, publishes them once per tick and stores them in batches, and
  * `follow(convId, { after, signal })`, which answers the stored events after `after` and then the
  * live tail, each sequence number exactly once and in order, to the end of a turn.
  */
@@ -65,7 +65,14 @@ export class TurnLog {
 
   /** A writer for one turn, numbering after `after` (the turn holds the conversation, so no one else writes). */
   writer(convId: string, turnId: string, after: number, members: string[]): TurnWriter {
-    return new TurnWriter(convId, turnId, after, members, (events, within) => this.store(convId, members, events, within));
+    return new TurnWriter(convId, turnId, after, members, {
+      persist: (events, within) =>
+        inTransaction(this.root.fork(), async (tx) => {
+          await this.insert(tx, convId, events);
+          await within?.(tx);
+        }),
+      publish: (events) => this.publish(convId, members, events),
+    });
   }
 
   /**
@@ -100,16 +107,6 @@ export class TurnLog {
   private async publish(convId: string, members: string[], events: ConversationEventRecord[]): Promise<void> {
     const message: ConversationEventMessage = { convId, members, events };
     await this.pubsub.publish(conversationEventsTopic, JSON.stringify(message)).catch((error: unknown) => this.log.warn({ err: error, convId }, 'publishing conversation events failed'));
-  }
-
-  /** Stores one batch (with `within`'s writes in the same transaction), then publishes it. */
-  private async store(convId: string, members: string[], events: ConversationEventRecord[], within?: (tx: EntityManager) => Promise<void>): Promise<void> {
-    await inTransaction(this.root.fork(), async (tx) => {
-      await this.insert(tx, convId, events);
-      await within?.(tx);
-    });
-    // Stored first, so a reader that sees a hole in the live tail finds it in the log.
-    await this.publish(convId, members, events);
   }
 
   /** Calls `listener` with every batch of every conversation that reaches this process (the members' sockets). */
@@ -218,7 +215,7 @@ export class TurnLog {
             continue;
           }
           if (event.seq > last + 1) {
-            // A hole: what is missing was stored before this was published.
+            // A hole: what is missing is in the log, or about to be (events are published before they are stored).
             await fill();
             if (ended || live[0]!.seq <= last + 1) continue;
             stuckSince ??= Date.now();
@@ -270,13 +267,24 @@ export class TurnLog {
   }
 }
 
+/** How a writer stores and publishes its batches. */
+export interface TurnWriterIo {
+  /** Stores one batch, with `within`'s writes in the same transaction. */
+  persist(events: ConversationEventRecord[], within?: (tx: EntityManager) => Promise<void>): Promise<void>;
+  publish(events: ConversationEventRecord[]): Promise<void>;
+}
+
 /**
- * Numbers one turn's events and stores them in batches: an event appended while a batch is being
- * stored joins the next one. `append` answers a promise when the producer is too far ahead.
+ * Numbers one turn's events at the source, publishes them once per event-loop tick (the live tail
+ * does not wait for the database) and stores them in batches: an event appended while a batch is
+ * being stored joins the next one. A reader that sees a hole in the live tail waits for the log to
+ * fill it. `append` answers a promise when the producer is too far ahead of the database.
  */
 export class TurnWriter {
   private next: number;
   private pending: ConversationEventRecord[] = [];
+  private unpublished: ConversationEventRecord[] = [];
+  private publishing: NodeJS.Immediate | null = null;
   private writing: Promise<void> | null = null;
   private failure: unknown = null;
 
@@ -285,7 +293,7 @@ export class TurnWriter {
     readonly turnId: string,
     after: number,
     readonly members: string[],
-    private readonly store: (events: ConversationEventRecord[], within?: (tx: EntityManager) => Promise<void>) => Promise<void>,
+    private readonly io: TurnWriterIo,
   ) {
     this.next = after + 1;
   }
@@ -297,12 +305,15 @@ export class TurnWriter {
 
   append(type: ConversationEventType, msgId: string, content: unknown): Promise<void> | undefined {
     if (this.failure) throw this.failure;
-    this.pending.push({ seq: this.next++, type, turnId: this.turnId, msgId, content });
+    const event = { seq: this.next++, type, turnId: this.turnId, msgId, content };
+    this.pending.push(event);
+    this.unpublished.push(event);
+    this.publishing ??= setImmediate(() => this.publishNow());
     this.writing ??= this.drain();
     return this.pending.length >= HIGH_WATER ? this.flush() : undefined;
   }
 
-  /** Resolves once every event appended so far is stored and published. */
+  /** Resolves once every event appended so far is stored. */
   async flush(): Promise<void> {
     while (this.writing) await this.writing;
     if (this.failure) throw this.failure;
@@ -310,14 +321,25 @@ export class TurnWriter {
 
   /**
    * Stores what is pending and `last` as the turn's final batch, with `within`'s writes in the
-   * same transaction (the conversation is released as its last events are stored, so whoever
-   * reads them may start the next turn).
+   * same transaction, and only then publishes `last` (the conversation is released as its last
+   * events are stored, so whoever reads them may start the next turn).
    */
   async close(last: Array<{ type: ConversationEventType; msgId: string; content: unknown }>, within: (tx: EntityManager) => Promise<void>): Promise<void> {
+    this.publishNow();
     await this.flush().catch(() => undefined);
-    const batch = [...this.pending, ...last.map((e) => ({ seq: this.next++, type: e.type, turnId: this.turnId, msgId: e.msgId, content: e.content }))];
+    const final = last.map((e) => ({ seq: this.next++, type: e.type, turnId: this.turnId, msgId: e.msgId, content: e.content }));
+    const batch = [...this.pending, ...final];
     this.pending = [];
-    await this.store(batch, within);
+    await this.io.persist(batch, within);
+    await this.io.publish(final);
+  }
+
+  private publishNow(): void {
+    if (this.publishing) clearImmediate(this.publishing);
+    this.publishing = null;
+    const batch = this.unpublished;
+    this.unpublished = [];
+    if (batch.length) void this.io.publish(batch);
   }
 
   private async drain(): Promise<void> {
@@ -325,7 +347,7 @@ export class TurnWriter {
       while (this.pending.length && !this.failure) {
         const batch = this.pending;
         this.pending = [];
-        await this.store(batch);
+        await this.io.persist(batch);
       }
     } catch (error) {
       this.failure = error;
