@@ -200,7 +200,7 @@ export class ConversationTurnService {
   async events(em: EntityManager, userId: string, convId: string, after: number, signal?: AbortSignal): Promise<AsyncIterable<ConversationEventRecord[]> | null> {
     await this.conversations.requireMember(em, userId, convId);
     if (!(await this.claims.current(em, convId)) && after >= (await this.log.lastSeq(em, convId))) return null;
-    return this.log.follow(convId, after, { signal });
+    return this.log.follow(convId, { after, signal });
   }
 
   /** Aborts every turn in progress and waits for them (kernel stop). */

@@ -33,6 +33,8 @@ const LIVE_MAX = 10_000;
 const PAGE = 50;
 
 export interface FollowOptions {
+  /** Send the events after this sequence number (0: the whole log). */
+  after: number;
   signal?: AbortSignal;
   /** How long the live tail may stay quiet before the log is read again (a lost PubSub message). */
   pollMs?: number;
@@ -155,11 +157,12 @@ export class TurnLog {
   }
 
   /**
-   * Follows the conversation's events from just after `after`: the log first, then the live tail
+   * Follows the conversation's events from just after `options.after`: the log first, then the live tail
    * (a hole in it, or a quiet moment, is filled from the log). Ends after the first `turn-end`, or
    * when no turn holds the conversation and nothing more is stored.
    */
-  async *follow(convId: string, after: number, options: FollowOptions = {}): AsyncGenerator<ConversationEventRecord[]> {
+  async *follow(convId: string, options: FollowOptions): AsyncGenerator<ConversationEventRecord[]> {
+    const { after } = options;
     const pollMs = options.pollMs ?? 1_000;
     const live: ConversationEventRecord[] = [];
     let wake: (() => void) | null = null;
