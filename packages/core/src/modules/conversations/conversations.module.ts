@@ -2,6 +2,7 @@ import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
 import type { AiConfig } from '../ai/ai.config.js';
+import { ConversationEventBatchSchema } from './entities/conversation-event.entity.js';
 import { ConversationMemberSchema } from './entities/conversation-member.entity.js';
 import { ConversationSchema } from './entities/conversation.entity.js';
 import { MessageSchema } from './entities/message.entity.js';
@@ -10,22 +11,31 @@ import { conversationRoutes } from './routes.js';
 import { ConversationTurnService } from './services/conversation-turn.service.js';
 import { ConversationService } from './services/conversation.service.js';
 import { ToolExecutionService } from './services/tool-execution.service.js';
+import { TurnClaims } from './services/turn-claims.js';
+import { TurnFanout } from './services/turn-fanout.js';
+import { TurnLog } from './services/turn-log.js';
+import { TurnRunner } from './services/turn-runner.js';
 
 /**
- * Conversations and messages (`/conversation`): members, the bot's turns (streamed over the user
- * WebSocket, tool calls run automatically or answered by the client, paid in credits) and the AI
- * tool execute endpoint, which writes into conversations.
+ * Conversations and messages (`/conversation`): members, the bot's turns (one at a time, recorded
+ * in the conversation's event log, streamed over the user WebSocket and as SSE, tool calls run
+ * automatically or answered by the client, paid in credits, stoppable) and the AI tool execute
+ * endpoint, which writes into conversations.
  */
 export const conversationsModule = defineModule({
   name: 'conversations',
   dependsOn: ['identity', 'bots', 'ai', 'billing', 'realtime'],
-  entities: [ConversationSchema, ConversationMemberSchema, MessageSchema],
+  entities: [ConversationSchema, ConversationMemberSchema, MessageSchema, ConversationEventBatchSchema],
   migrations,
   container: () =>
     new ContainerModule(({ bind }) => {
       bind(ConversationService).toSelf();
       bind(ConversationTurnService).toSelf();
       bind(ToolExecutionService).toSelf();
+      bind(TurnLog).toSelf();
+      bind(TurnClaims).toSelf();
+      bind(TurnRunner).toSelf();
+      bind(TurnFanout).toSelf();
     }),
   // OAuth access tokens and scoped API keys reach conversations with the spec's `chat:completions` scope.
   routes: scopeRoutes(conversationRoutes, { read: ['chat:completions'], write: ['chat:completions'] }),
@@ -40,9 +50,13 @@ export const conversationsModule = defineModule({
     },
   ],
   async onStart(ctx) {
+    await ctx.get(TurnFanout).start();
+    await ctx.get(ConversationTurnService).listen();
     await ctx.get(ConversationTurnService).recoverInterrupted();
   },
   async onStop(ctx) {
     await ctx.get(ConversationTurnService).stopAll();
+    ctx.get(TurnFanout).stop();
+    await ctx.get(TurnLog).close();
   },
 });

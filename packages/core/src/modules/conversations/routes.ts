@@ -3,6 +3,7 @@ import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import { pageOf, paging } from '../../kernel/http/dto/paging.js';
 import {
   ConversationCreateBody,
+  ConversationEventsQuery,
   ConversationListQuery,
   ConversationParams,
   ConversationUpdateBody,
@@ -17,6 +18,7 @@ import {
 import { ConversationService } from './services/conversation.service.js';
 import { ConversationTurnService, type TurnOptions, type TurnResult } from './services/conversation-turn.service.js';
 import { ToolExecutionService } from './services/tool-execution.service.js';
+import type { ConversationEventRecord } from './entities/conversation-event.entity.js';
 import { conversationSchema, messageSchema, pageSchema, toConversationView, toMessageView, turnSchema } from './views.js';
 
 const auth = ['jwt', 'api_key', 'agent_token', 'oauth'] as const;
@@ -27,13 +29,21 @@ const turnErrors = {
   400: 'Body invalid (validation_failed); the conversation has no bot (conversation_has_no_bot), the bot no model (bot_has_no_model, bot_model_missing); no adapter for the model\'s service (ai_provider_not_configured); no team to pay (no_team_associated); the provider refused the request (ai_bad_request)',
   402: 'The team cannot cover the credit reservation of one model call (insufficient_credits), checked before the provider is called',
   404: `${notFound}; or no such message in it (message_not_found)`,
-  409: 'The bot is already answering (turn_in_progress), or tool answers are pending (tool_answers_pending)',
+  409: 'The bot is already answering (turn_in_progress: one turn at a time per conversation, across host processes), or tool answers are pending (tool_answers_pending)',
   429: 'The AI provider is rate limiting (ai_rate_limited, with Retry-After)',
   502: 'The AI provider refused the credentials (ai_auth_failed)',
   503: 'The AI provider is unavailable (ai_unavailable)',
 };
 const turnDescription =
-  'With `stream` the answer is 202 at once (status `streaming`, the stored messages and the assistant message being written) and the output is pushed to every member over the user WebSocket (`/v3/wss`, method `conversation`: message-start, delta, tool-call, tool-result, end, error). Without it the call waits and answers 200 with the finished messages. `tool_auto` runs tool calls and feeds the results back until the model answers; otherwise an answer with tool calls ends `waiting_tool` until `POST .../messages/{msgId}/tool` answers each call. Every model call reserves credits first and settles them from the usage.';
+  'With `stream` the answer is 202 at once (status `streaming`, the stored messages and the assistant message being written, the `turnId`, and `after`, the conversation\'s last event before the turn) and the output is pushed to every member over the user WebSocket (`/v3/wss`, method `conversation`: message-start, delta, tool-call, tool-result, end, error) and can be followed as SSE (`GET /conversation/{convId}/events?after=`). Without it the call waits and answers 200 with the finished messages. `tool_auto` runs tool calls and feeds the results back until the model answers; otherwise an answer with tool calls ends `waiting_tool` until `POST .../messages/{msgId}/tool` answers each call. Every model call reserves credits first and settles them from the usage.';
+
+const eventFrames = {
+  status: 200,
+  description: "The conversation's events after `after` (or `Last-Event-ID`), then the live tail, each once and in order, to the end of a turn (`turn-end`).",
+  contentType: 'text/event-stream',
+  schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: {seq, type, turnId, msgId, convId, content}`.' },
+  alternatives: [{ status: 204, description: 'No event after `after` and no turn running: an EventSource stops reconnecting.' }],
+};
 
 const answer = (result: TurnResult) => Reply.json(result, result.status === 'streaming' ? 202 : 200);
 const turnResponse = {
@@ -217,6 +227,50 @@ export const conversationRoutes: RouteDefinition[] = [
     },
   }),
   defineRoute({
+    method: 'GET',
+    path: '/conversation/:convId/events',
+    summary: "Follow the conversation's turns as server-sent events (reconnect with Last-Event-ID or ?after=)",
+    description:
+      "Every turn is recorded in the conversation's event log, numbered at the source: `message-start`, `delta`, `tool-call`, `tool-result`, `end`, `error` (the WebSocket notification's types and content), and `turn-end` (`{status}`: completed, waiting_tool, step_limit, failed, stopped) last. Answers the events above `Last-Event-ID` (or `after`, default 0: the whole log), each exactly once, then the live tail from whichever process runs the turn, and ends after the next `turn-end`. 204 when there is nothing to send and no turn running.",
+    tags,
+    auth,
+    params: ConversationParams,
+    query: ConversationEventsQuery,
+    validationError: badRequest,
+    response: eventFrames,
+    errors: { 400: 'Query invalid (validation_failed)', 404: notFound },
+    async handler(ctx) {
+      const header = ctx.headers['last-event-id']?.trim();
+      // A malformed Last-Event-ID counts as none (the whole log), as on a run's events.
+      const after = header !== undefined ? (/^\d{1,15}$/.test(header) ? Number(header) : 0) : (ctx.query.after ?? 0);
+      const batches = await ctx.get(ConversationTurnService).events(ctx.em, ctx.requirePrincipal().userId, ctx.params.convId, after, ctx.signal);
+      if (!batches) return Reply.empty(204);
+      const convId = ctx.params.convId;
+      return Reply.stream(sseOf(convId, batches), 'text/event-stream; charset=utf-8', { 'x-accel-buffering': 'no' });
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/conversation/:convId/turn/stop',
+    summary: "Stop the bot's running turn",
+    description:
+      'Aborts the provider stream of the running turn, in whichever host process runs it. The text written so far stays in the assistant message (status `stopped`), its members get an `end` with status `stopped`, the model call is charged for the input sent and the output written (estimated) and the rest of its credit reservation is released. Answers once the turn ended (`stopped`), or after 10 s with `stopping`.',
+    tags,
+    auth,
+    params: ConversationParams,
+    response: {
+      schema: {
+        type: 'object',
+        required: ['convId', 'turnId', 'status'],
+        properties: { convId: { type: 'string', format: 'uuid' }, turnId: { type: 'string', format: 'uuid' }, status: { enum: ['stopped', 'stopping'] } },
+      },
+    },
+    errors: { 404: notFound, 409: 'The bot is not answering in this conversation (no_turn_in_progress)' },
+    async handler(ctx) {
+      return ctx.get(ConversationTurnService).stop(ctx.em, ctx.requirePrincipal().userId, ctx.params.convId);
+    },
+  }),
+  defineRoute({
     method: 'POST',
     path: '/ai/tools/:toolId/execute',
     summary: 'Execute an action of an AI tool',
@@ -245,3 +299,11 @@ export const conversationRoutes: RouteDefinition[] = [
   }),
 ];
 
+/** SSE frames of conversation events, one write per batch. */
+async function* sseOf(convId: string, batches: AsyncIterable<ConversationEventRecord[]>): AsyncGenerator<string> {
+  for await (const batch of batches) {
+    let frames = '';
+    for (const e of batch) frames += `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify({ seq: e.seq, type: e.type, turnId: e.turnId, msgId: e.msgId, convId, content: e.content })}\n\n`;
+    if (frames) yield frames;
+  }
+}

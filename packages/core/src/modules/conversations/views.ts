@@ -60,7 +60,7 @@ export const messageSchema = {
     convId: { type: 'string', format: 'uuid' },
     role: { enum: ['user', 'assistant', 'tool'] },
     content: { type: 'string' },
-    status: { enum: ['completed', 'streaming', 'waiting_tool', 'error'] },
+    status: { enum: ['completed', 'streaming', 'waiting_tool', 'error', 'stopped'] },
     authorId: nullable({ type: 'string', format: 'uuid' }),
     attrs: { type: 'object', properties: { stream: { type: 'boolean' }, tool_auto: { type: 'boolean' }, isDebug: { type: 'boolean' } } },
     toolCalls: nullable({
@@ -86,8 +86,10 @@ export const turnSchema = {
   required: ['convId', 'status', 'messages'],
   properties: {
     convId: { type: 'string', format: 'uuid' },
-    status: { enum: ['streaming', 'completed', 'waiting_tool', 'step_limit'] },
+    status: { enum: ['streaming', 'completed', 'waiting_tool', 'step_limit', 'stopped'] },
     messages: { type: 'array', items: messageSchema, description: 'Messages this call created, oldest first.' },
+    turnId: { type: 'string', format: 'uuid', description: 'The turn this call started.' },
+    after: { type: 'integer', minimum: 0, description: "The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event." },
   },
 };
 

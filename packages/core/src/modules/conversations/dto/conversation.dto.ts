@@ -1,5 +1,5 @@
 import { Transform, Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsObject, IsOptional, IsString, IsUUID, Length, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsInt, IsObject, Max, Min, IsOptional, IsString, IsUUID, Length, MaxLength, ValidateIf, ValidateNested } from 'class-validator';
 import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
 import { PageQuery } from '../../../kernel/http/dto/paging.js';
 
@@ -27,6 +27,18 @@ export class ConversationListQuery extends PageQuery {
 }
 
 export class MessageListQuery extends PageQuery {}
+
+const toInt = ({ value }: { value: unknown }) => (typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value);
+
+export class ConversationEventsQuery {
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(Number.MAX_SAFE_INTEGER)
+  @Doc({ description: 'Send the events after this sequence number (the `Last-Event-ID` header does the same and wins). Default 0.' })
+  after?: number;
+}
 
 @Schema({ name: 'ConversationCreateRequest' })
 export class ConversationCreateBody {

@@ -25,6 +25,10 @@ export class Conversation {
   members!: string[];
   /** The hardware device the conversation belongs to (`GET /conversation?hdId=`), or null. */
   hdId!: string | null;
+  /** The turn answering now, held by one host process at a time (null: none). */
+  turnId!: string | null;
+  /** The lease of `turnId`, renewed while the turn runs; a stale one means its process went away. */
+  turnHeartbeatAt!: Date | null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -41,6 +45,8 @@ export const ConversationSchema = new EntitySchema<Conversation>({
     conf: { type: 'json' },
     members: { type: 'json' },
     hdId: { type: 'string', length: 128, nullable: true, default: null },
+    turnId: { type: 'uuid', nullable: true, default: null },
+    turnHeartbeatAt: { type: 'datetime', nullable: true, default: null },
     createdAt: { type: 'datetime', onCreate: () => new Date() },
     updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
   },

@@ -2,8 +2,8 @@ import { EntitySchema } from '@mikro-orm/core';
 import { Conversation } from './conversation.entity.js';
 
 export type MessageRole = 'user' | 'assistant' | 'tool';
-/** `completed`; `streaming` while a streamed answer is written; `waiting_tool` until every tool call has an answer; `error`. */
-export type MessageStatus = 'completed' | 'streaming' | 'waiting_tool' | 'error';
+/** `completed`; `streaming` while an answer is written; `waiting_tool` until every tool call has an answer; `error`; `stopped` (by the stop endpoint: the text written until then). */
+export type MessageStatus = 'completed' | 'streaming' | 'waiting_tool' | 'error' | 'stopped';
 
 export interface MessageToolCall {
   id: string;

@@ -2,90 +2,88 @@ import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import type { Logger } from 'pino';
 import { TrellisError, isTrellisError } from '../../../kernel/errors.js';
-import { entityManagerServiceIdentifier, loggerServiceIdentifier } from '../../../kernel/tokens.js';
-import type { AiMessage, AiToolDefinition, AiUsage } from '../../../ports/ai-provider.js';
+import type { Hooks } from '../../../kernel/hooks.js';
+import '../hooks.js';
+import { entityManagerServiceIdentifier, hooksServiceIdentifier, loggerServiceIdentifier } from '../../../kernel/tokens.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
 import type { AiConfig } from '../../ai/ai.config.js';
 import { AiGatewayService } from '../../ai/services/ai-gateway.service.js';
-import { AiToolService } from '../../ai/services/ai-tool.service.js';
 import { aiConfigServiceIdentifier } from '../../ai/tokens.js';
-import { CreditService } from '../../billing/services/credit.service.js';
-import type { CreditReservation } from '../../billing/entities/credit-reservation.entity.js';
 import type { Bot } from '../../bots/entities/bot.entity.js';
 import { TeamService } from '../../identity/services/team.service.js';
 import { PushService } from '../../realtime/push.service.js';
 import { Conversation } from '../entities/conversation.entity.js';
-import { Message, type MessageAttrs, type MessageToolCall } from '../entities/message.entity.js';
+import type { ConversationEventRecord } from '../entities/conversation-event.entity.js';
+import { Message, type MessageAttrs } from '../entities/message.entity.js';
 import { toMessageView, type MessageView } from '../views.js';
 import { ConversationService, messageNotFound } from './conversation.service.js';
-import { inTransaction } from '../../../kernel/transaction.js';
+import { TurnClaims } from './turn-claims.js';
+import { TurnLog } from './turn-log.js';
+import { TurnRunner, turnStopped, type Turn, type TurnOptions, type TurnOutcome } from './turn-runner.js';
 
-export interface TurnOptions {
-  stream: boolean;
-  toolAuto: boolean;
-  debug: boolean;
-  /** Aborts a turn that is not streamed (the client went away). */
-  signal?: AbortSignal;
-}
+export type { TurnOptions } from './turn-runner.js';
 
 /** What a send, run, rerun or tool answer answers. */
 export interface TurnResult {
   convId: string;
-  /** `streaming` (output follows over the WebSocket), `completed`, `waiting_tool` (tool answers needed), `step_limit`. */
-  status: 'streaming' | 'completed' | 'waiting_tool' | 'step_limit';
+  /** `streaming` (output follows over the WebSocket and `GET .../events`), `completed`, `waiting_tool` (tool answers needed), `step_limit`, `stopped`. */
+  status: 'streaming' | 'completed' | 'waiting_tool' | 'step_limit' | 'stopped';
   /** Messages this call created, oldest first (a streamed call: the user message and the assistant message being written). */
   messages: MessageView[];
+  turnId?: string;
+  /** The conversation's last event before the turn. */
+  after?: number;
 }
 
 /** The types of the `conversation` notification (docs/http/websocket.md). */
 export type ConversationEventType = 'message-start' | 'delta' | 'tool-call' | 'tool-result' | 'end' | 'error';
 
-interface Turn {
-  conversation: Conversation;
-  bot: Bot;
-  modelId: string;
-  toolIds: string[];
-  members: string[];
-  /** Who pays: the caller. */
-  userId: string;
-  teamId: string;
-  options: TurnOptions;
-  attrs: MessageAttrs;
-  abort: AbortController;
-}
+/** The topic a stop travels on to the process running the turn. */
+const stopTopic = 'conversations:stop';
 
 const conflict = (code: string, message: string) => new TrellisError('conflict', code, message);
 
-/** The error body of a failed turn as members are sent it and the message stores it (`retry_after` of a rate limit included). */
-function errorBody(error: unknown): { error: string; message: string; retry_after?: number } {
-  if (!isTrellisError(error) || !error.exposed) return { error: 'ai_turn_failed', message: 'The answer could not be completed.' };
-  const retryAfter = error.extra?.retry_after;
-  return { error: error.code, message: error.message, ...(typeof retryAfter === 'number' ? { retry_after: retryAfter } : {}) };
-}
-
 /**
- * One conversation turn: the bot's model answers the conversation, streaming its output to every
- * member's user WebSocket when asked, running tool calls itself with `tool_auto`, and paying for
- * every model call with a credit reservation settled from the usage the provider reports.
+ * Conversation turns: the bot's model answers the conversation (`runModelTurn` through the
+ * `TurnRunner`), one turn at a time per conversation across processes (`TurnClaims`), every event
+ * recorded in the conversation's log (`TurnLog`), from which members' sockets and SSE readers are
+ * served; a turn can be stopped from any process.
  */
 @injectable()
 export class ConversationTurnService {
-  private readonly inflight = new Map<string, Promise<unknown>>();
-  private readonly aborts = new Set<AbortController>();
+  private readonly running = new Map<string, { turn: Turn; work: Promise<unknown> }>();
   private readonly answering = new Map<string, Promise<void>>();
+  private unsubscribe: (() => Promise<void>) | null = null;
 
   constructor(
     @inject(entityManagerServiceIdentifier) private readonly root: EntityManager,
+    @inject(aiConfigServiceIdentifier) private readonly config: AiConfig,
     @inject(ConversationService) private readonly conversations: ConversationService,
     @inject(AiGatewayService) private readonly gateway: AiGatewayService,
-    @inject(AiToolService) private readonly tools: AiToolService,
-    @inject(CreditService) private readonly credits: CreditService,
     @inject(TeamService) private readonly teams: TeamService,
     @inject(PushService) private readonly push: PushService,
-    @inject(aiConfigServiceIdentifier) private readonly config: AiConfig,
+    @inject(TurnRunner) private readonly runner: TurnRunner,
+    @inject(TurnClaims) private readonly claims: TurnClaims,
+    @inject(TurnLog) private readonly log: TurnLog,
+    @inject(pubSubServiceIdentifier) private readonly pubsub: PubSub,
+    @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
     @inject(idsServiceIdentifier) private readonly ids: Ids,
-    @inject(loggerServiceIdentifier) private readonly log: Logger,
+    @inject(loggerServiceIdentifier) private readonly logger: Logger,
   ) {}
+
+  /** Listens for stops of turns this process runs (module start). */
+  async listen(): Promise<void> {
+    this.unsubscribe ??= await this.pubsub.subscribe(stopTopic, (raw) => {
+      try {
+        const { turnId } = JSON.parse(typeof raw === 'string' ? raw : Buffer.from(raw).toString('utf8')) as { turnId?: string };
+        if (typeof turnId === 'string') this.running.get(turnId)?.turn.abort.abort(turnStopped());
+      } catch {
+        /* not a stop */
+      }
+    });
+  }
 
   /** Stores the user's message and lets the bot answer. */
   async send(em: EntityManager, userId: string, convId: string, content: string, options: TurnOptions): Promise<TurnResult> {
@@ -160,22 +158,7 @@ export class ConversationTurnService {
     if (assistant.status !== 'waiting_tool' || answered.some((m) => m.toolCallId === toolCallId)) {
       throw conflict('tool_call_answered', `Tool call ${toolCallId} already has an answer.`);
     }
-    const store = (tx: EntityManager) =>
-      tx.create(Message, {
-        id: this.ids.next(),
-        conversation: tx.getReference(Conversation, convId),
-        role: 'tool',
-        content,
-        status: 'completed',
-        authorId: userId,
-        attrs: {},
-        toolCalls: null,
-        toolCallId,
-        toolName: call.name,
-        usage: null,
-        error: null,
-        debug: null,
-      } as unknown as Message);
+    const store = (tx: EntityManager) => this.runner.toolMessage(tx, convId, toolCallId, call.name, content, userId);
     if (answered.length + 1 < assistant.toolCalls!.length) {
       const message = store(em);
       await em.flush();
@@ -190,10 +173,42 @@ export class ConversationTurnService {
     });
   }
 
+  /**
+   * Stops the conversation's running turn, wherever it runs: its provider stream is aborted, the
+   * text written so far stays (status `stopped`), the unused credits are released. Waits up to
+   * `waitMs` for the turn to end; answers its id and whether it ended.
+   */
+  async stop(em: EntityManager, userId: string, convId: string, waitMs = 10_000): Promise<{ convId: string; turnId: string; status: 'stopped' | 'stopping' }> {
+    await this.conversations.requireMember(em, userId, convId);
+    const turnId = await this.claims.current(em, convId);
+    if (!turnId) throw conflict('no_turn_in_progress', 'The bot is not answering in this conversation: there is no turn to stop.');
+    const local = this.running.get(turnId);
+    if (local) local.turn.abort.abort(turnStopped());
+    else await this.pubsub.publish(stopTopic, JSON.stringify({ convId, turnId }));
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      if ((await this.claims.current(em, convId)) !== turnId) return { convId, turnId, status: 'stopped' };
+      if (Date.now() > deadline) return { convId, turnId, status: 'stopping' };
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  }
+
+  /**
+   * The conversation's events after `after` as batches, then the live tail to the end of a turn;
+   * null when there is nothing to send (no event after `after` and no turn running).
+   */
+  async events(em: EntityManager, userId: string, convId: string, after: number, signal?: AbortSignal): Promise<AsyncIterable<ConversationEventRecord[]> | null> {
+    await this.conversations.requireMember(em, userId, convId);
+    if (!(await this.claims.current(em, convId)) && after >= (await this.log.lastSeq(em, convId))) return null;
+    return this.log.follow(convId, { after, signal });
+  }
+
   /** Aborts every turn in progress and waits for them (kernel stop). */
   async stopAll(): Promise<void> {
-    for (const abort of this.aborts) abort.abort(new TrellisError('unavailable', 'shutting_down', 'The server is stopping.'));
-    await Promise.allSettled([...this.inflight.values()]);
+    for (const { turn } of this.running.values()) turn.abort.abort(new TrellisError('unavailable', 'shutting_down', 'The server is stopping.'));
+    await Promise.allSettled([...this.running.values()].map((r) => r.work));
+    await this.unsubscribe?.().catch(() => undefined);
+    this.unsubscribe = null;
   }
 
   private userMessage(em: EntityManager, convId: string, userId: string, content: string): Message {
@@ -220,9 +235,10 @@ export class ConversationTurnService {
   }
 
   /**
-   * Checks everything that can fail before a model is called (bot, model, provider, a turn already
-   * running, credits), then stores what `prepare` writes with the first assistant message, and runs
-   * the turn: awaited, or in the background when streamed.
+   * Checks everything that can fail before a model is called (bot, model, provider, credits),
+   * takes the conversation for the turn (409 `turn_in_progress` when another turn holds it, in
+   * any process), stores what `prepare` writes with the first assistant message, and runs the
+   * turn: awaited, or in the background when streamed.
    */
   private async start(em: EntityManager, userId: string, conversation: Conversation, options: TurnOptions, prepare: (tx: EntityManager) => Promise<Message[]>): Promise<TurnResult> {
     const bot = conversation.bot;
@@ -238,22 +254,20 @@ export class ConversationTurnService {
     }
     const team = await this.teams.firstTeam(em, userId);
     if (!team) throw new TrellisError('bad_request', 'no_team_associated', 'You belong to no team whose credits could pay for the answer.');
-    // Claimed before the first await that follows, so two parallel sends cannot both start a turn.
-    if (this.inflight.has(conversation.id)) throw conflict('turn_in_progress', 'The bot is already answering in this conversation; wait for the end notification.');
-    let settled!: () => void;
-    const claim = new Promise<void>((resolve) => (settled = resolve));
-    this.inflight.set(conversation.id, claim);
+    const turnId = this.ids.next();
+    await this.claims.claim(conversation.id, turnId);
+    let started = false;
     try {
-      return await this.begin(em, userId, conversation, bot, modelId, team.team.id, options, prepare);
+      const result = this.begin(em, turnId, userId, conversation, bot, modelId, team.team.id, options, prepare, () => (started = true));
+      return await result;
     } finally {
-      // The turn's own entry replaced the claim once it started; a turn that never started leaves it.
-      if (this.inflight.get(conversation.id) === claim) this.inflight.delete(conversation.id);
-      settled();
+      if (!started) await this.claims.release(conversation.id, turnId).catch(() => undefined);
     }
   }
 
   private async begin(
     em: EntityManager,
+    turnId: string,
     userId: string,
     conversation: Conversation,
     bot: Bot,
@@ -261,211 +275,65 @@ export class ConversationTurnService {
     teamId: string,
     options: TurnOptions,
     prepare: (tx: EntityManager) => Promise<Message[]>,
+    started: () => void,
   ): Promise<TurnResult> {
+    const convId = conversation.id;
     const toolIds = Array.isArray(bot.conf.toolIds) ? (bot.conf.toolIds as unknown[]).filter((id): id is string => typeof id === 'string') : [];
     const attrs: MessageAttrs = { stream: options.stream, tool_auto: options.toolAuto, isDebug: options.debug };
-    const turn: Turn = {
-      conversation,
-      bot,
-      modelId,
-      toolIds,
-      members: this.conversations.memberIds(conversation),
-      userId,
-      teamId,
-      options,
-      attrs,
-      abort: new AbortController(),
-    };
-    const reservation = await this.reserve(em, turn);
+    const hold = await this.runner.reserve(em, { modelId, teamId, userId, conversation });
     let created: Message[];
     let assistant: Message;
     try {
-      [created, assistant] = await inTransaction(em, async (tx) => {
-        const written = await prepare(tx);
-        const first = this.assistantMessage(tx, conversation.id, attrs);
-        return [written, first] as const;
-      });
+      [created, assistant] = await inTransaction(em, async (tx) => [await prepare(tx), this.runner.assistantMessage(tx, convId, attrs)] as const);
     } catch (error) {
-      await this.credits.release(em, reservation.id, 'the conversation turn did not start').catch(() => undefined);
+      await this.runner.release(em, hold.id, 'the conversation turn did not start');
       throw error;
     }
-    const views = created.map(toMessageView);
+    const after = await this.log.lastSeq(em.fork(), convId);
+    const members = this.conversations.memberIds(conversation);
+    const turn: Turn = { id: turnId, conversation, bot, modelId, toolIds, members, userId, teamId, options, attrs, abort: new AbortController(), log: this.log.writer(convId, turnId, after, members) };
     if (options.signal) options.signal.addEventListener('abort', () => turn.abort.abort(options.signal!.reason), { once: true });
-    this.aborts.add(turn.abort);
-    const work = this.loop(turn, reservation, assistant.id).finally(() => {
-      this.inflight.delete(conversation.id);
-      this.aborts.delete(turn.abort);
-    });
-    this.inflight.set(conversation.id, work.catch(() => undefined));
-    if (options.stream) {
-      // The members got an `error` notification; unexpected errors were logged by the loop. Only the
-      // code here: a provider error's cause is the vendor's response and is not worth a log line.
-      work.catch((error) => this.log.info({ convId: conversation.id, code: isTrellisError(error) ? error.code : 'internal' }, 'streamed conversation turn ended with an error'));
-      return { convId: conversation.id, status: 'streaming', messages: [...views, toMessageView(assistant)] };
-    }
+    const work = this.runner.run(turn, hold, assistant.id).then((outcome) => this.close(turn, outcome));
+    this.running.set(turnId, { turn, work });
+    started();
+    const views = created.map(toMessageView);
+    if (options.stream) return { convId, status: 'streaming', messages: [...views, toMessageView(assistant)], turnId, after };
     const outcome = await work;
-    return { convId: conversation.id, status: outcome.status, messages: [...views, ...outcome.messages] };
+    if (outcome.status === 'failed') throw outcome.error;
+    return { convId, status: outcome.status, messages: [...views, ...outcome.messages], turnId, after };
   }
 
-  private assistantMessage(em: EntityManager, convId: string, attrs: MessageAttrs): Message {
-    return em.create(Message, {
-      id: this.ids.next(),
-      conversation: em.getReference(Conversation, convId),
-      role: 'assistant',
-      content: '',
-      status: 'streaming',
-      authorId: null,
-      attrs,
-      toolCalls: null,
-      toolCallId: null,
-      toolName: null,
-      usage: null,
-      error: null,
-      debug: null,
-      heartbeatAt: new Date(),
-    } as unknown as Message);
-  }
-
-  private async reserve(em: EntityManager, turn: Turn): Promise<CreditReservation> {
-    const amount = await this.gateway.estimate(turn.modelId);
-    return this.credits.reserve(em, { teamId: turn.teamId, amount, reason: `conversation ${turn.conversation.id}`, userId: turn.userId });
-  }
-
-  /** Model calls until the model answers without tool calls, waits for tool answers, or the step limit is reached. */
-  private async loop(turn: Turn, firstReservation: CreditReservation, firstAssistantId: string): Promise<{ status: TurnResult['status']; messages: MessageView[] }> {
-    const em = this.root.fork();
+  /** Ends a turn: its last events and `turn-end` are stored as the conversation is released; then the hook. */
+  private async close(turn: Turn, outcome: TurnOutcome): Promise<TurnOutcome> {
     const convId = turn.conversation.id;
-    const created: MessageView[] = [];
-    let reservation: CreditReservation | null = firstReservation;
-    let assistantId = firstAssistantId;
-    let definitions: AiToolDefinition[] | undefined;
-    // What the members were shown of the message being written: stored with the lease, and on failure.
-    let text = '';
-    const lease = this.lease(() => ({ id: assistantId, content: text }));
     try {
-      if (turn.toolIds.length) definitions = await this.gateway.toolDefinitions({ userId: turn.bot.owner.id, toolIds: turn.toolIds });
-      for (let step = 1; ; step++) {
-        if (step > 1) {
-          reservation = await this.reserve(em, turn);
-          const next = this.assistantMessage(em, convId, turn.attrs);
-          await em.flush();
-          assistantId = next.id;
-        }
-        await this.notify(turn, 'message-start', assistantId, { role: 'assistant', step });
-        const messages = await this.history(em, turn, assistantId);
-        text = '';
-        const calls: MessageToolCall[] = [];
-        let usage: AiUsage = { inputTokens: 0, outputTokens: 0 };
-        for await (const part of this.gateway.chat({
-          userId: turn.bot.owner.id,
-          modelId: turn.modelId,
-          request: { messages, tools: definitions?.length ? definitions : undefined, signal: turn.abort.signal, threadId: convId },
-        })) {
-          if (part.type === 'text-delta') {
-            text += part.delta;
-            await this.notify(turn, 'delta', assistantId, part.delta);
-          } else if (part.type === 'tool-call') {
-            calls.push({ id: part.toolCallId, name: part.toolName, input: part.input });
-          } else if (part.type === 'finish') {
-            usage = part.usage;
-          }
-        }
-        const price = await this.gateway.price(turn.modelId, usage);
-        const charged = Math.min(price, reservation!.amount);
-        await this.credits.settle(em, reservation!.id, charged, `${usage.inputTokens} input and ${usage.outputTokens} output tokens`);
-        reservation = null;
-        const waiting = calls.length > 0 && !turn.options.toolAuto;
-        const assistant = await em.findOneOrFail(Message, { id: assistantId });
-        assistant.content = text;
-        assistant.toolCalls = calls.length ? calls : null;
-        assistant.usage = { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens, credits: charged };
-        assistant.status = waiting ? 'waiting_tool' : 'completed';
-        assistant.heartbeatAt = null;
-        if (turn.options.debug) {
-          assistant.debug = { step, modelId: turn.modelId, messages: messages.length, tools: (definitions ?? []).map((d) => d.name), price, reservedCredits: firstReservation.amount };
-        }
-        await em.flush();
-        created.push(toMessageView(assistant));
-        for (const call of calls) await this.notify(turn, 'tool-call', assistantId, { toolCallId: call.id, toolName: call.name, input: call.input });
-        if (calls.length === 0 || waiting) {
-          await this.notify(turn, 'end', assistantId, { status: assistant.status, usage: assistant.usage });
-          return { status: waiting ? 'waiting_tool' : 'completed', messages: created };
-        }
-        for (const call of calls) {
-          let result: unknown;
-          try {
-            result = await this.gateway.callTool({ userId: turn.bot.owner.id, toolIds: turn.toolIds, toolName: call.name, args: call.input, signal: turn.abort.signal });
-          } catch (error) {
-            if (turn.abort.signal.aborted) throw error;
-            result = { error: isTrellisError(error) ? error.code : 'tool_call_failed', message: isTrellisError(error) && error.exposed ? error.message : 'The tool failed.' };
-          }
-          const toolMessage = em.create(Message, {
-            id: this.ids.next(),
-            conversation: em.getReference(Conversation, convId),
-            role: 'tool',
-            content: typeof result === 'string' ? result : JSON.stringify(result ?? null),
-            status: 'completed',
-            authorId: null,
-            attrs: {},
-            toolCalls: null,
-            toolCallId: call.id,
-            toolName: call.name,
-            usage: null,
-            error: null,
-            debug: null,
-          } as unknown as Message);
-          await em.flush();
-          created.push(toMessageView(toolMessage));
-          await this.notify(turn, 'tool-result', toolMessage.id, { toolCallId: call.id, toolName: call.name, result });
-        }
-        if (step >= this.config.toolAutoMaxSteps) {
-          const error = { error: 'tool_step_limit', message: `The model was called ${step} times (ai.toolAutoMaxSteps) and still asked for tools.` };
-          await this.notify(turn, 'error', assistantId, error);
-          await this.notify(turn, 'end', assistantId, { status: 'step_limit', usage: assistant.usage });
-          return { status: 'step_limit', messages: created };
-        }
-      }
+      await turn.log.close([...outcome.tail, { type: 'turn-end', msgId: outcome.lastId, content: { status: outcome.status } }], (tx) => this.claims.releaseIn(tx, convId, turn.id));
     } catch (error) {
-      lease.stop();
-      if (reservation) await this.credits.release(this.root.fork(), reservation.id, 'the model call failed').catch(() => undefined);
-      const body = errorBody(error);
-      // The error reached here through the AI gateway, which removed secrets and request bodies from it.
-      if (!isTrellisError(error)) this.log.error({ err: error, convId }, 'conversation turn failed');
-      try {
-        // What the members were shown stays, marked failed.
-        await this.root.fork().nativeUpdate(Message, { id: assistantId }, { status: 'error', content: text, error: body, heartbeatAt: null, updatedAt: new Date() });
-      } catch {
-        /* the conversation may have been deleted meanwhile */
-      }
-      await this.notify(turn, 'error', assistantId, body);
-      throw error;
+      this.logger.warn({ err: error, convId }, 'could not store the end of a conversation turn');
+      await this.claims.release(convId, turn.id).catch(() => undefined);
     } finally {
-      lease.stop();
+      this.running.delete(turn.id);
     }
-  }
-
-  /**
-   * Renews the lease of the message being written every `ai.turns.heartbeatMs`, storing the text
-   * written so far, so that a turn whose process goes away is found (`recoverInterrupted`) with
-   * what its readers were shown.
-   */
-  private lease(current: () => { id: string; content: string }): { stop(): void } {
-    let writing: Promise<unknown> = Promise.resolve();
-    const timer = setInterval(() => {
-      const { id, content } = current();
-      writing = writing
-        .then(() => this.root.fork().nativeUpdate(Message, { id, status: 'streaming' }, { content, heartbeatAt: new Date() }))
-        .catch((error: unknown) => this.log.warn({ err: error, msgId: id }, 'could not renew the lease of a conversation turn'));
-    }, this.config.turns.heartbeatMs);
-    timer.unref?.();
-    return { stop: () => clearInterval(timer) };
+    if (outcome.status === 'failed' && turn.options.stream) {
+      // The members got an `error` notification; unexpected errors were logged by the runner. Only the
+      // code here: a provider error's cause is the vendor's response and is not worth a log line.
+      this.logger.info({ convId, code: isTrellisError(outcome.error) ? outcome.error.code : 'internal' }, 'streamed conversation turn ended with an error');
+    }
+    try {
+      const status = outcome.status === 'failed' ? 'failed' : outcome.status === 'stopped' ? 'stopped' : 'completed';
+      await this.hooks.emit('conversation.turnFinished', { conversationId: convId, messageId: outcome.lastId, userId: turn.userId, teamId: turn.teamId, status, usage: outcome.usage });
+    } catch (error) {
+      this.logger.error({ err: error, hook: 'conversation.turnFinished', convId }, 'a conversation hook failed');
+    }
+    return outcome;
   }
 
   /**
    * Closes the turns of processes that went away: every `streaming` assistant message whose lease
    * was not renewed for `ai.turns.staleAfterMs` becomes `error` (`ai_turn_interrupted`) with the
-   * text stored so far, and its members are told. Run at start-up and periodically; two processes
-   * sweeping at once close each message once. Returns how many were closed.
+   * text stored so far, and its members are told; a conversation held by such a turn is released.
+   * Run at start-up and periodically; two processes sweeping at once close each message once.
+   * Returns how many messages were closed.
    */
   async recoverInterrupted(): Promise<number> {
     const em = this.root.fork();
@@ -478,39 +346,38 @@ export class ConversationTurnService {
     const body = { error: 'ai_turn_interrupted', message: 'The answer was cut off: the server writing it stopped. Send the message again or rerun it.' };
     let closed = 0;
     for (const message of lost) {
-      const claimed = await em.nativeUpdate(Message, { id: message.id, status: 'streaming', heartbeatAt: message.heartbeatAt }, { status: 'error', error: body, heartbeatAt: null, updatedAt: new Date() });
-      if (!claimed) continue;
-      closed++;
-      await this.notify({ conversation: message.conversation, members: this.conversations.memberIds(message.conversation) }, 'error', message.id, body);
+      const conversation = message.conversation;
+      // The lost turn's hold on the conversation goes with its message, in one transaction with its last events.
+      const lostTurn = conversation.turnId && conversation.turnHeartbeatAt && conversation.turnHeartbeatAt < staleBefore ? { convId: conversation.id, turnId: conversation.turnId, heartbeatAt: conversation.turnHeartbeatAt } : null;
+      const events = [
+        { type: 'error' as const, turnId: conversation.turnId ?? '', msgId: message.id, content: body },
+        ...(lostTurn ? [{ type: 'turn-end' as const, turnId: lostTurn.turnId, msgId: message.id, content: { status: 'failed' } }] : []),
+      ];
+      const done = await this.log.appendWithin(conversation.id, this.conversations.memberIds(conversation), events, async (tx) => {
+        const claimed = await tx.nativeUpdate(Message, { id: message.id, status: 'streaming', heartbeatAt: message.heartbeatAt }, { status: 'error', error: body, heartbeatAt: null, updatedAt: new Date() });
+        if (claimed && lostTurn) await this.claims.releaseStale(lostTurn, tx);
+        return claimed === 1;
+      });
+      if (done) closed++;
     }
-    if (closed) this.log.warn({ messages: closed }, 'conversation turns cut by a stopped process were marked failed');
+    if (closed) this.logger.warn({ messages: closed }, 'conversation turns cut by a stopped process were marked failed');
+    // Turns lost between two model calls (no message being written).
+    for (const stale of await this.claims.findStale(staleBefore)) {
+      const conversation = await em.findOne(Conversation, { id: stale.convId });
+      if (!conversation) continue;
+      const end = { type: 'turn-end' as const, turnId: stale.turnId, msgId: '', content: { status: 'failed' } };
+      await this.log.appendWithin(stale.convId, this.conversations.memberIds(conversation), [end], (tx) => this.claims.releaseStale(stale, tx));
+    }
     return closed;
   }
 
-  /** The conversation as the model reads it: the bot's prompt, then every finished message before `uptoId`. */
-  private async history(em: EntityManager, turn: Turn, uptoId: string): Promise<AiMessage[]> {
-    const rows = await em.find(Message, { conversation: turn.conversation.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-    const out: AiMessage[] = [];
-    if (typeof turn.bot.conf.prompt === 'string' && turn.bot.conf.prompt) out.push({ role: 'system', content: turn.bot.conf.prompt });
-    for (const m of rows) {
-      if (m.id === uptoId) break;
-      if (m.status === 'error' || m.status === 'streaming') continue;
-      if (m.role === 'user') out.push({ role: 'user', content: m.content });
-      else if (m.role === 'assistant') {
-        out.push({ role: 'assistant', content: m.content, ...(m.toolCalls?.length ? { toolCalls: m.toolCalls.map((c) => ({ toolCallId: c.id, toolName: c.name, input: c.input })) } : {}) });
-      } else if (m.toolCallId) out.push({ role: 'tool', toolCallId: m.toolCallId, toolName: m.toolName ?? 'tool', content: m.content });
-      else out.push({ role: 'user', content: `Result of the tool ${m.toolName ?? ''}: ${m.content}` });
-    }
-    return out;
-  }
-
-  /** Pushes one `conversation` notification to every member; a failed push never fails the turn. */
-  async notify(turn: Pick<Turn, 'members' | 'conversation'>, type: ConversationEventType, msgId: string, content: unknown): Promise<void> {
-    for (const userId of turn.members) {
+  /** Pushes one `conversation` notification to every member (outside a turn: not in the log); a failed push never fails the caller. */
+  async notify(target: { conversation: Conversation; members: string[] }, type: ConversationEventType, msgId: string, content: unknown): Promise<void> {
+    for (const userId of target.members) {
       try {
-        await this.push.toUser(userId, 'conversation', { convId: turn.conversation.id, msgId, type, content });
+        await this.push.toUser(userId, 'conversation', { convId: target.conversation.id, msgId, type, content });
       } catch (error) {
-        this.log.warn({ err: error, convId: turn.conversation.id, type }, 'conversation push failed');
+        this.logger.warn({ err: error, convId: target.conversation.id, type }, 'conversation push failed');
       }
     }
   }

@@ -172,6 +172,18 @@ export class PushHub {
     return reached;
   }
 
+  /**
+   * Delivers one push to the sockets of one target held by this process (not through PubSub: the
+   * caller got it from a fan-out of its own), numbered like any push. False when this process
+   * holds no socket (nor lingering buffer) of the target.
+   */
+  deliverLocal(kind: ChannelKind, id: string, method: string, params: Record<string, unknown>): boolean {
+    const stream = this.streams.get(pushTopic(kind, id));
+    if (!stream || stream.dead) return false;
+    this.receive(stream, encodeEnvelope({ method, params }));
+    return true;
+  }
+
   /** Stops lingering: buffers without sockets are dropped now, the rest when their sockets close. */
   shutdown(): void {
     this.closed = true;

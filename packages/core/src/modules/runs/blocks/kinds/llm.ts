@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TrellisError } from '../../../../kernel/errors.js';
-import { aiGatewayServiceIdentifier, type AiGateway, type AiMessage, type AiToolCall } from '../../../../ports/ai-provider.js';
+import { aiGatewayServiceIdentifier, type AiGateway, type AiMessage } from '../../../../ports/ai-provider.js';
+import { runModelTurn } from '../../../ai/services/model-turn.js';
 import { runsConfigServiceIdentifier } from '../../tokens.js';
 import { attrIssue, optionalText } from '../attrs.js';
 import type { BlockExecutor, BlockIo, BlockOutcome } from '../executor.js';
@@ -18,9 +19,6 @@ export const LlmAttrs = Type.Object({
   tools: Type.Optional(Type.Array(Type.String(), attrIssue('isArray', 'must be an array of AI tool ids'))),
 });
 export type LlmAttrs = Static<typeof LlmAttrs>;
-
-const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
-const errorCode = (error: unknown) => (error instanceof TrellisError ? error.code : 'tool_failed');
 
 /**
  * LLM block: renders its prompt (attrs.prompt or its text) and optional `attrs.system`, streams
@@ -45,39 +43,28 @@ export class LlmBlockExecutor implements BlockExecutor<LlmAttrs> {
     const messages: AiMessage[] = [];
     if (block.attrs.system) messages.push({ role: 'system', content: renderTemplate(block.attrs.system, io.ctx) });
     messages.push({ role: 'user', content: prompt });
-    const tools = toolIds.length ? await gateway.toolDefinitions({ userId: io.userId, toolIds }) : undefined;
     const temperature = block.attrs.temperature ?? undefined;
-    let text = '';
-    for (let round = 0; round < this.maxToolRounds; round++) {
-      text = '';
-      const calls: AiToolCall[] = [];
-      for await (const part of gateway.chat({ userId: io.userId, modelId, request: { messages, tools, temperature, signal: io.signal, threadId: io.runId } })) {
-        if (part.type === 'text-delta') {
-          text += part.delta;
-          // The log behind: the stream is not read further until it caught up.
-          const behind = io.chunk(part.delta);
-          if (behind) await behind;
-        } else if (part.type === 'tool-call') {
-          calls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
-        } else if (part.type === 'finish') {
-          io.modelUsage(modelId, part.usage);
-        }
-      }
-      if (!calls.length) return { output: text };
-      messages.push({ role: 'assistant', content: text, toolCalls: calls });
-      for (const call of calls) {
-        await io.toolStart(call.toolCallId, call.toolName);
-        let result: unknown;
-        try {
-          result = await gateway.callTool({ userId: io.userId, toolIds, toolName: call.toolName, args: call.input, signal: io.signal });
-        } catch (error) {
-          if (io.signal.aborted) throw error;
-          result = { error: errorCode(error), message: errorText(error) };
-        }
-        await io.toolResult(call.toolCallId, result);
-        messages.push({ role: 'tool', toolCallId: call.toolCallId, toolName: call.toolName, content: JSON.stringify(result ?? null) });
-      }
-    }
+    // The run holds the credits of the whole run: the model turn reports each call's usage to it.
+    const outcome = await runModelTurn({
+      gateway,
+      userId: io.userId,
+      modelId,
+      messages,
+      toolIds,
+      temperature,
+      signal: io.signal,
+      threadId: io.runId,
+      maxSteps: this.maxToolRounds,
+      runTools: true,
+      sink: {
+        // The log behind: the stream is not read further until it caught up.
+        text: (delta) => io.chunk(delta),
+        stepEnd: (step) => io.modelUsage(modelId, step.usage),
+        toolStart: (call) => io.toolStart(call.toolCallId, call.toolName),
+        toolResult: (call, result) => io.toolResult(call.toolCallId, result),
+      },
+    });
+    if (outcome.status === 'completed') return { output: outcome.text };
     throw new TrellisError('bad_request', 'too_many_tool_rounds', `The model kept calling tools after ${this.maxToolRounds} turns.`);
   }
 }
