@@ -16,8 +16,9 @@ import { collabModule } from './collab/collab.module.js';
 import { runsModule } from './runs/runs.module.js';
 import { blocksModule } from './blocks/blocks.module.js';
 import { toolsModule } from './tools/tools.module.js';
+import { knowledgeModule } from './knowledge/knowledge.module.js';
 
 /**
  * Every built-in area, in load order. A new area is a folder under `modules/` and one line here.
  */
-export const coreModules: readonly TrellisModule[] = [systemModule, identityModule, billingModule, realtimeModule, botsModule, conversationsModule, aiModule, auditModule, developerModule, adminModule, oauthModule, projectsModule, documentsModule, collabModule, blocksModule, runsModule, toolsModule];
+export const coreModules: readonly TrellisModule[] = [systemModule, identityModule, billingModule, realtimeModule, botsModule, conversationsModule, aiModule, auditModule, developerModule, adminModule, oauthModule, projectsModule, documentsModule, collabModule, blocksModule, runsModule, toolsModule, knowledgeModule];
