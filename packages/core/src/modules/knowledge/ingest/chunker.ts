@@ -29,6 +29,8 @@ interface Piece {
 /** A block of the document (paragraph, list, table, code) under its headings, cut into pieces. */
 interface Block {
   headingPath: string[];
+  /** The page the block starts on (null without pages): chunks never cross pages, so a citation names one. */
+  page: number | null;
   pieces: Piece[];
   tokens: number;
 }
@@ -73,7 +75,7 @@ function piecesOf(text: string, start: number, end: number, limit: number): Piec
 }
 
 /** The document's blocks in order, each with the headings above it (remark reads the structure). */
-function blocksOf(text: string, limit: number): Block[] {
+function blocksOf(text: string, limit: number, pageAt: (offset: number) => number | null): Block[] {
   const tree = parser.parse(text) as Root;
   const headings: string[] = [];
   const blocks: Block[] = [];
@@ -89,7 +91,7 @@ function blocksOf(text: string, limit: number): Block[] {
     }
     if (node.type === 'thematicBreak' || node.type === 'html' || node.type === 'definition') continue;
     const pieces = piecesOf(text, start, end, limit);
-    if (pieces.length) blocks.push({ headingPath: headings.filter(Boolean), pieces, tokens: pieces.reduce((sum, piece) => sum + piece.tokens, 0) });
+    if (pieces.length) blocks.push({ headingPath: headings.filter(Boolean), page: pageAt(start), pieces, tokens: pieces.reduce((sum, piece) => sum + piece.tokens, 0) });
   }
   return blocks;
 }
@@ -131,12 +133,12 @@ function unitsOf(blocks: readonly Block[], limit: number): Piece[] {
   });
 }
 
-/** Consecutive blocks under the same headings. */
+/** Consecutive blocks under the same headings, on the same page. */
 function sections(blocks: readonly Block[]): Block[][] {
   const out: Block[][] = [];
   for (const block of blocks) {
     const last = out[out.length - 1];
-    if (last && last[0]!.headingPath.join('\u0000') === block.headingPath.join('\u0000')) last.push(block);
+    if (last && last[0]!.page === block.page && last[0]!.headingPath.join('\u0000') === block.headingPath.join('\u0000')) last.push(block);
     else out.push([block]);
   }
   return out;
@@ -153,12 +155,12 @@ export function chunkDocument(document: ParsedDocument, settings: ChunkingSettin
   const { text, pages } = document;
   const childLimit = settings.chunkTokens;
   const parentLimit = Math.max(settings.parentTokens, childLimit);
-  const blocks = blocksOf(text, childLimit);
   const pageAt = (offset: number): number | null => {
     if (!pages.length) return null;
     for (const span of pages) if (offset < span.end || span === pages[pages.length - 1]) return span.page;
     return null;
   };
+  const blocks = blocksOf(text, childLimit, pageAt);
   const draft = (role: DraftChunk['role'], parent: number | null, group: readonly Piece[], headingPath: string[]): DraftChunk => {
     const start = group[0]!.start;
     const end = group[group.length - 1]!.end;
