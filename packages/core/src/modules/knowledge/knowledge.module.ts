@@ -11,6 +11,7 @@ import { IngestionService } from './services/ingestion.service.js';
 import { KnowledgeService } from './services/knowledge.service.js';
 import { Reranker } from './services/reranker.js';
 import { RetrievalService } from './services/retrieval.service.js';
+import { KnowledgeRetrieverService, knowledgeRetrieverServiceIdentifier } from './knowledge-retriever.js';
 
 /**
  * Knowledge bases (docs/knowledge.md): files and URLs parsed, chunked by structure, embedded in the
@@ -30,6 +31,7 @@ export const knowledgeModule = defineModule({
       bind(IngestionService).toSelf().inSingletonScope();
       bind(Reranker).toSelf().inSingletonScope();
       bind(RetrievalService).toSelf().inSingletonScope();
+      bind(knowledgeRetrieverServiceIdentifier).to(KnowledgeRetrieverService).inSingletonScope();
     }),
   routes: ({ section }) => knowledgeRoutes(section as KnowledgeConfig),
   jobs: [

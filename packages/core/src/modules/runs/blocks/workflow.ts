@@ -2,7 +2,7 @@ import type { ValidationIssue } from '../../../kernel/errors.js';
 import type { RichNode } from '../../documents/content/rich-text.js';
 
 /** What a top-level block does in a run. `text` blocks are not executed but can be referenced. */
-export type BlockKind = 'input' | 'llm' | 'code' | 'tool' | 'ask' | 'output' | 'text';
+export type BlockKind = 'input' | 'llm' | 'code' | 'tool' | 'ask' | 'output' | 'retrieval' | 'text';
 
 /** Node types of the executable blocks (see docs/runs.md). */
 export const blockNodeTypes = {
@@ -12,6 +12,7 @@ export const blockNodeTypes = {
   tool: 'toolBlock',
   ask: 'askBlock',
   output: 'outputBlock',
+  retrieval: 'retrievalBlock',
 } as const;
 
 const kindByNodeType: Record<string, BlockKind> = {
@@ -20,6 +21,7 @@ const kindByNodeType: Record<string, BlockKind> = {
   toolBlock: 'tool',
   askBlock: 'ask',
   outputBlock: 'output',
+  retrievalBlock: 'retrieval',
 };
 
 export const inputTypes = ['string', 'number', 'integer', 'boolean', 'object', 'array'] as const;
@@ -121,6 +123,10 @@ function checkBlock(block: WorkflowBlock, at: string, issues: ValidationIssue[])
       if (a.args !== undefined && (typeof a.args !== 'object' || a.args === null || Array.isArray(a.args))) {
         issues.push({ field: `${at}.attrs.args`, constraint: 'isObject', message: 'must be an object' });
       }
+      break;
+    case 'retrieval':
+      need('knowledgeBase', typeof a.knowledgeBase === 'string' && a.knowledgeBase.length > 0, 'a retrieval block needs a knowledge base id');
+      need('query', (typeof a.query === 'string' && a.query.length > 0) || block.text.length > 0, 'a retrieval block needs a query (attrs.query or its text)');
       break;
     case 'ask':
       need('question', (typeof a.question === 'string' && a.question.length > 0) || block.text.length > 0, 'an ask block needs a question (attrs.question or its text)');

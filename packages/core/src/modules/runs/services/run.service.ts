@@ -24,6 +24,8 @@ import { DocumentService } from '../../documents/services/document.service.js';
 import { AskBlockExecutor, InputBlockExecutor, OutputBlockExecutor } from '../blocks/basic-executors.js';
 import { LlmBlockExecutor, ToolBlockExecutor } from '../blocks/ai-executors.js';
 import { CodeBlockExecutor } from '../blocks/code-executor.js';
+import { RetrievalBlockExecutor } from '../../knowledge/retrieval-block.js';
+import { knowledgeRetrieverServiceIdentifier } from '../../knowledge/retriever-port.js';
 import type { BlockExecutor } from '../blocks/executor.js';
 import { inputDefinitions, parseWorkflow, validateInputs, type BlockKind, type InputDefinition, type WorkflowBlock } from '../blocks/workflow.js';
 import { RunEvent } from '../entities/run-event.entity.js';
@@ -206,6 +208,7 @@ export class RunService {
       new ToolBlockExecutor(() => this.optional(aiGatewayServiceIdentifier)),
       new AskBlockExecutor(),
       new OutputBlockExecutor(),
+      new RetrievalBlockExecutor(() => this.optional(knowledgeRetrieverServiceIdentifier)),
     ];
     this.engine = new RunEngine(new Map<BlockKind, BlockExecutor>(executors.map((e) => [e.kind, e])), {
       blockEvents: config.maxBlockEvents,
