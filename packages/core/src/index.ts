@@ -79,6 +79,7 @@ export * from './modules/collab/index.js';
 export { systemModule } from './modules/system/system.module.js';
 export * from './modules/runs/index.js';
 export * from './modules/tools/index.js';
+export * from './modules/knowledge/index.js';
 export {
   TrellisMetrics,
   metricsServiceIdentifier,
