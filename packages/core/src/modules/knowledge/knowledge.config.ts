@@ -19,7 +19,7 @@ export const knowledgeConfigSchema = s.object({
   ingestion: s.object({
     enabled: s.boolean().default(true).describe('Whether this process ingests queued sources (parse, chunk, embed). Set false on processes that only serve requests.'),
     pollIntervalMs: s.int().range(50, 600_000).default(500).describe('How often this process looks for queued sources.'),
-    leaseMs: s.int().range(1000, 3_600_000).default(300_000).describe('How long a process owns a source it ingests; a source whose process died is taken up again after it (after a restart, at once).'),
+    leaseMs: s.int().range(1000, 3_600_000).default(300_000).describe('How long a process owns a source it ingests (renewed at each step); a source whose process died is taken up again once it expires. A process that stops gracefully gives its source back at once.'),
     maxAttempts: s.int().range(1, 100).default(3).describe('Times a source is tried before it fails for good (a source whose process keeps dying).'),
     embedBatchSize: s.int().range(1, 2048).default(64).describe('Chunks embedded per embedder call.'),
   }),
