@@ -133,8 +133,9 @@ export function knowledgeRoutes(config: KnowledgeConfig): RouteDefinition[] {
         415: 'A file is in a format a knowledge base does not read (knowledge_unsupported_type)',
       },
       async handler(ctx) {
-        const { service, base } = await scope(ctx);
+        // The body is read (and refused when malformed) before the path is looked up, as for JSON bodies.
         const { files, metadata } = await readUpload(ctx.headers['content-type'], ctx.rawBody, config.maxFileBytes);
+        const { service, base } = await scope(ctx);
         const items = [];
         for (const file of files) items.push(await service.addSource(ctx.em, base, { kind: 'file', name: file.name, mediaType: file.mediaType, data: file.data, metadata }));
         return Reply.json({ items: items.map(toSourceView) }, 202);

@@ -1,3 +1,4 @@
+import { guardInput } from '../../kernel/http/input-guard.js';
 import { formatOf, mediaTypeOf } from './ingest/media-types.js';
 import { knowledgeErrors } from './errors.js';
 
@@ -33,6 +34,8 @@ export async function readUpload(contentType: string | undefined, body: Uint8Arr
       throw knowledgeErrors.invalidUpload('The metadata field is not valid JSON.');
     }
     if (!isObject(parsed)) throw knowledgeErrors.invalidUpload('The metadata field is a JSON object.');
+    // The edge's checks (depth, NUL, lone surrogates, reserved keys), as for any JSON body.
+    guardInput(parsed, 'body');
     if (JSON.stringify(parsed).length > 65_536) throw knowledgeErrors.invalidUpload('The metadata field is at most 64 KiB of JSON.');
     metadata = parsed;
   }
@@ -40,6 +43,7 @@ export async function readUpload(contentType: string | undefined, body: Uint8Arr
   for (const entry of form.getAll('file')) {
     if (typeof entry === 'string') throw knowledgeErrors.invalidUpload('The file field carries a file, not text.');
     const name = (entry.name || 'upload').slice(0, 500);
+    guardInput({ name }, 'body');
     if (entry.size > maxFileBytes) throw knowledgeErrors.fileTooLarge(name, maxFileBytes);
     const format = formatOf(entry.type, name);
     if (!format) throw knowledgeErrors.unsupportedType(name);
