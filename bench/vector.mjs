@@ -5,10 +5,11 @@
 // default on PostgreSQL without pgvector), against a brute-force Float32Array scan in this process
 // as the ceiling (unfiltered searches on sqlite-vec use its vec0 mirror; filtered ones pick
 // candidates from its term index first, compared with the same store scanning every row). Recall is measured
-// against the brute force (exact search: 1.0 expected). Then the speech synthesizer's real-time factor (synthesis time / audio duration) when espeak-ng is installed.
+// against the brute force (exact search: 1.0 expected). First, writes: records/s through the
+// API one by one and through the batch endpoint, beside raw sqlite-vec inserts in the same run. Then the speech synthesizer's real-time factor (synthesis time / audio duration) when espeak-ng is installed.
 //
 //   pnpm bench:vector              (builds the packages first)
-//   node bench/vector.mjs [--rows 100000] [--dim 384] [--queries 50] [--exact-queries 5]
+//   node bench/vector.mjs [--rows 100000] [--dim 384] [--queries 50] [--exact-queries 5] [--writes 20000] [--only writes]
 //
 // Not a test: it prints figures and never fails on them.
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,7 +18,8 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
-import { coreModules, createKernel, ExactScanVectorStore, provide, UserService, VdbCollection, vectorStoreServiceIdentifier, vectorToBytes } from '@trellis/core';
+import { coreModules, createKernel, ExactScanVectorStore, HashingEmbedder, provide, UserService, VdbCollection, vectorStoreServiceIdentifier, vectorToBytes } from '@trellis/core';
+import { createHost } from '@trellis/host';
 import { sqliteDatabase } from '@trellis/db-sqlite';
 import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
 
@@ -27,6 +29,8 @@ const { values: args } = parseArgs({
     dim: { type: 'string', default: '384' },
     queries: { type: 'string', default: '50' },
     'exact-queries': { type: 'string', default: '3' },
+    writes: { type: 'string', default: '20000' },
+    only: { type: 'string', default: '' },
   },
 });
 const rows = Number(args.rows);
@@ -45,6 +49,67 @@ const unit = () => {
   for (let i = 0; i < dim; i++) v[i] *= s;
   return v;
 };
+
+/**
+ * Writes: records per second through the HTTP API on the host's SQLite defaults (sqlite-vec), one
+ * record per request and through the batch endpoint (1,000 records per request, embedded in
+ * batches), beside raw sqlite-vec inserts of the same vectors into a vec0 table in the same
+ * database (one row per statement and transaction, and all rows in one transaction).
+ */
+async function benchWrites(count) {
+  const writeDir = mkdtempSync(join(tmpdir(), 'trellis-bench-vector-writes-'));
+  const host = createHost({
+    config: { auth: { jwtSecret: 'bench-secret-bench-secret-bench-secret-00', rateLimit: { perIp: 1_000_000, perAccount: 1_000_000 } }, database: { url: `sqlite:${join(writeDir, 'writes.db')}` }, server: { host: '127.0.0.1', port: 0 } },
+    logger: pino({ level: 'error' }),
+  });
+  await host.start();
+  try {
+    const call = async (method, path, token, body) => {
+      const response = await fetch(`${host.url}${path}`, { method, headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+      if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${await response.text()}`);
+      return response.json();
+    };
+    const { token } = await call('POST', '/auth/register', null, { email: 'writes@example.com', password: 'bench-password-123' });
+    const text = (i) => `record ${i}: ${['password reset', 'billing invoice', 'team invite', 'export data'][i % 4]} question number ${i}`;
+    console.log(`\nwrites: ${count.toLocaleString()} records of ${dim} dims (hashing embedder), host ${host.transport} over HTTP, SQLite with sqlite-vec`);
+    const single = Math.min(500, count);
+    let t0 = performance.now();
+    for (let i = 0; i < single; i++) await call('POST', '/tool/vdb/One', token, { content: text(i), tags: ['t'] });
+    const singleRate = single / ((performance.now() - t0) / 1000);
+    t0 = performance.now();
+    for (let start = 0; start < count; start += 1000) {
+      const records = Array.from({ length: Math.min(1000, count - start) }, (_, j) => ({ content: text(start + j), tags: ['t'], metadata: { i: start + j } }));
+      await call('POST', '/tool/vdb/Many/batch', token, { records });
+    }
+    const batchRate = count / ((performance.now() - t0) / 1000);
+    // Raw sqlite-vec: the same texts' vectors (embedded beforehand, not timed) into a vec0 table.
+    const embedder = new HashingEmbedder({ dimension: dim });
+    const vectors = Array.from({ length: count }, (_, i) => vectorToBytes(embedder.embedOne(text(i))));
+    const connection = host.kernel.fork().getConnection();
+    await connection.execute(`CREATE VIRTUAL TABLE bench_raw USING vec0(record_id text primary key, embedding float[${dim}] distance_metric=cosine)`);
+    const rawSingle = Math.min(3000, count);
+    t0 = performance.now();
+    for (let i = 0; i < rawSingle; i++) await connection.execute('INSERT INTO bench_raw (record_id, embedding) VALUES (?, ?)', [`a${i}`, vectors[i]]);
+    const rawSingleRate = rawSingle / ((performance.now() - t0) / 1000);
+    const em = host.kernel.fork();
+    t0 = performance.now();
+    await em.transactional(async (tx) => {
+      for (let i = 0; i < count; i++) await tx.getConnection().execute('INSERT INTO bench_raw (record_id, embedding) VALUES (?, ?)', [`b${i}`, vectors[i]], 'run', tx.getTransactionContext());
+    });
+    const rawBatchRate = count / ((performance.now() - t0) / 1000);
+    console.log(`POST /tool/vdb/{c}, one record per request      ${singleRate.toFixed(0).padStart(8)} records/s   (${single} records)`);
+    console.log(`POST /tool/vdb/{c}/batch, 1,000 per request     ${batchRate.toFixed(0).padStart(8)} records/s   (embedding included)`);
+    console.log(`raw sqlite-vec, one row per transaction         ${rawSingleRate.toFixed(0).padStart(8)} records/s   (${rawSingle} rows, vectors given)`);
+    console.log(`raw sqlite-vec, all rows in one transaction     ${rawBatchRate.toFixed(0).padStart(8)} records/s   (vectors given)`);
+    console.log(`  batch endpoint / one per request: ${(batchRate / singleRate).toFixed(1)}x   batch endpoint / raw one per transaction: ${(batchRate / rawSingleRate).toFixed(2)}x   / raw one transaction: ${(batchRate / rawBatchRate).toFixed(2)}x`);
+  } finally {
+    await host.stop();
+    rmSync(writeDir, { recursive: true, force: true });
+  }
+}
+
+if (Number(args.writes) > 0) await benchWrites(Number(args.writes));
+if (args.only === 'writes') process.exit(0);
 
 const dir = mkdtempSync(join(tmpdir(), 'trellis-bench-vector-'));
 const store = new SqliteVecVectorStore();

@@ -82,6 +82,7 @@ export * from './modules/tools/index.js';
 export * from './modules/triggers/index.js';
 export * from './modules/openai-compat/index.js';
 export * from './modules/mcp/index.js';
+export * from './modules/knowledge/index.js';
 export {
   TrellisMetrics,
   metricsServiceIdentifier,

@@ -19,8 +19,9 @@ import { toolsModule } from './tools/tools.module.js';
 import { triggersModule } from './triggers/triggers.module.js';
 import { openAiCompatModule } from './openai-compat/openai-compat.module.js';
 import { mcpModule } from './mcp/mcp.module.js';
+import { knowledgeModule } from './knowledge/knowledge.module.js';
 
 /**
  * Every built-in area, in load order. A new area is a folder under `modules/` and one line here.
  */
-export const coreModules: readonly TrellisModule[] = [systemModule, identityModule, billingModule, realtimeModule, botsModule, conversationsModule, aiModule, auditModule, developerModule, adminModule, oauthModule, projectsModule, documentsModule, collabModule, blocksModule, runsModule, toolsModule, triggersModule, openAiCompatModule, mcpModule];
+export const coreModules: readonly TrellisModule[] = [systemModule, identityModule, billingModule, realtimeModule, botsModule, conversationsModule, aiModule, auditModule, developerModule, adminModule, oauthModule, projectsModule, documentsModule, collabModule, blocksModule, runsModule, toolsModule, triggersModule, openAiCompatModule, mcpModule, knowledgeModule];

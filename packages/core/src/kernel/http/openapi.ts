@@ -135,6 +135,8 @@ export function buildOpenApi(routes: readonly RouteDefinition[], info: OpenApiIn
       // An empty request body is read as `{}`: the body is required only when a field is.
       const bodySchema = schemas[register(route.body)]!;
       operation.requestBody = { required: ((bodySchema.required as string[] | undefined) ?? []).length > 0, content };
+    } else if (route.rawBodyDoc) {
+      operation.requestBody = { required: route.rawBodyDoc.required ?? true, content: { [route.rawBodyDoc.contentType]: { schema: route.rawBodyDoc.schema } } };
     }
     const rule = credentialRule(route.auth);
     if (rule) {

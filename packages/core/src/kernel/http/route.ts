@@ -107,6 +107,11 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
   params?: ClassType<P>;
   query?: ClassType<Q>;
   body?: ClassType<B>;
+  /**
+   * The request body of a route without a `body` DTO that reads `rawBody` itself (a multipart
+   * upload), for the OpenAPI document only: the handler parses and checks it.
+   */
+  rawBodyDoc?: { contentType: string; schema: Record<string, unknown>; required?: boolean };
   /** Largest accepted body for this route (default `server.maxBodyBytes`). */
   maxBodyBytes?: number;
   /** Answer even while the kernel is starting or stopping (health probes). */

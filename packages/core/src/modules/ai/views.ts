@@ -51,7 +51,7 @@ export const aiModelSchema = {
 export const aiToolActionSchema = {
   type: 'object',
   required: ['name', 'type'],
-  properties: { name: { type: 'string' }, type: { enum: ['http', 'mcp'] }, conf: { type: 'object', additionalProperties: true } },
+  properties: { name: { type: 'string' }, type: { enum: ['http', 'mcp', 'knowledge'] }, conf: { type: 'object', additionalProperties: true } },
 };
 
 export const aiToolSchema = {

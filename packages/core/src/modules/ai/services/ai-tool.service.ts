@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { inject, injectable } from 'inversify';
+import { inject, injectable, optional } from 'inversify';
 import { TrellisError, type ValidationIssue } from '../../../kernel/errors.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
 import type { AiToolDefinition, JsonSchemaObject } from '../../../ports/ai-provider.js';
@@ -13,6 +13,9 @@ import type { SecretBox } from './secret-box.js';
 import { keepMaskedSecrets, openSecrets, sealSecrets } from './secret-fields.js';
 import { httpMethods, runHttpAction, type HttpActionConf } from './http-action.js';
 import { describeMcpTool, runMcpAction, type McpActionConf } from './mcp-action.js';
+import { knowledgeRetrieverServiceIdentifier } from '../../knowledge/retriever-port.js';
+import { kernelServiceIdentifier } from '../../../kernel/tokens.js';
+import type { Kernel } from '../../../kernel/kernel.js';
 
 export interface AiToolInput {
   name: string;
@@ -26,7 +29,13 @@ export const toolNotFound = (id: string) => new TrellisError('not_found', 'tool_
 
 const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-const actionTypes = ['http', 'mcp'] as const;
+const actionTypes = ['http', 'mcp', 'knowledge'] as const;
+/** What a model passes to a `knowledge` action. */
+const knowledgeParameters: JsonSchemaObject = {
+  type: 'object',
+  properties: { query: { type: 'string', description: 'What to look for in the knowledge base.' }, limit: { type: 'integer', minimum: 1, maximum: 20, description: 'Passages at most.' } },
+  required: ['query'],
+};
 const emptyParameters: JsonSchemaObject = { type: 'object', properties: {}, additionalProperties: true };
 
 /** What the caller of an action knows besides the model's arguments (the execute endpoint's body). */
@@ -35,6 +44,8 @@ export interface ActionContext {
   convId?: string;
   msgId?: string;
   data?: Record<string, unknown>;
+  /** The tool's owner: a `knowledge` action searches the knowledge bases of the owner's team. */
+  ownerId?: string;
 }
 
 /** One action resolved for calling: the function name offered to a model and what runs it. */
@@ -57,6 +68,8 @@ export class AiToolService {
     @inject(aiConfigServiceIdentifier) private readonly config: AiConfig,
     @inject(networkGuardServiceIdentifier) private readonly guard: NetworkGuard,
     @inject(secretBoxServiceIdentifier) private readonly box: SecretBox,
+    // Resolved when a knowledge action runs (the retriever depends on the AI gateway, which depends on this service).
+    @inject(kernelServiceIdentifier) @optional() private readonly kernel?: Kernel,
   ) {}
 
   /** Conf and actions to store: a mask keeps the secret stored at the same place (actions matched by name), then every secret is sealed. */
@@ -113,7 +126,14 @@ export class AiToolService {
       names.add(action.name);
       const conf = action.conf ?? {};
       if (!(actionTypes as readonly string[]).includes(action.type)) {
-        issues.push({ field: `${at}.type`, constraint: 'isIn', message: 'An action type is http or mcp.' });
+        issues.push({ field: `${at}.type`, constraint: 'isIn', message: 'An action type is http, mcp or knowledge.' });
+        return;
+      }
+      if (action.type === 'knowledge') {
+        // Retrieval from a knowledge base of the owner's team (docs/knowledge.md): no URL, no secrets.
+        if (typeof conf.knowledgeBase !== 'string' || !isUuid(conf.knowledgeBase)) issues.push({ field: `${at}.conf.knowledgeBase`, constraint: 'isUuid', message: 'conf.knowledgeBase is the id of a knowledge base.' });
+        if (conf.description !== undefined && typeof conf.description !== 'string') issues.push({ field: `${at}.conf.description`, constraint: 'isString', message: 'conf.description is text.' });
+        out.push({ name: action.name, type: 'knowledge', conf: { ...conf } });
         return;
       }
       const url = conf.url;
@@ -221,7 +241,8 @@ export class AiToolService {
       this.resolve(tools).map(async ({ functionName, tool, action }) => {
         const conf = this.open(action).conf ?? {};
         let description = typeof conf.description === 'string' ? conf.description : (tool.desc ?? `${tool.name}: ${action.name}`);
-        let parameters = isObject(conf.parameters) ? (conf.parameters as JsonSchemaObject) : emptyParameters;
+        let parameters = action.type === 'knowledge' ? knowledgeParameters : isObject(conf.parameters) ? (conf.parameters as JsonSchemaObject) : emptyParameters;
+        if (action.type === 'knowledge' && typeof conf.description !== 'string') description = `${tool.desc ?? tool.name}: searches a knowledge base and answers passages with citations (source, page, headings); cite them.`;
         if (action.type === 'mcp' && !isObject(conf.parameters)) {
           const declared = await describeMcpTool(conf as unknown as McpActionConf, this.callOptions(signal));
           parameters = declared.parameters;
@@ -237,7 +258,7 @@ export class AiToolService {
     const resolved = this.resolve(tools);
     const match = resolved.find((r) => r.functionName === name) ?? (tools.length === 1 ? resolved.find((r) => r.action.name === name) : undefined);
     if (!match) throw new TrellisError('not_found', 'tool_action_not_found', `No action named ${name} among the tools offered.`);
-    return this.run(match.action, args, context, signal);
+    return this.run(match.action, args, match.action.type === 'knowledge' ? { ...context, ownerId: match.tool.owner.id } : context, signal);
   }
 
   async run(action: AiToolAction, args: unknown, context: ActionContext, signal?: AbortSignal): Promise<unknown> {
@@ -251,7 +272,21 @@ export class AiToolService {
       );
     }
     if (action.type === 'mcp') return runMcpAction(conf as unknown as McpActionConf, args, this.callOptions(signal));
+    if (action.type === 'knowledge') return this.retrieve(conf, args, context, signal);
     throw new TrellisError('bad_request', 'invalid_tool_action', `Unknown action type ${action.type}.`);
+  }
+
+  private async retrieve(conf: Record<string, unknown>, args: unknown, context: ActionContext, signal?: AbortSignal): Promise<unknown> {
+    const container = this.kernel?.container;
+    const knowledge = container?.isBound(knowledgeRetrieverServiceIdentifier) ? container.get(knowledgeRetrieverServiceIdentifier) : undefined;
+    if (!knowledge) throw new TrellisError('unavailable', 'knowledge_not_configured', 'Knowledge bases are not loaded in this deployment (the knowledge module).');
+    if (!context.ownerId) throw new TrellisError('bad_request', 'invalid_tool_action', 'A knowledge action runs for its tool\'s owner.');
+    const input = isObject(args) ? args : {};
+    const query = typeof input.query === 'string' && input.query.trim() ? input.query : (context.content ?? '');
+    if (!query.trim()) throw new TrellisError('bad_request', 'knowledge_empty_query', 'A knowledge action needs a query.');
+    const limit = typeof input.limit === 'number' && Number.isInteger(input.limit) ? Math.min(Math.max(input.limit, 1), 20) : typeof conf.limit === 'number' ? conf.limit : undefined;
+    const passages = await knowledge.retrieve({ userId: context.ownerId, baseId: String(conf.knowledgeBase), query, limit, mode: conf.mode as 'hybrid' | undefined, minScore: conf.minScore as number | undefined, filter: conf.filter, signal });
+    return { query, passages: passages.map((passage, index) => ({ ref: index + 1, text: passage.text, score: passage.score, citation: passage.citation })) };
   }
 
   private callOptions(signal?: AbortSignal) {

@@ -35,7 +35,7 @@ export class ToolExecutionService {
     const action = tool.actions.find((a) => a.name === input.hook);
     if (!action) throw new TrellisError('not_found', 'tool_action_not_found', `The tool has no action named ${input.hook}.`);
     const args = input.data ?? { content: input.content };
-    const result = await this.tools.run(action, args, { content: input.content, convId: input.convId, msgId: input.msgId, data: input.data ?? {} }, signal);
+    const result = await this.tools.run(action, args, { content: input.content, convId: input.convId, msgId: input.msgId, data: input.data ?? {}, ownerId: userId }, signal);
     if (!input.send) return { toolId, hook: input.hook, result, message: null };
     const message = em.create(Message, {
       id: this.ids.next(),

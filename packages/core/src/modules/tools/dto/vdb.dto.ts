@@ -1,5 +1,5 @@
-import { Transform } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsInt, IsObject, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min } from 'class-validator';
+import { Transform, Type } from 'class-transformer';
+import { ArrayMaxSize, ArrayMinSize, IsArray, ValidateNested, IsInt, IsObject, IsOptional, IsString, IsUUID, Matches, Max, MaxLength, Min } from 'class-validator';
 import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
 
 const toInt = ({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : value);
@@ -70,6 +70,17 @@ export class VdbCreateBody {
   @IsObject()
   @Doc(metadataDoc)
   metadata?: Record<string, unknown>;
+}
+
+@Schema({ name: 'VdbBatchCreateRequest' })
+export class VdbBatchCreateBody {
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(1000)
+  @ValidateNested({ each: true })
+  @Type(() => VdbCreateBody)
+  @Doc({ description: '1 to 1,000 records, embedded in batches and written in one transaction.', nested: () => VdbCreateBody })
+  records!: VdbCreateBody[];
 }
 
 @Schema({ name: 'VdbUpdateRequest' })

@@ -1,7 +1,7 @@
 import { TrellisError } from '../../../kernel/errors.js';
 import { Reply } from '../../../kernel/http/reply.js';
 import { defineRoute, type RequestContext, type RouteDefinition } from '../../../kernel/http/route.js';
-import { VdbCollectionParams, VdbCreateBody, VdbListQuery, VdbRecordParams, VdbSearchBody, VdbUpdateBody } from '../dto/vdb.dto.js';
+import { VdbBatchCreateBody, VdbCollectionParams, VdbCreateBody, VdbListQuery, VdbRecordParams, VdbSearchBody, VdbUpdateBody } from '../dto/vdb.dto.js';
 import { vdbDeletedSchema, vdbListSchema, vdbRecordSchema, vdbSearchSchema } from '../schemas.js';
 import { VdbService, type VdbTag } from '../services/vdb.service.js';
 import { parseVdbFilter, parseWhereParameter } from '../vdb/filter.js';
@@ -14,13 +14,13 @@ const processing = 'Values fail validation (validation_failed, vdb_content_too_l
 const collectionMissing = 'Your team has no collection of that name (vdb_collection_not_found)';
 const recordMissing = 'No such collection (vdb_collection_not_found) or record (vdb_record_not_found)';
 
-function checkTags(value: unknown[] | undefined): VdbTag[] | undefined {
+function checkTags(value: unknown[] | undefined, at = ''): VdbTag[] | undefined {
   if (value === undefined) return undefined;
   value.forEach((tag, index) => {
     const ok = (typeof tag === 'string' && tag.length <= 200) || (typeof tag === 'number' && Number.isFinite(tag)) || typeof tag === 'boolean';
     if (!ok) {
       throw new TrellisError('validation', 'validation_failed', 'Tags are strings (at most 200 characters), numbers or booleans.', {
-        details: [{ field: `tags.${index}`, constraint: 'tagType', message: 'must be a string of at most 200 characters, a number or a boolean' }],
+        details: [{ field: `${at}tags.${index}`, constraint: 'tagType', message: 'must be a string of at most 200 characters, a number or a boolean' }],
       });
     }
   });
@@ -120,6 +120,26 @@ export const vdbRoutes: RouteDefinition[] = [
       const { service, teamId } = await scope(ctx);
       const record = await service.create(ctx.em, teamId, ctx.params.className, { content: ctx.body.content, tags: tagList, metadata: ctx.body.metadata });
       return Reply.json(toVdbRecordView(record, ctx.params.className), 201);
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/tool/vdb/:className/batch',
+    summary: 'Add many records at once (creates the collection on its first records)',
+    description: 'Up to 1,000 records: their contents are embedded in batches and all are written in one transaction, so either every record is added or none. Answers them in the order sent.',
+    tags,
+    auth: toolAuth,
+    params: VdbCollectionParams,
+    body: VdbBatchCreateBody,
+    // A thousand records of up to 100,000 characters each.
+    maxBodyBytes: 64 * 1024 * 1024,
+    response: { status: 201, schema: { type: 'object', required: ['items', 'total'], properties: { items: { type: 'array', items: vdbRecordSchema }, total: { type: 'integer' } } } },
+    errors: { 400: 'Malformed body, or you belong to no team (no_team)', 413: 'The body is larger than 64 MiB (payload_too_large)', 422: processing },
+    async handler(ctx) {
+      ctx.body.records.forEach((record, index) => checkTags(record.tags, `records.${index}.`));
+      const { service, teamId } = await scope(ctx);
+      const records = await service.createMany(ctx.em, teamId, ctx.params.className, ctx.body.records.map((record) => ({ content: record.content, tags: record.tags as VdbTag[] | undefined, metadata: record.metadata })));
+      return Reply.json({ items: records.map((record) => toVdbRecordView(record, ctx.params.className)), total: records.length }, 201);
     },
   }),
   defineRoute({

@@ -31,6 +31,8 @@ export interface VdbSearchHit {
 }
 
 const MAX_METADATA_BYTES = 65_536;
+/** Texts per embedder call of a batch insert. */
+const EMBED_BATCH = 256;
 
 const collectionNotFound = (className: string) =>
   new TrellisError('not_found', 'vdb_collection_not_found', `Your team has no collection ${JSON.stringify(className)}; it is created by its first record.`);
@@ -88,6 +90,40 @@ export class VdbService {
       await this.store.upsert(tx, [{ id: record.id, collectionId: collection.id, vector, tags: record.tags, metadata: record.metadata }]);
       return record;
     });
+  }
+
+  /**
+   * Adds many records at once: every content is embedded in batches of `EMBED_BATCH` texts (one
+   * embedder call each), then all records and their vectors are written in one transaction with
+   * multi-row inserts. All or nothing: a record that fails validation or embedding writes none.
+   */
+  async createMany(em: EntityManager, teamId: string, className: string, inputs: ReadonlyArray<VdbWriteInput & { content: string }>): Promise<VdbRecord[]> {
+    inputs.forEach((input, index) => this.checkInput(input, `records.${index}.`));
+    const vectors: Float32Array[] = [];
+    for (let i = 0; i < inputs.length; i += EMBED_BATCH) vectors.push(...(await this.embedMany(inputs.slice(i, i + EMBED_BATCH).map((input) => input.content))));
+    const collection = await this.ensureCollection(em, teamId, className);
+    this.checkEmbedder(collection);
+    const now = new Date();
+    const records = inputs.map((input, index) =>
+      Object.assign(new VdbRecord(), {
+        id: this.ids.next(),
+        collection,
+        content: input.content,
+        tags: input.tags ?? [],
+        metadata: input.metadata ?? {},
+        embedding: vectorToBytes(vectors[index]!),
+        dimension: vectors[index]!.length,
+        createdAt: now,
+        updatedAt: now,
+      }),
+    );
+    await inTransaction(em, async (tx) => {
+      for (let i = 0; i < records.length; i += 500) {
+        await tx.insertMany(VdbRecord, records.slice(i, i + 500).map((record) => ({ ...record, collection: collection.id })) as never[]);
+      }
+      await this.store.upsert(tx, records.map((record, index) => ({ id: record.id, collectionId: collection.id, vector: vectors[index]!, tags: record.tags, metadata: record.metadata })));
+    });
+    return records;
   }
 
   async get(em: EntityManager, teamId: string, className: string, id: string): Promise<VdbRecord> {
@@ -214,30 +250,33 @@ export class VdbService {
   }
 
   private async embedOne(content: string): Promise<Float32Array> {
+    return (await this.embedMany([content]))[0]!;
+  }
+
+  private async embedMany(contents: readonly string[]): Promise<Float32Array[]> {
     let vectors: Float32Array[];
     try {
-      vectors = await this.embedder.embed([content]);
+      vectors = await this.embedder.embed(contents);
     } catch (error) {
       if (error instanceof TrellisError && error.code === 'vdb_embedding_failed') throw error;
       const reason = error instanceof TrellisError ? ` ${error.message}` : '';
       throw new TrellisError('validation', 'vdb_embedding_failed', `The embedder (${this.embedder.name}) could not embed the content.${reason}`, { cause: error });
     }
-    const vector = vectors[0];
-    if (!vector || vector.length !== this.embedder.dimension || vector.some((x) => !Number.isFinite(x))) {
+    if (vectors.length !== contents.length || vectors.some((vector) => vector.length !== this.embedder.dimension || vector.some((x) => !Number.isFinite(x)))) {
       throw new TrellisError('validation', 'vdb_embedding_failed', `The embedder (${this.embedder.name}) answered a malformed vector.`);
     }
-    return vector;
+    return vectors;
   }
 
-  private checkInput(input: VdbWriteInput): void {
+  private checkInput(input: VdbWriteInput, at = ''): void {
     if (input.content !== undefined && input.content.length > this.config.vdb.maxContentLength) {
       throw new TrellisError('validation', 'vdb_content_too_long', `content is at most ${this.config.vdb.maxContentLength} characters.`, {
-        details: [{ field: 'content', constraint: 'maxLength', message: `at most ${this.config.vdb.maxContentLength} characters` }],
+        details: [{ field: `${at}content`, constraint: 'maxLength', message: `at most ${this.config.vdb.maxContentLength} characters` }],
       });
     }
     if (input.metadata !== undefined && Buffer.byteLength(JSON.stringify(input.metadata)) > MAX_METADATA_BYTES) {
       throw new TrellisError('validation', 'vdb_metadata_too_large', `metadata is at most ${MAX_METADATA_BYTES} bytes of JSON.`, {
-        details: [{ field: 'metadata', constraint: 'maxSize', message: `at most ${MAX_METADATA_BYTES} bytes` }],
+        details: [{ field: `${at}metadata`, constraint: 'maxSize', message: `at most ${MAX_METADATA_BYTES} bytes` }],
       });
     }
   }

@@ -1,0 +1,14 @@
+export { knowledgeModule } from './knowledge.module.js';
+export { knowledgeConfigSchema, knowledgeConfigServiceIdentifier, type KnowledgeConfig } from './knowledge.config.js';
+export { KnowledgeBase, KnowledgeBaseSchema, type ChunkingSettings } from './entities/knowledge-base.entity.js';
+export { KnowledgeSource, KnowledgeSourceSchema, type SourceStatus, type SourceProgress } from './entities/knowledge-source.entity.js';
+export { KnowledgeChunk, KnowledgeChunkSchema } from './entities/knowledge-chunk.entity.js';
+export { KnowledgeService, collectionNameOf, type BaseInput, type SourceInput } from './services/knowledge.service.js';
+export { IngestionService } from './services/ingestion.service.js';
+export { RetrievalService, type RetrievalRequest, type RetrievalMode, type Passage, type Citation } from './services/retrieval.service.js';
+export { knowledgeRetrieverServiceIdentifier, type KnowledgeRetriever, type KnowledgeRetrieveInput } from './retriever-port.js';
+export { citedContext } from './cited-context.js';
+export { chunkDocument, type DraftChunk } from './ingest/chunker.js';
+export { parseDocument, type ParsedDocument, type PageSpan } from './ingest/parse-document.js';
+export { formatOf, type DocumentFormat } from './ingest/media-types.js';
+export { fuseRankings, type FusedHit } from './retrieval/fuse.js';
