@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import { RunEvent, type StoredRunEvent } from '../entities/run-event.entity.js';
 import { Run } from '../entities/run.entity.js';
 import { sqlRowTable, sqlStatement, type PreparedStatements, type RowSink } from '../../../ports/database.js';
-import { InProcessPubSub, type PubSub } from '../../../ports/pubsub.js';
+import type { PubSub } from '../../../ports/pubsub.js';
 import type { GroupCommit } from '../../../kernel/group-commit.js';
 
 /** One event of a run's stream: the spec's event name as `type`, its fields as `data`. */
@@ -396,7 +396,7 @@ export class StoredEventSink implements RunEventSink {
     if (readers) for (const reader of readers) reader(events);
     // Everyone else through PubSub. With the in-process PubSub the readers are all local; the
     // message is still sent to whoever else may listen on the topic.
-    if (this.pubsub instanceof InProcessPubSub && !this.pubsub.hasListeners(runEventsTopic(this.runId))) return;
+    if (this.pubsub.hasListeners && !this.pubsub.hasListeners(runEventsTopic(this.runId))) return;
     let message = headerOf(tap.id);
     for (const event of events) message += '\n' + lineOf(event.seq, event.type, event.json);
     void this.pubsub.publish(runEventsTopic(this.runId), message).catch(() => undefined);
@@ -688,7 +688,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
   // Other processes' sinks publish on PubSub (the in-process PubSub has no other process).
   let unsubscribe: () => Promise<void> = async () => undefined;
   try {
-    if (!(pubsub instanceof InProcessPubSub)) {
+    if (!pubsub.local) {
       unsubscribe = await pubsub.subscribe(runEventsTopic(runId), (message) => {
         if (fromTap(message, tap)) return;
         let events: RunEventText[];

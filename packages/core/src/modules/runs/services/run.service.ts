@@ -36,7 +36,6 @@ import type { RunHookSubject } from '../hooks.js';
 import '../hooks.js';
 import { followRun, followRunBatches, LocalEventSink, runControlTopic, SEQ_BLOCK, StoredEventSink, type RunEventRecord, type RunEventText } from './event-log.js';
 import { GroupCommit, RunAlone } from '../../../kernel/group-commit.js';
-import { InProcessRunQueue } from './in-process-run-queue.js';
 import { completion, initialState, outputOf, publicSession, RunCancelled, RunEngine, RunSuperseded, type RunPersistence, type RunState, type StopReason } from './run-engine.js';
 
 /** What `RunService.start` needs: the Block API and the document run route both call it. */
@@ -213,7 +212,7 @@ export class RunService {
       runEvents: config.maxRunEvents,
       runBytes: config.maxRunOutputBytes,
     });
-    this.group = new GroupCommit(this.fork, !rootEm.getPlatform().constructor.name.toLowerCase().includes('postgre'), sql);
+    this.group = new GroupCommit(this.fork, sql.dialect === 'sqlite', sql);
   }
 
   private optional<T>(id: symbol | import('inversify').ServiceIdentifier<T>): T | undefined {
@@ -337,7 +336,7 @@ export class RunService {
     run.ctx = initial.ctx;
     // A free slot of the in-process queue: the run is stored already claimed for its first attempt
     // (as `execute` would claim it) and starts in the slot at once, without a claim of its own.
-    const slot = this.consuming && this.queue instanceof InProcessRunQueue ? this.queue.claim(runId, input.teamId) : null;
+    const slot = this.consuming && this.queue.claim ? this.queue.claim(runId, input.teamId) : null;
     if (slot) Object.assign(run, { status: 'running', attempt: 1, startedAt: now, deadlineAt: new Date(now.getTime() + timeoutSeconds * 1000) });
     // The credit hold and the run's record are one transaction: a hold without its run is never stored.
     try {
@@ -377,7 +376,7 @@ export class RunService {
       throw error instanceof HoldFailed ? holdFailed(error) : error;
     }
     // The in-process queue executes the run here: its result can come from memory.
-    if (this.consuming && this.queue instanceof InProcessRunQueue) Object.assign(this.localRun(runId), { stored: run, claimed: slot !== null });
+    if (this.consuming && this.queue.claim) Object.assign(this.localRun(runId), { stored: run, claimed: slot !== null });
     if (slot) {
       slot.start({ runId, teamId: input.teamId });
       return this.handle(runId, input.documentId);
@@ -585,7 +584,7 @@ export class RunService {
 
   /** Starts this process consuming the run queue. */
   async consume(): Promise<void> {
-    if (this.queue instanceof InProcessRunQueue) this.queue.onDropped((job) => this.local.get(job.runId)?.resolve(null));
+    this.queue.onDropped?.((job) => this.local.get(job.runId)?.resolve(null));
     await this.queue.process((job, signal) => this.executeJob(job, signal));
     this.consuming = true;
   }
