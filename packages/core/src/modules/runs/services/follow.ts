@@ -5,6 +5,25 @@ import type { PreparedStatements } from '../../../ports/database.js';
 import type { PubSub } from '../../../ports/pubsub.js';
 import { eventData, fromTap, parseEventMessage, rowEvents, runEventsTopic, selectEventRows, selectEventRowsBelow, tapOf, textOf, type RunEventRecord, type RunEventText } from './event-text.js';
 
+/** Events of a run's log after `from` (and below `below`), a page of rows at a time (through the ORM without `sql`). */
+export async function readRunLog(fork: () => EntityManager, sql: PreparedStatements | undefined, runId: string, from: number, below?: number): Promise<RunEventText[]> {
+  let rows: { events: unknown }[];
+  if (sql) {
+    rows = below === undefined ? await sql.all(selectEventRows, [runId, from]) : await sql.all(selectEventRowsBelow, [runId, from, below]);
+  } else {
+    rows = await fork().find(
+      RunEvent,
+      below === undefined ? { runId, lastSeq: { $gt: from } } : { runId, lastSeq: { $gt: from }, seq: { $lt: below } },
+      { orderBy: { seq: 'asc' }, limit: 20, fields: ['seq', 'lastSeq', 'events'] },
+    );
+  }
+  const found: RunEventText[] = [];
+  for (const row of rows) {
+    for (const event of rowEvents(row.events)) if (event.seq > from && (below === undefined || event.seq < below)) found.push(textOf(event));
+  }
+  return found;
+}
+
 /** Events a reader holds from the live tail before it drops them and reads the log instead. */
 export const LIVE_EVENTS = 20_000;
 
@@ -91,23 +110,7 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
   options.signal?.addEventListener('abort', onAbort);
   let last = after;
   /** Events of the log after `from` (and below `below`), a page of rows at a time. */
-  const load = async (from: number, below?: number): Promise<RunEventText[]> => {
-    let rows: { events: unknown }[];
-    if (sql) {
-      rows = below === undefined ? await sql.all(selectEventRows, [runId, from]) : await sql.all(selectEventRowsBelow, [runId, from, below]);
-    } else {
-      rows = await fork().find(
-        RunEvent,
-        below === undefined ? { runId, lastSeq: { $gt: from } } : { runId, lastSeq: { $gt: from }, seq: { $lt: below } },
-        { orderBy: { seq: 'asc' }, limit: 20, fields: ['seq', 'lastSeq', 'events'] },
-      );
-    }
-    const found: RunEventText[] = [];
-    for (const row of rows) {
-      for (const event of rowEvents(row.events)) if (event.seq > from && (below === undefined || event.seq < below)) found.push(textOf(event));
-    }
-    return found;
-  };
+  const load = (from: number, below?: number): Promise<RunEventText[]> => readRunLog(fork, sql, runId, from, below);
   const final = (event: RunEventText) => event.type === 'run_complete' || event.type === 'run_waiting';
   /** Whether `batch` is the events right after `after`, in order, none of them a final one. */
   const contiguous = (batch: readonly RunEventText[], after: number): boolean => {

@@ -1,12 +1,12 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { Logger } from 'pino';
-import type { GroupCommit } from '../../../kernel/group-commit.js';
 import type { Hooks, TrellisHooks } from '../../../kernel/hooks.js';
 import type { Clock } from '../../../ports/clock.js';
 import type { PreparedStatements } from '../../../ports/database.js';
 import type { Ids } from '../../../ports/ids.js';
 import type { PubSub } from '../../../ports/pubsub.js';
 import type { RunQueue } from '../../../ports/run-queue.js';
+import type { RunStore } from '../../../ports/run-store.js';
 import type { Run, RunStatus } from '../entities/run.entity.js';
 import type { RunHookSubject } from '../hooks.js';
 import '../hooks.js';
@@ -35,8 +35,8 @@ export interface RunContext {
   readonly log: Logger;
   readonly sql: PreparedStatements;
   readonly hooks: Hooks;
-  /** The runs' writes (record, claim, events, checkpoints, credits): grouped into shared commits on SQLite. */
-  readonly group: GroupCommit;
+  /** Where runs are stored (the database adapter's: see `DatabaseAdapter.runStore`). */
+  readonly store: RunStore;
   readonly engine: RunEngine;
   /** Runs queued on, or executing in, this process (a queue that executes here), by id. */
   readonly local: Map<string, LocalRun>;

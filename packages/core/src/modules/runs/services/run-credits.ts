@@ -3,6 +3,7 @@ import { TrellisError } from '../../../kernel/errors.js';
 import { RunAlone } from '../../../kernel/group-commit.js';
 import type { AiGateway } from '../../../ports/ai-provider.js';
 import type { RowSink } from '../../../ports/database.js';
+import type { RunSettlement } from '../../../ports/run-store.js';
 import type { CreditService } from '../../billing/services/credit.service.js';
 import type { WorkflowBlock } from '../blocks/workflow.js';
 import { runErrors } from '../errors.js';
@@ -94,25 +95,29 @@ export class RunCredits {
     return { reservationId, used: Math.min(Math.max(0, used), reserved), release: false };
   }
 
-  /** Applies `close`'s answer in `tx` (the run's final write); the credits used, or null when there was nothing to close or closing failed. */
-  async apply(tx: EntityManager, rows: RowSink, close: CreditClose | null, state: RunState): Promise<number | null> {
-    if (!close) return null;
+  /** `close`'s answer as the settlement of the run's final write (see `RunStore.finishWork`). */
+  settlement(close: CreditClose | null, state: RunState): RunSettlement | null {
+    return close && { used: close.used, apply: (tx, rows) => this.apply(tx, rows, close, state) };
+  }
+
+  /** Applies `close` in `tx`; false when closing wrote nothing (the reservation was closed already, or is gone). */
+  private async apply(tx: EntityManager, rows: RowSink, close: CreditClose, state: RunState): Promise<boolean> {
     try {
       await this.credits.closeOnly(tx, close.reservationId, close.release ? { used: 0, release: true, reason: `run ${state.status}` } : { used: close.used, reason: `run ${state.id}` }, rows);
-      return close.used;
+      return true;
     } catch (error) {
       // Any other failure may have written part of the settlement: it fails the whole write (rolled back).
       if (!(error instanceof TrellisError)) throw error;
       // The reservation was closed already, or is gone: nothing was written, the final write goes on.
       this.ctx.log.warn({ err: error, runId: state.id }, 'could not close the credit reservation of a run');
-      return null;
+      return false;
     }
   }
 
-  /** Settles a completed run's real usage (at most what was reserved); releases the credits of a run that did not complete. */
-  async settle(reservationId: string | null, reserved: number, state: RunState): Promise<number | null> {
+  /** Settles a completed run's real usage (at most what was reserved); releases the credits of a run that did not complete (a debug run: no record). */
+  async settle(reservationId: string | null, reserved: number, state: RunState): Promise<void> {
     const close = await this.close(reservationId, reserved, state);
-    return close ? this.ctx.group.run((tx, _alone, rows) => this.apply(tx, rows, close, state), { concurrent: true }) : null;
+    if (close) await this.ctx.store.write((tx, rows) => this.apply(tx, rows, close, state), { concurrent: true });
   }
 
   /** Releases a reservation outside any run write (a debug run that failed). */

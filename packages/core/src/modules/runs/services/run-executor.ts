@@ -59,21 +59,13 @@ export class RunExecutor {
       const startedAt = run.startedAt ?? now;
       const deadlineAt = run.deadlineAt ?? new Date(now.getTime() + run.timeoutSeconds * 1000);
       // The claim also reserves the attempt's sequence numbers (see StoredEventSink.reserved).
-      const claimed = await this.ctx.group.run(
-        (tx) =>
-          tx.nativeUpdate(
-            Run,
-            { id: run.id, attempt: run.attempt, status: { $in: activeStatuses } },
-            { attempt, status: 'running', heartbeatAt: now, startedAt, deadlineAt, updatedAt: now, seqCeiling: run.seqCeiling + SEQ_BLOCK },
-          ),
-        { atomic: true, concurrent: true },
-      );
+      const claimed = await this.ctx.store.claim({ id: run.id, attempt: run.attempt }, { startedAt, deadlineAt, now, seqCeiling: run.seqCeiling + SEQ_BLOCK });
       if (!claimed) return null;
       Object.assign(run, { attempt, startedAt, deadlineAt });
     }
     if (run.attempt === 1) await notify(this.ctx, 'run.started', subjectOf(run));
     const state = this.recorder.stateOf(run);
-    const sink = StoredEventSink.reserved(this.ctx.group, this.ctx.pubsub, this.ctx.sql, run, this.ctx.config.flushIntervalMs);
+    const sink = StoredEventSink.reserved(this.ctx.store, this.ctx.pubsub, run, this.ctx.config.flushIntervalMs);
     const cancel = new AbortController();
     let why: StopReason = 'shutdown';
     const unsubscribe = await this.ctx.pubsub.subscribe(runControlTopic(run.id), (message) => {
@@ -90,7 +82,7 @@ export class RunExecutor {
       await sink.close();
       // A run that goes on later (waiting for an answer, or stopped by a shutdown) numbers its
       // events right after the last stored one; a finished run keeps its reservation.
-      if (!terminalRunStatuses.has(state.status)) await this.ctx.group.run((tx) => tx.nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { seqCeiling: sink.lastSeq }), { atomic: true, concurrent: true });
+      if (!terminalRunStatuses.has(state.status)) await this.ctx.store.setSeqCeiling({ id: run.id, attempt: run.attempt }, sink.lastSeq);
       if (state.status === 'running' || state.status === 'queued') return null;
       const durationMs = persistence.durationMs ?? this.ctx.clock.nowMs() - state.startedAt;
       await this.recorder.notifyEnd(run, state, durationMs);

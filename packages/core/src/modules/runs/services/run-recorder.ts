@@ -1,7 +1,6 @@
 import { parseWorkflow } from '../blocks/workflow.js';
 import { Run, terminalRunStatuses, type BlockSession } from '../entities/run.entity.js';
 import { runErrors, runFailure } from '../errors.js';
-import { finishRun } from '../queries.js';
 import { notify, subjectOf, type RunContext } from './run-context.js';
 import type { RunCredits } from './run-credits.js';
 import { completion, outputOf, RunCancelled, RunSuperseded, type RunPersistence, type RunState } from './run-engine.js';
@@ -115,26 +114,8 @@ export class RunRecorder {
         // run_complete is stored with the final record and published once both are; the credits
         // are settled (or released) in the same transaction.
         sink.emitStored('run_complete', completion(s, durationMs));
-        const changed = await sink.flushWith(
-          async (tx, rows) => {
-            const used = await this.credits.apply(tx, rows, close, s);
-            return finishRun(ctx.sql, tx, fence, {
-              cursor: s.cursor,
-              sessions: s.sessions,
-              ctx: s.ctx,
-              usage: s.usage,
-              status: s.status,
-              output: s.output ?? null,
-              error: s.error,
-              timedOut: s.timedOut,
-              usedCredits: used,
-              finishedAt: now,
-              durationMs,
-              updatedAt: now,
-            });
-          },
-          (count) => count > 0,
-        );
+        const final = { cursor: s.cursor, sessions: s.sessions, ctx: s.ctx, usage: s.usage, status: s.status, output: s.output ?? null, error: s.error, timedOut: s.timedOut, finishedAt: now, durationMs, updatedAt: now };
+        const changed = await sink.flushWith(ctx.store.finishWork(fence, final, this.credits.settlement(close, s)), (count) => count > 0);
         if (!changed) throw new RunSuperseded();
         persistence.durationMs = durationMs;
         await blocksStored(s);
@@ -157,7 +138,7 @@ export class RunRecorder {
     if (terminalRunStatuses.has(fresh.status)) return;
     const state = this.stateOf(fresh);
     const failure = status === 'cancelled' ? runFailure.cancelled : runFailure.workerLost;
-    const sink = await StoredEventSink.open(ctx.group, ctx.pubsub, ctx.sql, fresh, ctx.config.flushIntervalMs);
+    const sink = await StoredEventSink.open(ctx.store, ctx.pubsub, fresh, ctx.config.flushIntervalMs);
     const persistence = this.persistence(fresh, sink);
     if (state.fresh) sink.emit('run_start', { runId: run.id, documentId: run.documentId });
     for (const session of state.sessions) {

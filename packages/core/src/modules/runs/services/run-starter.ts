@@ -2,12 +2,12 @@ import type { EntityManager } from '@mikro-orm/core';
 import { TrellisError } from '../../../kernel/errors.js';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import type { RowSink } from '../../../ports/database.js';
+import type { RunCreditHold } from '../../../ports/run-store.js';
 import type { DocumentService } from '../../documents/services/document.service.js';
 import { ContentError, normalizeDocument } from '../../documents/content/rich-text.js';
 import { inputDefinitions, parseWorkflow, validateInputs, type InputDefinition } from '../blocks/workflow.js';
 import { Run, type RunSource } from '../entities/run.entity.js';
 import { runErrors } from '../errors.js';
-import { insertRun } from '../queries.js';
 import { startDebugRun } from './debug-run.js';
 import type { RunEventRecord, RunEventText } from './event-text.js';
 import { idempotencyOf, type RunIdempotency } from './idempotency.js';
@@ -172,7 +172,7 @@ export class RunStarter {
     if (!input.store) {
       let reservationId: string | null = null;
       try {
-        if (amount > 0) reservationId = await this.ctx.group.run(hold, { atomic: holdWroteNothing, concurrent: true });
+        if (amount > 0) reservationId = await this.ctx.store.write((tx, rows, alone) => hold(tx, alone, rows), { atomic: holdWroteNothing, concurrent: true });
       } catch (error) {
         throw error instanceof HoldFailed ? holdFailed(error) : error;
       }
@@ -190,29 +190,13 @@ export class RunStarter {
     if (slot) Object.assign(run, { status: 'running', attempt: 1, startedAt: now, deadlineAt: new Date(now.getTime() + timeoutSeconds * 1000) });
     // The credit hold and the run's record are one transaction: a hold without its run is never stored.
     try {
-      await this.ctx.group.run(
-        async (tx, alone, rows) => {
-          if (amount > 0 && this.ctx.sql.dialect === 'postgresql') {
-            // PostgreSQL: the run's record first, the hold last before the commit (it holds the
-            // balance's row lock, which the team's other runs wait for, until then). The
-            // reservation's id is chosen here so the record carries it.
-            const reservationId = this.ctx.ids.next();
-            await insertRun(rows, tx, { ...run, reservationId, reservedCredits: amount, ...(slot ? { seqCeiling: SEQ_BLOCK } : {}) } as Run);
-            if ((await hold(tx, alone, rows, reservationId)) !== reservationId) throw new Error('The credit hold of a run took another reservation id.');
-            run.reservationId = reservationId;
-            run.reservedCredits = amount;
-            return;
-          }
-          if (amount > 0) {
-            run.reservationId = await hold(tx, alone, rows);
-            run.reservedCredits = amount;
-          }
-          // The claim reserves the attempt's sequence numbers (see StoredEventSink.reserved); the run kept here has them from 0.
-          await insertRun(rows, tx, slot ? { ...run, seqCeiling: SEQ_BLOCK } : run);
-        },
-        // A hold that failed with a domain error wrote nothing; a failed insert comes after the hold.
-        { atomic: holdWroteNothing, concurrent: true },
-      );
+      const creditHold: RunCreditHold | null = amount > 0 ? { amount, take: hold, newId: () => this.ctx.ids.next(), wroteNothing: holdWroteNothing } : null;
+      // The claim reserves the attempt's sequence numbers (see StoredEventSink.reserved); the run kept here has them from 0.
+      const reservationId = await this.ctx.store.create(slot ? { ...run, seqCeiling: SEQ_BLOCK } : { ...run }, creditHold);
+      if (reservationId) {
+        run.reservationId = reservationId;
+        run.reservedCredits = amount;
+      }
     } catch (error) {
       slot?.cancel();
       if (idempotency && !(error instanceof HoldFailed)) {

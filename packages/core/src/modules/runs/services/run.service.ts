@@ -4,7 +4,6 @@ import type { Logger } from 'pino';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import type { Page, Paging } from '../../../kernel/http/dto/paging.js';
 import type { Kernel } from '../../../kernel/kernel.js';
-import { GroupCommit } from '../../../kernel/group-commit.js';
 import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
 import { entityManagerServiceIdentifier, hooksServiceIdentifier, kernelServiceIdentifier, loggerServiceIdentifier } from '../../../kernel/tokens.js';
 import type { Hooks } from '../../../kernel/hooks.js';
@@ -35,6 +34,7 @@ import { RunExecutor } from './run-executor.js';
 import { RunReader } from './run-reader.js';
 import { RunRecorder } from './run-recorder.js';
 import type { RunResult } from './run-result.js';
+import { SqlRunStore } from '../store/sql-run-store.js';
 import { RunStarter, type DocumentRunBody, type StartedRun, type StartRunInput } from './run-starter.js';
 
 export { idempotencyOf, type RunIdempotency } from './idempotency.js';
@@ -93,7 +93,7 @@ export class RunService {
       log: log.child({ module: 'runs' }),
       sql,
       hooks,
-      group: new GroupCommit(fork, sql.dialect === 'sqlite', sql),
+      store: kernel.database.runStore?.({ fork, sql, pubsub }) ?? new SqlRunStore({ fork, sql, pubsub }, { groupCommit: false, holdLast: false }),
       engine,
       local: new Map(),
       consuming: false,

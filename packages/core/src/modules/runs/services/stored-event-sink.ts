@@ -1,10 +1,11 @@
-import type { EntityManager } from '@mikro-orm/core';
-import { Run } from '../entities/run.entity.js';
-import type { PreparedStatements, RowSink } from '../../../ports/database.js';
+import type { Run } from '../entities/run.entity.js';
 import type { PubSub } from '../../../ports/pubsub.js';
-import type { GroupCommit } from '../../../kernel/group-commit.js';
+import type { RunStore, RunStoreWork } from '../../../ports/run-store.js';
 import { Backlog, sizeOf, type RunEventSink } from './event-sink.js';
-import { eventRows, headerOf, lineOf, rowText, runEventsTopic, tapOf, type RunEventText } from './event-text.js';
+import { headerOf, lineOf, runEventsTopic, tapOf, type RunEventText } from './event-text.js';
+
+/** What a sink needs of the run store: appends to the log, and the reservation of sequence numbers. */
+export type SinkStore = Pick<RunStore, 'append' | 'setSeqCeiling'>;
 
 /** Sequence numbers an attempt reserves at a time (persisted on the run before use). */
 export const SEQ_BLOCK = 10_000;
@@ -28,7 +29,7 @@ interface FlushStep {
   batch: SinkEvent[];
   /** Its events of `emitStored`, published once stored. */
   after: SinkEvent[];
-  write?: (tx: EntityManager, rows: RowSink) => Promise<unknown>;
+  write?: RunStoreWork<unknown>;
   keepStored: (answer: unknown) => boolean;
   /** Set when an earlier store took this one into its transaction: how that ended. */
   outcome?: FlushOutcome;
@@ -75,9 +76,8 @@ export class StoredEventSink implements RunEventSink {
   private readonly unstored = new Backlog();
 
   private constructor(
-    private readonly group: GroupCommit,
+    private readonly store: SinkStore,
     private readonly pubsub: PubSub,
-    private readonly sql: PreparedStatements,
     private readonly runId: string,
     start: number,
     private readonly flushMs: number,
@@ -87,8 +87,8 @@ export class StoredEventSink implements RunEventSink {
   }
 
   /** A sink for the run's current attempt, continuing after the run's reserved numbers. */
-  static async open(group: GroupCommit, pubsub: PubSub, sql: PreparedStatements, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): Promise<StoredEventSink> {
-    const sink = new StoredEventSink(group, pubsub, sql, run.id, run.seqCeiling + 1, flushMs);
+  static async open(store: SinkStore, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): Promise<StoredEventSink> {
+    const sink = new StoredEventSink(store, pubsub, run.id, run.seqCeiling + 1, flushMs);
     await sink.reserve();
     return sink;
   }
@@ -97,8 +97,8 @@ export class StoredEventSink implements RunEventSink {
    * A sink whose numbers were already reserved on the run (the claim of the attempt stored
    * `seqCeiling = run.seqCeiling + SEQ_BLOCK`): saves the reservation's own write.
    */
-  static reserved(group: GroupCommit, pubsub: PubSub, sql: PreparedStatements, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): StoredEventSink {
-    const sink = new StoredEventSink(group, pubsub, sql, run.id, run.seqCeiling + 1, flushMs);
+  static reserved(store: SinkStore, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): StoredEventSink {
+    const sink = new StoredEventSink(store, pubsub, run.id, run.seqCeiling + 1, flushMs);
     sink.ceiling = run.seqCeiling + 1 + SEQ_BLOCK;
     return sink;
   }
@@ -193,7 +193,7 @@ export class StoredEventSink implements RunEventSink {
     if (this.reserving) return this.reserving;
     this.reserving = (async () => {
       const ceiling = Math.max(this.ceiling, this.next) + SEQ_BLOCK;
-      await this.group.run((tx) => tx.nativeUpdate(Run, { id: this.runId }, { seqCeiling: ceiling - 1 }), { atomic: true, concurrent: true });
+      await this.store.setSeqCeiling({ id: this.runId }, ceiling - 1);
       this.ceiling = ceiling;
       const held = this.held;
       this.held = [];
@@ -227,7 +227,7 @@ export class StoredEventSink implements RunEventSink {
    * would otherwise queue a commit (a sync of the disk) per full row, and the block's checkpoint
    * and the run's final record (`run_complete`) would wait behind every one of them.
    */
-  flushWith<T = undefined>(write?: (tx: EntityManager, rows: RowSink) => Promise<T>, keepStored: (answer: T) => boolean = () => true): Promise<T> {
+  flushWith<T = undefined>(write?: RunStoreWork<T>, keepStored: (answer: T) => boolean = () => true): Promise<T> {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = null;
@@ -282,21 +282,7 @@ export class StoredEventSink implements RunEventSink {
       const runId = this.runId;
       let answer: unknown;
       try {
-        // Runs again from the start when its group is rolled back: it changes nothing but the database.
-        answer = await this.group.run(async (tx, _alone, rows) => {
-          const answer = writing ? await writing.write!(tx, rows) : undefined;
-          // The write did not take: the events held for it are neither stored nor published.
-          const held = writing && !writing.keepStored(answer) ? new Set(writing.after) : null;
-          const stored = held ? events.filter((event) => !held.has(event)) : events;
-          if (stored.length) {
-            const now = new Date();
-            for (let i = 0; i < stored.length; i += ROW_EVENTS) {
-              const end = Math.min(stored.length, i + ROW_EVENTS);
-              await rows.insertRow(tx, eventRows, [runId, stored[i]!.seq, stored[end - 1]!.seq, rowText(stored, i, end), now]);
-            }
-          }
-          return answer;
-        }, { concurrent: true });
+        answer = await this.store.append(runId, events, writing ? { write: writing.write!, keep: writing.keepStored, conditional: writing.after } : undefined);
       } catch (error) {
         if (events.length) this.failed = error;
         leave();
