@@ -49,7 +49,9 @@ export { Argon2idPasswordHasher, passwordHasherServiceIdentifier, type Argon2Opt
 export { AbstractPaymentProvider, invalidWebhookSignature, paymentProviderServiceIdentifier, type Checkout, type CheckoutRequest, type PaymentEvent, type PaymentProvider, type WebhookDelivery } from './ports/payment-provider.js';
 export { aiErrors, aiGatewayServiceIdentifier, aiProvidersServiceIdentifier, type AiChatRequest, type AiEmbedRequest, type AiEmbedResult, type AiFinishReason, type AiGateway, type AiMessage, type AiProvider, type AiStreamPart, type AiToolCall, type AiToolDefinition, type AiUsage, type JsonSchemaObject } from './ports/ai-provider.js';
 export { messageOf, ProviderFailure, redactProviderError, redactSecrets, summariseFailure } from './ports/provider-errors.js';
-export { runQueueServiceIdentifier, type RunJob, type RunJobHandler, type RunQueue } from './ports/run-queue.js';
+export { runQueueServiceIdentifier, type RunJob, type RunJobHandler, type RunQueue, type RunSlot } from './ports/run-queue.js';
+export type { RunCreditHold, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStore, RunStoreDeps, RunStoreWork, RunStoreWriteOptions } from './ports/run-store.js';
+export { SqlRunStore, type SqlRunStoreOptions } from './modules/runs/store/sql-run-store.js';
 export { codeSandboxServiceIdentifier, type CodeSandbox, type CodeSandboxRequest, type CodeSandboxResult } from './ports/code-sandbox.js';
 export { CodeSandboxError, QuickJsCodeSandbox, type QuickJsCodeSandboxOptions } from './sandbox/quickjs-code-sandbox.js';
 export { addressParserServiceIdentifier, type AddressCandidate, type AddressParser, type ParsedAddress, type ParsedAddressField } from './ports/address-parser.js';

@@ -1,6 +1,6 @@
 import { Migration, Migrator } from '@mikro-orm/migrations';
 import { PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
-import { toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
+import { SqlRunStore, toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
 import { postgresStatements } from './statements.js';
 
 export interface PostgresDatabaseOptions {
@@ -38,6 +38,9 @@ export function postgresDatabase(options: PostgresDatabaseOptions): DatabaseAdap
       };
     },
     statements: (orm) => postgresStatements(orm),
+    // A transaction per write (many connections); a new run's credit hold goes last before its
+    // commit, so the balance's row lock the team's other runs wait for is held for the commit only.
+    runStore: (deps) => new SqlRunStore(deps, { groupCommit: false, holdLast: true }),
   };
 }
 

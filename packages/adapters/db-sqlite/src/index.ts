@@ -1,7 +1,7 @@
 import { Migration, Migrator } from '@mikro-orm/migrations';
 import type { Options } from '@mikro-orm/core';
 import { SqliteDriver } from '@mikro-orm/sqlite';
-import { toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
+import { SqlRunStore, toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
 import { sqliteStatements, type SqliteDriverName } from './statements.js';
 
 export type { SqliteDriverName } from './statements.js';
@@ -101,6 +101,8 @@ export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAda
       }
     },
     statements: (orm) => sqliteStatements(orm, driver),
+    // One writer, and every commit a sync of the WAL: the runs' writes share commits (group commit).
+    runStore: (deps) => new SqlRunStore(deps, { groupCommit: true, holdLast: false }),
   };
 }
 

@@ -17,6 +17,7 @@ import { HttpDispatcher } from './http/dispatcher.js';
 import { buildOpenApi } from './http/openapi.js';
 import type { RouteDefinition } from './http/route.js';
 import { createLogger } from './logger.js';
+import { registerDialect } from './dialect.js';
 import { flushWithoutAsyncContext } from './orm-flush.js';
 import { mappedType } from './timestamp-type.js';
 import { allowPrivateNetworksOf, NetworkGuard, networkGuardServiceIdentifier } from './net/network-guard.js';
@@ -236,6 +237,7 @@ export function createKernel(options: KernelOptions): Kernel {
     });
     // No AsyncLocalStorage on writes: MikroORM's flush enters one (see orm-flush.ts).
     flushWithoutAsyncContext(orm);
+    registerDialect(orm, options.database.dialect);
     await options.database.afterConnect?.(orm);
     return orm;
   }

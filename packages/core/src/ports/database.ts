@@ -1,4 +1,5 @@
 import type { AnyEntity, EntityClass, EntityManager, EntitySchema, MikroORM, Options } from '@mikro-orm/core';
+import type { RunStore, RunStoreDeps } from './run-store.js';
 
 export type EntityDefinition = EntityClass<AnyEntity> | EntitySchema<any, any>;
 
@@ -42,6 +43,11 @@ export interface DatabaseAdapter {
    * own connections and transactions. Called once the ORM is up.
    */
   statements(orm: MikroORM): PreparedStatements;
+  /**
+   * The store of runs on this database (see the RunStore port), made once the ORM is up. Without
+   * it the runtime uses the portable store (`SqlRunStore`, no group commit, hold first).
+   */
+  runStore?(deps: RunStoreDeps): RunStore;
 }
 
 interface MigrationBase {

@@ -14,11 +14,19 @@ export interface PubSub {
   /** Resolves once the subscription is live; the returned function unsubscribes. */
   subscribe(topic: string, listener: PubSubListener): Promise<() => Promise<void>>;
   close(): Promise<void>;
+  /**
+   * Optional capability: true when every subscriber lives in this process (the in-process
+   * PubSub), so a reader that gets this process's messages another way need not subscribe.
+   */
+  readonly local?: boolean;
+  /** Optional capability: whether anyone listens on `topic` now (a publisher can skip building a message no one reads). */
+  hasListeners?(topic: string): boolean;
 }
 
 export const pubSubServiceIdentifier: ServiceIdentifier<PubSub> = Symbol.for('@trellis/core/PubSub');
 
 export class InProcessPubSub implements PubSub {
+  readonly local = true;
   private readonly topics = new Map<string, Set<PubSubListener>>();
 
   async publish(topic: string, message: Uint8Array | string): Promise<void> {

@@ -38,6 +38,23 @@ export interface RunQueue {
   enqueue(job: RunJob): Promise<void>;
   process(handler: RunJobHandler): Promise<void>;
   close(): Promise<void>;
+  /**
+   * Optional capability of a queue that executes jobs in the process that enqueues them (the
+   * in-process queue): takes a free slot for `runId` now, so the caller can store the run already
+   * claimed and start it in the slot without a round through the queue. Null when no slot is
+   * free. A queue that has it also executes every job it is given in this process.
+   */
+  claim?(runId: string, teamId: string): RunSlot | null;
+  /** Optional: called for each job the queue will not run (enqueued after, or still waiting at, `close`). */
+  onDropped?(listener: (job: RunJob) => void): void;
+}
+
+/** A slot of a queue taken for one job (see `RunQueue.claim`). */
+export interface RunSlot {
+  /** Runs the job in the slot now. */
+  start(job: RunJob): void;
+  /** Gives the slot back (the job will not exist). */
+  cancel(): void;
 }
 
 export const runQueueServiceIdentifier: ServiceIdentifier<RunQueue> = Symbol.for('@trellis/core/RunQueue');

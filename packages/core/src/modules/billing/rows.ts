@@ -1,4 +1,5 @@
 import { LockMode, raw, type EntityManager, type EntityName, type FilterQuery } from '@mikro-orm/core';
+import { dialectOf } from '../../kernel/dialect.js';
 import { Team } from '../identity/entities/team.entity.js';
 import { billingErrors } from './errors.js';
 
@@ -22,7 +23,7 @@ export async function lockRow<T extends { version: number }>(tx: EntityManager, 
  * NO_TEAM when the team no longer exists.
  */
 export async function lockTeam(tx: EntityManager, teamId: string): Promise<void> {
-  const postgres = tx.getPlatform().constructor.name.startsWith('PostgreSql');
+  const postgres = dialectOf(tx) === 'postgresql';
   const team = await tx.findOne(Team, { id: teamId }, { fields: ['id'], ...(postgres ? { lockMode: LockMode.PESSIMISTIC_READ } : {}) });
   if (!team) throw billingErrors.noTeam('The team no longer exists.');
 }

@@ -67,10 +67,10 @@ const finishRunStatement = sqlStatement(
   'runs.finish_run',
   `update "runs" set "cursor" = ?, "sessions" = ?, "ctx" = ?, "usage" = ?, "status" = ?, "waiting" = null, "output" = ?, "error" = ?, "timed_out" = ?,
     "used_credits" = ?, "finished_at" = ?, "duration_ms" = ?, "updated_at" = ?
-  where "id" = ? and "attempt" = ?`,
+  where "id" = ? and "attempt" = ? and "finished_at" is null`,
 );
 
-/** The final record of a run, written by the attempt that executed it: the number of rows changed (0 when another attempt took it over). */
+/** The final record of a run, written once by the attempt that executed it: the number of rows changed (0 when another attempt took it over, or it was written already). */
 export function finishRun(
   sql: PreparedStatements,
   em: EntityManager,

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
+import { dialectOf } from '../../../kernel/dialect.js';
 import { TrellisError } from '../../../kernel/errors.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { Team } from '../../identity/entities/team.entity.js';
@@ -53,7 +54,7 @@ export class CreditLedger {
    * PostgreSQL: SQLite has one writer, so a deletion of the team cannot interleave.
    */
   async tryLock(tx: EntityManager, teamId: string): Promise<CreditBalance | null> {
-    if (tx.getPlatform().constructor.name.startsWith('PostgreSql')) await lockTeam(tx, teamId);
+    if (dialectOf(tx) === 'postgresql') await lockTeam(tx, teamId);
     return lockRow(tx, CreditBalance, { team: teamId });
   }
 

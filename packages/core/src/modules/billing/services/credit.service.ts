@@ -9,6 +9,7 @@ import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { Team } from '../../identity/entities/team.entity.js';
 import type { BillingConfig } from '../billing.config.js';
 import { CreditBalance } from '../entities/credit-balance.entity.js';
+import { closeMovement, closePlan } from './credit-close.js';
 import { CreditLedgerEntry } from '../entities/credit-ledger-entry.entity.js';
 import { CreditReservation } from '../entities/credit-reservation.entity.js';
 import { billingErrors, teamGone } from '../errors.js';
@@ -188,48 +189,31 @@ export class CreditService {
     }
     // From here on the reservation is closed in `tx`: a failure is not a TrellisError (the caller rolls back).
     if (!(await lockTeamShared(this.sql, tx, reservation.teamId))) throw new CreditWriteIncomplete('the team of the reservation no longer exists');
-    const usedGrant = Math.min(used, reservation.grantPart);
-    const usedPurchase = used - usedGrant;
-    const grantBack = reservation.grantPart - usedGrant;
-    const purchaseBack = reservation.purchasePart - usedPurchase;
-    const label = status === 'settled' ? `Settled ${used} of ${reservation.amount} reserved for ${reservation.reason}` : `Released ${reservation.amount} reserved for ${reservation.reason}`;
+    const plan = closePlan(reservation, status, used, close.reason);
     if (this.sql.dialect === 'postgresql') {
       // The balance and its ledger entry in one statement, put off to just before the commit
       // (with `rows`, the unit's end): the balance's row lock is then held for the commit only.
-      const why = close.reason ? `: ${close.reason}` : '';
       const write = () =>
         giveBackAndRecordPg(this.sql, tx, {
           ledgerEntryId: this.ids.next(),
           reservationId,
           teamId: reservation.teamId,
-          kind: status === 'settled' ? 'settlement' : 'release',
-          grantBack,
+          kind: plan.kind,
+          grantBack: plan.grantBack,
           grantPeriodEnd: reservation.grantPeriodEnd,
-          purchaseBack,
-          reasonSameMonth: `${label}${why}`,
-          reasonMonthEnded: `${label}${why}${grantBack > 0 ? ` (${grantBack} plan credits not returned: their month ended)` : ''}`,
+          purchaseBack: plan.purchaseBack,
+          reasonSameMonth: plan.reasonSameMonth,
+          reasonMonthEnded: plan.reasonMonthEnded,
           now,
         });
       if (rows?.atEnd) await rows.atEnd(tx, write);
       else await write();
       return;
     }
-    const after = await giveCreditsBack(this.sql, tx, { teamId: reservation.teamId, grantBack, grantPeriodEnd: reservation.grantPeriodEnd, purchaseBack, now });
+    const after = await giveCreditsBack(this.sql, tx, { teamId: reservation.teamId, grantBack: plan.grantBack, grantPeriodEnd: reservation.grantPeriodEnd, purchaseBack: plan.purchaseBack, now });
     if (!after) throw new CreditWriteIncomplete('the credit balance of the reservation\'s team');
-    const sameMonth = after.periodEnd.getTime() === reservation.grantPeriodEnd.getTime();
-    let why = close.reason ? `: ${close.reason}` : '';
-    if (!sameMonth && grantBack > 0) why += ` (${grantBack} plan credits not returned: their month ended)`;
-    await recordLedgerEntry(this.sql, tx, {
-      id: this.ids.next(),
-      teamId: reservation.teamId,
-      kind: status === 'settled' ? 'settlement' : 'release',
-      grantDelta: sameMonth ? grantBack : 0,
-      purchaseDelta: purchaseBack,
-      after,
-      reason: `${label}${why}`,
-      reservationId,
-      createdAt: now,
-    }, rows);
+    const movement = closeMovement(plan, after.periodEnd.getTime() === reservation.grantPeriodEnd.getTime());
+    await recordLedgerEntry(this.sql, tx, { id: this.ids.next(), teamId: reservation.teamId, kind: plan.kind, ...movement, after, reservationId, createdAt: now }, rows);
   }
 
   /** Holds `amount` credits of a team. 402 `insufficient_credits` (with balance, required, shortfall) when it has fewer. */
@@ -340,23 +324,9 @@ export class CreditService {
       const balance = await this.ledger.tryLock(tx, teamIdOf(reservation));
       // The team was deleted meanwhile.
       if (!balance) throw billingErrors.noTeam('The team no longer exists.');
-      const usedGrant = Math.min(used, reservation.grantPart);
-      const usedPurchase = used - usedGrant;
-      let grantBack = reservation.grantPart - usedGrant;
-      const purchaseBack = reservation.purchasePart - usedPurchase;
-      const sameMonth = balance.periodEnd.getTime() === reservation.grantPeriodEnd.getTime();
-      let why = reason ? `: ${reason}` : '';
-      if (!sameMonth && grantBack > 0) {
-        why += ` (${grantBack} plan credits not returned: their month ended)`;
-        grantBack = 0;
-      }
-      const label = status === 'settled' ? `Settled ${used} of ${reservation.amount} reserved for ${reservation.reason}` : `Released ${reservation.amount} reserved for ${reservation.reason}`;
-      this.ledger.record(
-        tx,
-        balance,
-        { kind: status === 'settled' ? 'settlement' : 'release', grantDelta: grantBack, purchaseDelta: purchaseBack, reason: `${label}${why}`, reservationId },
-        now,
-      );
+      const plan = closePlan(reservation, status, used, reason);
+      const movement = closeMovement(plan, balance.periodEnd.getTime() === reservation.grantPeriodEnd.getTime());
+      this.ledger.record(tx, balance, { kind: plan.kind, ...movement, reservationId }, now);
       after(teamIdOf(reservation), balance.grantCredits + balance.purchaseCredits);
       return answer ? tx.findOneOrFail(CreditReservation, { id: reservationId }, { refresh: true }) : null;
     });

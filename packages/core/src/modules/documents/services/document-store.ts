@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
+import { dialectOf } from '../../../kernel/dialect.js';
 
 /**
  * The statements of the document write path, with every value bound as a parameter. MikroORM's
@@ -38,7 +39,7 @@ async function run(em: EntityManager, sql: string, bindings: readonly unknown[])
   return rows;
 }
 
-const isPostgres = (em: EntityManager) => em.getPlatform().constructor.name.toLowerCase().includes('postgre');
+const isPostgres = (em: EntityManager) => dialectOf(em) === 'postgresql';
 // The content columns are `json` on PostgreSQL: the text is checked and stored as it is (no jsonb conversion).
 const jsonParam = (em: EntityManager) => (isPostgres(em) ? '?::json' : '?');
 const dateValue = (em: EntityManager, date: Date): unknown => em.getPlatform().processDateProperty(date);

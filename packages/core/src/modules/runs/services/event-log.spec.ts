@@ -5,6 +5,7 @@ import { InProcessPubSub, type PubSub, type PubSubListener } from '../../../port
 import { ndjsonLines, sseFrames } from '../routes.js';
 import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, SEQ_BLOCK, StoredEventSink, type RunEventText } from './event-log.js';
 import type { GroupCommit, GroupWork } from '../../../kernel/group-commit.js';
+import { SqlRunStore } from '../store/sql-run-store.js';
 
 /** The log's table in memory, behind the statements the event log uses. */
 class MemoryLog implements PreparedStatements {
@@ -58,6 +59,8 @@ const groupOf = (log: MemoryLog) => {
     insertRow: rows.insertRow,
   } as unknown as GroupCommit;
 };
+/** The run store of the SQL databases, writing through `group` on `log`. */
+const storeOf = (group: GroupCommit, log: MemoryLog) => new SqlRunStore({ fork: fork(), sql: log, pubsub: new InProcessPubSub() }, { groupCommit: false, holdLast: false }, group);
 /** What the reader asks the ORM (the run's status at a quiet moment). */
 const fork = (status = 'running') => () => ({ findOne: async () => ({ status, seqCeiling: 0 }) }) as unknown as EntityManager;
 
@@ -122,7 +125,7 @@ describe('StoredEventSink', () => {
     const pubsub = new InProcessPubSub();
     const messages: string[] = [];
     await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
-    const sink = StoredEventSink.reserved(groupOf(log), pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+    const sink = StoredEventSink.reserved(storeOf(groupOf(log), log), pubsub, { id: RUN, seqCeiling: 0 }, 60_000);
     sink.emit('run_start', { runId: RUN });
     for (let i = 0; i < ROW_EVENTS * 2 + 10; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `d${i}` });
     await tick();
@@ -160,7 +163,7 @@ describe('StoredEventSink', () => {
       const pubsub = new InProcessPubSub();
       const messages: string[] = [];
       await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
-      const sink = StoredEventSink.reserved(groupOf(log), pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+      const sink = StoredEventSink.reserved(storeOf(groupOf(log), log), pubsub, { id: RUN, seqCeiling: 0 }, 60_000);
       for (const [blockId, delta] of pairs) void (chunked ? sink.emitChunk(blockId, delta) : sink.emit('block_chunk', { blockId, delta }));
       await sink.flush();
       texts.push([...messages.flatMap(parseEventMessage).map((e) => e.json), ...log.rows.map((r) => r.events)]);
@@ -181,7 +184,7 @@ describe('StoredEventSink', () => {
     const pubsub = new InProcessPubSub();
     const messages: string[] = [];
     await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
-    const sink = StoredEventSink.reserved(counting, pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+    const sink = StoredEventSink.reserved(storeOf(counting, log), pubsub, { id: RUN, seqCeiling: 0 }, 60_000);
     let release!: () => void;
     log.gate = new Promise((resolve) => (release = resolve));
     // The first full row starts its store (held back by the gate); three more rows, an event
@@ -217,7 +220,7 @@ describe('StoredEventSink', () => {
   it('a failed store fails the stores it took with it, and every store after them', async () => {
     const log = new MemoryLog();
     const failing = { run: async () => Promise.reject(new Error('disk full')) } as unknown as GroupCommit;
-    const sink = StoredEventSink.reserved(failing, new InProcessPubSub(), log, { id: RUN, seqCeiling: 0 }, 60_000);
+    const sink = StoredEventSink.reserved(storeOf(failing, log), new InProcessPubSub(), { id: RUN, seqCeiling: 0 }, 60_000);
     sink.emitChunk('c1', 'a');
     const first = sink.flush();
     sink.emitChunk('c1', 'b');
@@ -247,7 +250,7 @@ describe('StoredEventSink', () => {
     const pubsub = new InProcessPubSub();
     const messages: string[] = [];
     await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
-    const sink = StoredEventSink.reserved(reserving, pubsub, log, { id: RUN, seqCeiling: 0 }, 60_000);
+    const sink = StoredEventSink.reserved(storeOf(reserving, log), pubsub, { id: RUN, seqCeiling: 0 }, 60_000);
     for (let i = 0; i < SEQ_BLOCK * 0.6; i++) sink.emitChunk('c1', `${i}`);
     await tick();
     expect(ceilings).toEqual([2 * SEQ_BLOCK]);
@@ -263,7 +266,7 @@ describe('StoredEventSink', () => {
 
   it('stores a trickle of chunks at most flushMs late', async () => {
     const log = new MemoryLog();
-    const sink = StoredEventSink.reserved(groupOf(log), new InProcessPubSub(), log, { id: RUN, seqCeiling: 0 }, 15);
+    const sink = StoredEventSink.reserved(storeOf(groupOf(log), log), new InProcessPubSub(), { id: RUN, seqCeiling: 0 }, 15);
     sink.emit('block_chunk', { blockId: 'c1', delta: 'a' });
     sink.emit('block_chunk', { blockId: 'c1', delta: 'b' });
     expect(log.rows).toHaveLength(0);
@@ -276,7 +279,7 @@ describe('followRunBatches', () => {
   it('reads the log once at the start, then follows PubSub without reading it again', async () => {
     const log = new MemoryLog();
     const bus = new InProcessPubSub();
-    const sink = StoredEventSink.reserved(groupOf(log), new ProcessPubSub(bus), log, { id: RUN, seqCeiling: 0 }, 5);
+    const sink = StoredEventSink.reserved(storeOf(groupOf(log), log), new ProcessPubSub(bus), { id: RUN, seqCeiling: 0 }, 5);
     sink.emit('run_start', { runId: RUN });
     await sink.flush();
     const reading = collect(followRunBatches(fork(), new ProcessPubSub(bus), RUN, 0, { endWhenWaiting: true, sql: log }));
@@ -300,7 +303,7 @@ describe('followRunBatches', () => {
     const log = new MemoryLog();
     const [writer, reader] = pubsubs(new InProcessPubSub());
     const pubsub = writer;
-    const sink = StoredEventSink.reserved(groupOf(log), pubsub, log, { id: RUN, seqCeiling: 0 }, 30);
+    const sink = StoredEventSink.reserved(storeOf(groupOf(log), log), pubsub, { id: RUN, seqCeiling: 0 }, 30);
     sink.emit('run_start', { runId: RUN });
     for (let i = 0; i < ROW_EVENTS + 500; i++) sink.emit('block_chunk', { blockId: 'c1', delta: `${i}` });
     await tick();
@@ -322,7 +325,7 @@ describe('followRunBatches', () => {
     const log = new MemoryLog();
     const bus = new InProcessPubSub();
     const here = new ProcessPubSub(bus);
-    const sink = StoredEventSink.reserved(groupOf(log), here, log, { id: RUN, seqCeiling: 0 }, 5);
+    const sink = StoredEventSink.reserved(storeOf(groupOf(log), log), here, { id: RUN, seqCeiling: 0 }, 5);
     const local = collect(followRunBatches(fork(), here, RUN, 0, { endWhenWaiting: true, sql: log }));
     const remote = collect(followRunBatches(fork(), new ProcessPubSub(bus), RUN, 0, { endWhenWaiting: true, sql: log }));
     let parsedHere = 0;
@@ -344,7 +347,7 @@ describe('followRunBatches', () => {
     const original = quiet.publish.bind(quiet);
     quiet.publish = (topic, message) => (published.push(message), original(topic, message));
     const other = '00000000-0000-4000-8000-000000000002';
-    const inProcess = StoredEventSink.reserved(groupOf(log), quiet, log, { id: other, seqCeiling: 0 }, 5);
+    const inProcess = StoredEventSink.reserved(storeOf(groupOf(log), log), quiet, { id: other, seqCeiling: 0 }, 5);
     const reading = collect(followRunBatches(fork(), quiet, other, 0, { endWhenWaiting: true, sql: log }));
     await tick();
     inProcess.emit('run_start', { runId: other });

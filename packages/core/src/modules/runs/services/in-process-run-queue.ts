@@ -1,4 +1,4 @@
-import type { RunJob, RunJobHandler, RunQueue } from '../../../ports/run-queue.js';
+import type { RunJob, RunJobHandler, RunQueue, RunSlot } from '../../../ports/run-queue.js';
 
 export interface InProcessRunQueueOptions {
   /** Jobs executed at once. */
@@ -13,12 +13,7 @@ export interface InProcessRunQueueOptions {
 }
 
 /** A slot of the in-process queue taken for one job (see `InProcessRunQueue.claim`). */
-export interface SlotClaim {
-  /** Runs the job in the slot now. */
-  start(job: RunJob): void;
-  /** Gives the slot back (the job will not exist). */
-  cancel(): void;
-}
+export type SlotClaim = RunSlot;
 
 /**
  * The embedded RunQueue: jobs wait in memory and run in this process with bounded concurrency.

@@ -1,11 +1,12 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { Dialect } from '../../../ports/database.js';
+import { dialectOf } from '../../../kernel/dialect.js';
 import type { VectorHit, VectorSearchRequest, VectorStore } from '../../../ports/vector-store.js';
 import { vdbRecordTable as t } from '../entities/vdb-record.entity.js';
 import { compileVdbFilter } from './filter-sql.js';
 import { bytesToVector, cosineDistance, TopK } from './vector-codec.js';
 
-export const dialectOf = (em: EntityManager): Dialect => (em.getPlatform().constructor.name.toLowerCase().includes('postgre') ? 'postgresql' : 'sqlite');
+/** The dialect of a manager, as its database adapter declared it (kept here for the modules that import it from the vector store). */
+export { dialectOf };
 
 /**
  * The embedded default VectorStore, for any database: the filter runs in SQL over the records

@@ -1,0 +1,155 @@
+import { randomUUID } from 'node:crypto';
+import type { StoredRunEvent } from '../entities/run-event.entity.js';
+import { sqlRowTable, sqlStatement } from '../../../ports/database.js';
+import type { PubSub } from '../../../ports/pubsub.js';
+
+/** One event of a run's stream: the spec's event name as `type`, its fields as `data`. */
+export type RunEventRecord = StoredRunEvent;
+
+/**
+ * An event as the stream writers take it: its fields as JSON text (`json`), serialized once where
+ * the event was emitted and never parsed on its way to the client. `data` is there when the
+ * event was at hand as an object anyway (debug runs).
+ */
+export interface RunEventText {
+  seq: number;
+  type: string;
+  json: string;
+  data?: Record<string, unknown>;
+}
+
+/** The fields of a streamed event as an object (parsed from its text when it has no object). */
+export const eventData = (event: RunEventText): Record<string, unknown> => event.data ?? (JSON.parse(event.json) as Record<string, unknown>);
+
+/**
+ * The log's statements (prepared once per connection). A row holds the JSON array of its events
+ * as written by the sink (`[{"seq":..,"type":..,"data":{..}},..]`), so storing a batch costs one
+ * string join, not a serialization of every event. Rows go after the runs they belong to.
+ */
+export const eventRows = sqlRowTable('runs.event_log_insert', '"run_events" ("run_id", "seq", "last_seq", "events", "created_at")', '(?, ?, ?, ?, ?)', 4);
+export const selectEventRows = sqlStatement(
+  'runs.event_log_after',
+  'select "seq", "last_seq", "events" from "run_events" where "run_id" = ? and "last_seq" > ? order by "seq" limit 20',
+);
+export const selectEventRowsBelow = sqlStatement(
+  'runs.event_log_between',
+  'select "seq", "last_seq", "events" from "run_events" where "run_id" = ? and "last_seq" > ? and "seq" < ? order by "seq" limit 20',
+);
+
+/**
+ * The first line of a PubSub message of run events (the event lines follow, one JSON object
+ * each): `{"format":"run-events","version":2,"from":"<tap id>"}`.
+ */
+export const headerOf = (from: string) => `{"format":"run-events","version":2,"from":${JSON.stringify(from)}}`;
+
+/**
+ * The sinks and readers of one PubSub instance in this process: a sink hands its events to the
+ * readers of its run here directly (no message to parse), and those readers skip the PubSub
+ * messages of this tap (`from` in the header). Readers of other processes, or of another PubSub
+ * instance of this process, get the messages.
+ */
+export interface Tap {
+  id: string;
+  readers: Map<string, Set<(events: readonly RunEventText[]) => void>>;
+}
+
+const taps = new WeakMap<PubSub, Tap>();
+
+export function tapOf(pubsub: PubSub): Tap {
+  let tap = taps.get(pubsub);
+  if (!tap) taps.set(pubsub, (tap = { id: randomUUID(), readers: new Map() }));
+  return tap;
+}
+
+/** Whether a PubSub message came from a sink of this tap (read from its header line only). */
+export function fromTap(message: Uint8Array | string, tap: Tap): boolean {
+  const text = typeof message === 'string' ? message : Buffer.from(message.buffer, message.byteOffset, Math.min(message.byteLength, 200)).toString('latin1');
+  const end = text.indexOf('\n');
+  return end > 0 && end < 200 && text.slice(0, end) === headerOf(tap.id);
+}
+
+/** An event type as JSON text (`"block_chunk"`), serialized once per type. */
+const typeTexts = new Map<string, string>();
+export function typeJson(type: string): string {
+  let text = typeTexts.get(type);
+  if (text === undefined) {
+    text = JSON.stringify(type);
+    // Event types are a handful of names; anything else is not kept.
+    if (typeTexts.size < 256) typeTexts.set(type, text);
+  }
+  return text;
+}
+
+/** `,"type":"block_chunk","data":`: the middle of an event line, once per type. */
+const typeFields = new Map<string, string>();
+export function typeField(type: string): string {
+  let text = typeFields.get(type);
+  if (text === undefined) {
+    text = ',"type":' + typeJson(type) + ',"data":';
+    if (typeFields.size < 256) typeFields.set(type, text);
+  }
+  return text;
+}
+
+/** `{"seq":1,"type":"block_chunk","data":{...}}`: an event as one JSON text, in the log and on PubSub. */
+export const lineOf = (seq: number, type: string, json: string) => '{"seq":' + seq + typeField(type) + json + '}';
+
+/** The `events` column of a row: the JSON array of the lines of `events[from..to)`. */
+export function rowText(events: readonly RunEventText[], from: number, to: number): string {
+  // Built with `+=`: measured against joining an array of the parts (one flat string the driver
+  // need not flatten), the rope costs less, flattening included.
+  let text = '[';
+  for (let i = from; i < to; i++) {
+    const event = events[i]!;
+    text += (i === from ? '{"seq":' : ',{"seq":') + event.seq + typeField(event.type) + event.json + '}';
+  }
+  return text + ']';
+}
+
+/** Reads an event line back without parsing its fields (any other JSON object of the same meaning is parsed). */
+export function parseEventLine(line: string): RunEventText {
+  if (line.startsWith('{"seq":')) {
+    const comma = line.indexOf(',', 7);
+    const seq = Number(line.slice(7, comma));
+    if (comma > 7 && Number.isSafeInteger(seq) && line.startsWith(',"type":"', comma)) {
+      const typeEnd = line.indexOf('"', comma + 9);
+      const type = line.slice(comma + 9, typeEnd);
+      if (typeEnd > 0 && !type.includes('\\') && line.startsWith(',"data":{', typeEnd + 1) && line.endsWith('}}')) {
+        return { seq, type, json: line.slice(typeEnd + 9, -1) };
+      }
+    }
+  }
+  return textOf(JSON.parse(line) as StoredRunEvent);
+}
+
+export const textOf = (event: StoredRunEvent): RunEventText => ({ seq: event.seq, type: event.type, json: JSON.stringify(event.data ?? {}) });
+
+/**
+ * The events of a PubSub message of a run's topic: the current form (a header line, then one
+ * event line each) or, from a process of an earlier version during a rolling upgrade, a JSON
+ * array of `{ seq, type, data }`.
+ */
+export function parseEventMessage(message: Uint8Array | string): RunEventText[] {
+  const text = typeof message === 'string' ? message : Buffer.from(message).toString('utf8');
+  if (text.startsWith('[')) return (JSON.parse(text) as StoredRunEvent[]).map(textOf);
+  const out: RunEventText[] = [];
+  let start = text.indexOf('\n') + 1;
+  if (start === 0) return out;
+  while (start < text.length) {
+    let end = text.indexOf('\n', start);
+    if (end < 0) end = text.length;
+    if (end > start) out.push(parseEventLine(text.slice(start, end)));
+    start = end + 1;
+  }
+  return out;
+}
+
+/** The events of a row of the log (its `events` column: JSON text on SQLite, parsed by the driver on PostgreSQL). */
+export function rowEvents(value: unknown): StoredRunEvent[] {
+  if (typeof value === 'string') return JSON.parse(value) as StoredRunEvent[];
+  if (value instanceof Uint8Array) return JSON.parse(Buffer.from(value).toString('utf8')) as StoredRunEvent[];
+  return value as StoredRunEvent[];
+}
+
+export const runEventsTopic = (runId: string) => `runs:events:${runId}`;
+export const runControlTopic = (runId: string) => `runs:control:${runId}`;

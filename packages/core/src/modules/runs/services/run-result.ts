@@ -1,0 +1,46 @@
+import type { BlockSession, RunStatus } from '../entities/run.entity.js';
+import { publicSession } from './run-engine.js';
+
+/** The 200 body of a run with `stream: false` (the spec's fields, plus status, output and error). */
+export interface RunResult {
+  runId: string;
+  documentId: string | null;
+  status: RunStatus;
+  globalCtx: unknown[];
+  sessions: Record<string, unknown>[];
+  duration: number;
+  timedOut: boolean;
+  output: unknown;
+  error: { code: string; message: string } | null;
+  waiting: { blockId: string; question: string } | null;
+}
+
+/** What a run's result is made of, whether read from its record or from the state it ended with. */
+export interface RunResultSource {
+  id: string;
+  documentId: string | null;
+  status: RunStatus;
+  ctx: unknown[];
+  sessions: BlockSession[];
+  durationMs: number;
+  timedOut: boolean;
+  output: unknown;
+  error: { code: string; message: string } | null;
+  waiting: { blockId: string; question: string } | null;
+}
+
+/** The one place a run's result is built (from its stored record, an attempt's end, or a debug run). */
+export function runResult(source: RunResultSource): RunResult {
+  return {
+    runId: source.id,
+    documentId: source.documentId,
+    status: source.status,
+    globalCtx: source.ctx,
+    sessions: source.sessions.map(publicSession),
+    duration: source.durationMs,
+    timedOut: source.timedOut,
+    output: source.output ?? null,
+    error: source.error,
+    waiting: source.waiting,
+  };
+}

@@ -1,0 +1,130 @@
+import type { EntityManager } from '@mikro-orm/core';
+import { GroupCommit } from '../../../kernel/group-commit.js';
+import type { RowSink } from '../../../ports/database.js';
+import type { RunCreditHold, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStore, RunStoreDeps, RunStoreWork, RunStoreWriteOptions } from '../../../ports/run-store.js';
+import { Run } from '../entities/run.entity.js';
+import { finishRun, insertRun } from '../queries.js';
+import { eventRows, rowText } from '../services/event-text.js';
+import { followRunBatches, readRunLog } from '../services/follow.js';
+import { ROW_EVENTS } from '../services/stored-event-sink.js';
+
+
+/** How a database stores runs fastest (chosen by its adapter, see `DatabaseAdapter.runStore`). */
+export interface SqlRunStoreOptions {
+  /**
+   * Group commit (SQLite: one writer, every commit a sync of the WAL): writes that arrive while a
+   * commit is under way share the next transaction. Off: each write is a transaction of its own.
+   */
+  groupCommit: boolean;
+  /**
+   * The credit hold goes last before the commit of a new run's transaction (PostgreSQL: the hold
+   * holds the balance's row lock, which the team's other runs wait for, until the commit).
+   */
+  holdLast: boolean;
+}
+
+const activeStatuses = ['queued', 'running'];
+
+/**
+ * The RunStore of the SQL databases, over the ORM's connections and the adapter's prepared
+ * statements: a run's record and claims, its event log (a row per batch of events, their JSON
+ * lines joined once), its final record with the settlement of its credits.
+ */
+export class SqlRunStore implements RunStore {
+  private readonly group: GroupCommit;
+
+  /** `group`: the group commit to write through (made from `options` when absent). */
+  constructor(
+    private readonly deps: RunStoreDeps,
+    private readonly options: SqlRunStoreOptions,
+    group?: GroupCommit,
+  ) {
+    this.group = group ?? new GroupCommit(deps.fork, options.groupCommit, deps.sql);
+  }
+
+  write<T>(work: RunStoreWork<T>, options: RunStoreWriteOptions = {}): Promise<T> {
+    return this.group.run((tx, alone, rows) => work(tx, rows, alone), options);
+  }
+
+  async create(record: Record<string, unknown> & { id: string }, hold: RunCreditHold | null): Promise<string | null> {
+    let reservationId: string | null = null;
+    await this.group.run(
+      async (tx, alone, rows) => {
+        if (hold && this.options.holdLast) {
+          // The run's record first, the hold last before the commit; the reservation's id is
+          // chosen here so the record carries it.
+          const id = hold.newId();
+          await insertRun(rows, tx, { ...record, reservationId: id, reservedCredits: hold.amount } as unknown as Run);
+          if ((await hold.take(tx, alone, rows, id)) !== id) throw new Error('The credit hold of a run took another reservation id.');
+          reservationId = id;
+          return;
+        }
+        const id = hold ? await hold.take(tx, alone, rows) : null;
+        await insertRun(rows, tx, (hold ? { ...record, reservationId: id, reservedCredits: hold.amount } : record) as unknown as Run);
+        reservationId = id;
+      },
+      // A hold that failed with a domain error wrote nothing; a failed insert comes after the hold.
+      { atomic: hold ? (error) => hold.wroteNothing(error) : false, concurrent: true },
+    );
+    return reservationId;
+  }
+
+  async claim(fence: RunFence, claim: { startedAt: Date; deadlineAt: Date; now: Date; seqCeiling: number }): Promise<boolean> {
+    const changed = await this.group.run(
+      (tx) =>
+        tx.nativeUpdate(
+          Run,
+          { id: fence.id, attempt: fence.attempt, status: { $in: activeStatuses } } as never,
+          { attempt: fence.attempt + 1, status: 'running', heartbeatAt: claim.now, startedAt: claim.startedAt, deadlineAt: claim.deadlineAt, updatedAt: claim.now, seqCeiling: claim.seqCeiling },
+        ),
+      { atomic: true, concurrent: true },
+    );
+    return changed > 0;
+  }
+
+  async setSeqCeiling(fence: { id: string; attempt?: number }, ceiling: number): Promise<void> {
+    const where = fence.attempt === undefined ? { id: fence.id } : { id: fence.id, attempt: fence.attempt };
+    await this.group.run((tx) => tx.nativeUpdate(Run, where, { seqCeiling: ceiling }), { atomic: true, concurrent: true });
+  }
+
+  append<T>(runId: string, events: readonly RunLogEvent[], step?: { write: RunStoreWork<T>; keep?: (answer: T) => boolean; conditional?: readonly RunLogEvent[] }): Promise<T | undefined> {
+    // Runs again from the start when its group is rolled back: it changes nothing but the database.
+    return this.group.run(
+      async (tx, alone, rows) => {
+        const answer = step ? await step.write(tx, rows, alone) : undefined;
+        // The write did not take: its conditional events are not stored.
+        const dropped = step?.conditional?.length && step.keep && !step.keep(answer as T) ? new Set(step.conditional) : null;
+        const stored = dropped ? events.filter((event) => !dropped.has(event)) : events;
+        if (stored.length) {
+          const now = new Date();
+          for (let i = 0; i < stored.length; i += ROW_EVENTS) {
+            const end = Math.min(stored.length, i + ROW_EVENTS);
+            await rows.insertRow(tx, eventRows, [runId, stored[i]!.seq, stored[end - 1]!.seq, rowText(stored, i, end), now]);
+          }
+        }
+        return answer;
+      },
+      { concurrent: true },
+    );
+  }
+
+  finishWork(fence: RunFence, final: RunFinalRecord, settle: RunSettlement | null): RunStoreWork<number> {
+    const { sql } = this.deps;
+    return async (tx: EntityManager, rows: RowSink) => {
+      // The record first, fenced by the attempt: a superseded attempt settles nothing.
+      const record = { ...final, usedCredits: settle ? settle.used : null } as unknown as Parameters<typeof finishRun>[3];
+      const changed = await finishRun(sql, tx, fence, record);
+      if (!changed || !settle) return changed;
+      if (!(await settle.apply(tx, rows))) await tx.nativeUpdate(Run, fence, { usedCredits: null });
+      return changed;
+    };
+  }
+
+  read(runId: string, after: number, below?: number): Promise<RunLogEvent[]> {
+    return readRunLog(this.deps.fork, this.deps.sql, runId, after, below);
+  }
+
+  follow(runId: string, options: { after: number; signal?: AbortSignal; endWhenWaiting?: boolean }): AsyncIterable<RunLogEvent[]> {
+    return followRunBatches(this.deps.fork, this.deps.pubsub, runId, options.after, { endWhenWaiting: options.endWhenWaiting ?? false, signal: options.signal, sql: this.deps.sql });
+  }
+}
