@@ -1016,6 +1016,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/block/{bid}/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A deployed block's schedules */
+        get: operations["getBlockByBidSchedules"];
+        put?: never;
+        /**
+         * Schedule runs of a deployed block
+         * @description Each due time of `cron` in `timezone` starts one run of the deployment with `inputs`, across all processes (docs/schedules.md).
+         */
+        post: operations["postBlockByBidSchedules"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/block/{bid}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List a deployed block's inbound webhooks */
+        get: operations["getBlockByBidWebhooks"];
+        put?: never;
+        /**
+         * Add an inbound webhook to a deployed block
+         * @description Senders POST to `path` (`/hooks/<id>`); each verified delivery starts a run of the deployment (docs/webhooks.md). The secret is answered this once.
+         */
+        post: operations["postBlockByBidWebhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/block/{bid}/webhooks/{triggerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One inbound webhook */
+        get: operations["getBlockByBidWebhooksByTriggerId"];
+        put?: never;
+        post?: never;
+        /** Delete an inbound webhook */
+        delete: operations["deleteBlockByBidWebhooksByTriggerId"];
+        options?: never;
+        head?: never;
+        /** Change an inbound webhook (or rotate its secret) */
+        patch: operations["patchBlockByBidWebhooksByTriggerId"];
+        trace?: never;
+    };
     "/block/{blockId}/deploy": {
         parameters: {
             query?: never;
@@ -1280,6 +1341,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/conversation/{convId}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow the conversation's turns as server-sent events (reconnect with Last-Event-ID or ?after=)
+         * @description Every turn is recorded in the conversation's event log, numbered at the source: `message-start`, `delta`, `tool-call`, `tool-result`, `end`, `error` (the WebSocket notification's types and content), and `turn-end` (`{status}`: completed, waiting_tool, step_limit, failed, stopped) last. Answers the events above `Last-Event-ID` (or `after`, default 0: the whole log), each exactly once, then the live tail from whichever process runs the turn, and ends after the next `turn-end`. 204 when there is nothing to send and no turn running.
+         */
+        get: operations["getConversationByConvIdEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/conversation/{convId}/messages": {
         parameters: {
             query?: never;
@@ -1295,7 +1376,7 @@ export interface paths {
         put?: never;
         /**
          * Send a message; the bot answers
-         * @description With `stream` the answer is 202 at once (status `streaming`, the stored messages and the assistant message being written) and the output is pushed to every member over the user WebSocket (`/v3/wss`, method `conversation`: message-start, delta, tool-call, tool-result, end, error). Without it the call waits and answers 200 with the finished messages. `tool_auto` runs tool calls and feeds the results back until the model answers; otherwise an answer with tool calls ends `waiting_tool` until `POST .../messages/{msgId}/tool` answers each call. Every model call reserves credits first and settles them from the usage.
+         * @description With `stream` the answer is 202 at once (status `streaming`, the stored messages and the assistant message being written, the `turnId`, and `after`, the conversation's last event before the turn) and the output is pushed to every member over the user WebSocket (`/v3/wss`, method `conversation`: message-start, delta, tool-call, tool-result, end, error) and can be followed as SSE (`GET /conversation/{convId}/events?after=`). Without it the call waits and answers 200 with the finished messages. `tool_auto` runs tool calls and feeds the results back until the model answers; otherwise an answer with tool calls ends `waiting_tool` until `POST .../messages/{msgId}/tool` answers each call. Every model call reserves credits first and settles them from the usage.
          */
         post: operations["postConversationByConvIdMessages"];
         delete?: never;
@@ -1315,7 +1396,7 @@ export interface paths {
         put?: never;
         /**
          * Answer again from a message (rerun)
-         * @description An assistant message is replaced: it and every later message are deleted and the bot answers again. A user message is kept (`content` replaces its text) and every later message deleted. With `stream` the answer is 202 at once (status `streaming`, the stored messages and the assistant message being written) and the output is pushed to every member over the user WebSocket (`/v3/wss`, method `conversation`: message-start, delta, tool-call, tool-result, end, error). Without it the call waits and answers 200 with the finished messages. `tool_auto` runs tool calls and feeds the results back until the model answers; otherwise an answer with tool calls ends `waiting_tool` until `POST .../messages/{msgId}/tool` answers each call. Every model call reserves credits first and settles them from the usage.
+         * @description An assistant message is replaced: it and every later message are deleted and the bot answers again. A user message is kept (`content` replaces its text) and every later message deleted. With `stream` the answer is 202 at once (status `streaming`, the stored messages and the assistant message being written, the `turnId`, and `after`, the conversation's last event before the turn) and the output is pushed to every member over the user WebSocket (`/v3/wss`, method `conversation`: message-start, delta, tool-call, tool-result, end, error) and can be followed as SSE (`GET /conversation/{convId}/events?after=`). Without it the call waits and answers 200 with the finished messages. `tool_auto` runs tool calls and feeds the results back until the model answers; otherwise an answer with tool calls ends `waiting_tool` until `POST .../messages/{msgId}/tool` answers each call. Every model call reserves credits first and settles them from the usage.
          */
         post: operations["postConversationByConvIdMessagesByMsgIdRun"];
         delete?: never;
@@ -1355,9 +1436,29 @@ export interface paths {
         put?: never;
         /**
          * Run the bot on the conversation
-         * @description With `content`, stores it as a user message first; without, the bot answers the conversation as it stands. With `stream` the answer is 202 at once (status `streaming`, the stored messages and the assistant message being written) and the output is pushed to every member over the user WebSocket (`/v3/wss`, method `conversation`: message-start, delta, tool-call, tool-result, end, error). Without it the call waits and answers 200 with the finished messages. `tool_auto` runs tool calls and feeds the results back until the model answers; otherwise an answer with tool calls ends `waiting_tool` until `POST .../messages/{msgId}/tool` answers each call. Every model call reserves credits first and settles them from the usage.
+         * @description With `content`, stores it as a user message first; without, the bot answers the conversation as it stands. With `stream` the answer is 202 at once (status `streaming`, the stored messages and the assistant message being written, the `turnId`, and `after`, the conversation's last event before the turn) and the output is pushed to every member over the user WebSocket (`/v3/wss`, method `conversation`: message-start, delta, tool-call, tool-result, end, error) and can be followed as SSE (`GET /conversation/{convId}/events?after=`). Without it the call waits and answers 200 with the finished messages. `tool_auto` runs tool calls and feeds the results back until the model answers; otherwise an answer with tool calls ends `waiting_tool` until `POST .../messages/{msgId}/tool` answers each call. Every model call reserves credits first and settles them from the usage.
          */
         post: operations["postConversationByConvIdMessagesRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/conversation/{convId}/turn/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop the bot's running turn
+         * @description Aborts the provider stream of the running turn, in whichever host process runs it. The text written so far stays in the assistant message (status `stopped`), its members get an `end` with status `stopped`, the model call is charged for the input sent and the output written (estimated) and the rest of its credit reservation is released. Answers once the turn ended (`stopped`), or after 10 s with `stopping`.
+         */
+        post: operations["postConversationByConvIdTurnStop"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2399,6 +2500,164 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/hooks/{triggerId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deliver an inbound webhook (starts a run of the deployment)
+         * @description Any body: JSON, a form, or text (its inputs come from the trigger's mapping). Verified with the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) or `Authorization: Bearer <secret>`, as the trigger says. A repeated `webhook-id` starts no second run: it answers the first delivery's run (`duplicate: true`). docs/webhooks.md.
+         */
+        post: operations["postHooksByTriggerId"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/bases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List your team's knowledge bases */
+        get: operations["getKnowledgeBases"];
+        put?: never;
+        /**
+         * Create a knowledge base
+         * @description A base of your (first) team, with its embedding model and chunking settings, both fixed for its life.
+         */
+        post: operations["postKnowledgeBases"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/bases/{baseId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a knowledge base, with counts of its sources and chunks */
+        get: operations["getKnowledgeBasesByBaseId"];
+        put?: never;
+        post?: never;
+        /** Delete a knowledge base with its sources, chunks and vectors (irreversible) */
+        delete: operations["deleteKnowledgeBasesByBaseId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/bases/{baseId}/retrieve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retrieve passages for a query (to test a base)
+         * @description Keyword and vector rankings of the matched chunks fused by reciprocal rank (or one of them with `mode`), each chunk answered as its parent passage with a citation, filtered by `filter` and `minScore`, optionally reranked by an AI model. The retrieval block of workflows and the `knowledge` tool action answer the same passages.
+         */
+        post: operations["postKnowledgeBasesByBaseIdRetrieve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/bases/{baseId}/sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the sources of a knowledge base with their status */
+        get: operations["getKnowledgeBasesByBaseIdSources"];
+        put?: never;
+        /**
+         * Upload files to a knowledge base
+         * @description A `multipart/form-data` body: one or more `file` fields (PDF, DOCX, HTML, Markdown, plain text or CSV, told by their media type or name) and an optional `metadata` field (a JSON object) given to each. Answers at once with the queued sources; ingestion (parse, chunk, embed) runs in the background: follow `status` and `progress`.
+         */
+        post: operations["postKnowledgeBasesByBaseIdSources"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/bases/{baseId}/sources/{sourceId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a source: status, progress, and why it failed */
+        get: operations["getKnowledgeBasesByBaseIdSourcesBySourceId"];
+        put?: never;
+        post?: never;
+        /** Delete a source with its chunks, keyword rows and vectors (irreversible) */
+        delete: operations["deleteKnowledgeBasesByBaseIdSourcesBySourceId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/bases/{baseId}/sources/{sourceId}/reindex": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ingest a source again
+         * @description Parses, chunks and embeds the stored file (or fetches the URL) again; the current chunks answer until the new ones replace them.
+         */
+        post: operations["postKnowledgeBasesByBaseIdSourcesBySourceIdReindex"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/knowledge/bases/{baseId}/sources/url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a web page or file by URL
+         * @description The server fetches the URL in the background through the network guard (private and internal addresses are refused unless `network.allowPrivateNetworks` lets them through); a refused or failing URL fails the source with the reason in `error`.
+         */
+        post: operations["postKnowledgeBasesByBaseIdSourcesUrl"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/mcp": {
         parameters: {
             query?: never;
@@ -2872,6 +3131,93 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Schedules: those you created, or those of one block */
+        get: operations["getSchedules"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{scheduleId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One schedule */
+        get: operations["getSchedulesByScheduleId"];
+        put?: never;
+        post?: never;
+        /** Delete a schedule */
+        delete: operations["deleteSchedulesByScheduleId"];
+        options?: never;
+        head?: never;
+        /** Change a schedule */
+        patch: operations["patchSchedulesByScheduleId"];
+        trace?: never;
+    };
+    "/schedules/{scheduleId}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Pause a schedule (no runs until resumed) */
+        post: operations["postSchedulesByScheduleIdPause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{scheduleId}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Resume a schedule (from now: what fell due while paused does not run) */
+        post: operations["postSchedulesByScheduleIdResume"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/schedules/{scheduleId}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The due times a schedule ran, newest first, with their run ids (or why none started) */
+        get: operations["getSchedulesByScheduleIdRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/teams": {
         parameters: {
             query?: never;
@@ -3114,6 +3460,26 @@ export interface paths {
         patch: operations["patchToolVdbByClassNameById"];
         trace?: never;
     };
+    "/tool/vdb/{className}/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add many records at once (creates the collection on its first records)
+         * @description Up to 1,000 records: their contents are embedded in batches and all are written in one transaction, so either every record is added or none. Answers them in the order sent.
+         */
+        post: operations["postToolVdbByClassNameBatch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tool/vdb/{className}/vector": {
         parameters: {
             query?: never;
@@ -3168,6 +3534,97 @@ export interface paths {
         get: operations["openaiListModels"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your outbound webhook subscriptions */
+        get: operations["getWebhooksSubscriptions"];
+        put?: never;
+        /**
+         * Subscribe a URL to events (signed with the Standard Webhooks scheme)
+         * @description The signing secret (`whsec_...`) is answered this once. docs/webhooks.md lists the events and their payloads.
+         */
+        post: operations["postWebhooksSubscriptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/subscriptions/{subscriptionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One subscription */
+        get: operations["getWebhooksSubscriptionsBySubscriptionId"];
+        put?: never;
+        post?: never;
+        /** Delete a subscription and its delivery log */
+        delete: operations["deleteWebhooksSubscriptionsBySubscriptionId"];
+        options?: never;
+        head?: never;
+        /** Change a subscription (or rotate its secret) */
+        patch: operations["patchWebhooksSubscriptionsBySubscriptionId"];
+        trace?: never;
+    };
+    "/webhooks/subscriptions/{subscriptionId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The delivery log of a subscription, newest first */
+        get: operations["getWebhooksSubscriptionsBySubscriptionIdDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/subscriptions/{subscriptionId}/deliveries/{deliveryId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One delivery with its attempts */
+        get: operations["getWebhooksSubscriptionsBySubscriptionIdDeliveriesByDeliveryId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/webhooks/subscriptions/{subscriptionId}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a delivery again (same webhook-id and body, a new round of attempts) */
+        post: operations["postWebhooksSubscriptionsBySubscriptionIdDeliveriesByDeliveryIdRedeliver"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3619,6 +4076,75 @@ export interface components {
              */
             tools: string[];
         };
+        CreateScheduleRequest: {
+            /**
+             * @description Five fields (minute hour day-of-month month day-of-week), or six with seconds first; `@hourly`, `@daily` and the like.
+             * @example 0 9 * * 1-5
+             */
+            cron: string;
+            /** @description The inputs of each run (checked against the deployment's input definitions when a run starts). */
+            inputs?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description Due times missed while no process ran (downtime, older than `triggers.schedules.graceSeconds`): `skip` (default) drops them, `runOnce` starts one run for them all.
+             * @enum {unknown}
+             */
+            missed?: "skip" | "runOnce";
+            name?: string;
+            paused?: boolean;
+            /**
+             * @description Time zone the cron expression is read in: an IANA name (default `UTC`).
+             * @example Europe/Paris
+             */
+            timezone?: string;
+            /** @description The deployed version to run (null: the latest at each due time). */
+            version?: string | null;
+        };
+        CreateWebhookSubscriptionRequest: {
+            description?: string;
+            enabled?: boolean;
+            /** @description Events to receive: `run.completed`, `run.failed`, `run.waiting`, `budget.reached`, `conversation.turn_finished`. */
+            events: ("run.completed" | "run.failed" | "run.waiting" | "budget.reached" | "conversation.turn_finished")[];
+            /**
+             * Format: uuid
+             * @description Events of this team's runs and conversations (the team role owner or admin); without it, events of your own.
+             */
+            teamId?: string;
+            /**
+             * @description Where to POST: http or https. The server connects through its network guard (private addresses need `network.allowPrivateNetworks`).
+             * @example https://example.com/trellis-events
+             */
+            url: string;
+        };
+        CreateWebhookTriggerRequest: {
+            /**
+             * @description `accepted` (default): 202 with the run id at once; `wait`: the run's result (200) when it ends within `waitSeconds`, else 202.
+             * @enum {unknown}
+             */
+            answer?: "accepted" | "wait";
+            enabled?: boolean;
+            /**
+             * @description Input name → where its value comes from: `body` (the whole body), `body.<path>` (a field of the JSON body, dots between keys and array indexes), `form.<field>`, `query.<name>` or `header.<name>`. Empty (default): the JSON body's or form's fields are the inputs.
+             * @example {
+             *       "ticket": "body.ticket.id",
+             *       "priority": "query.priority"
+             *     }
+             */
+            mapping?: {
+                [key: string]: string;
+            };
+            name?: string;
+            /**
+             * @description `standard` (default): Standard Webhooks signatures (`webhook-id`, `webhook-timestamp`, `webhook-signature`) with a `whsec_` secret; `bearer`: the secret in `Authorization: Bearer`.
+             * @enum {unknown}
+             */
+            verification?: "standard" | "bearer";
+            /** @description The deployed version to run (null: the latest at each delivery). */
+            version?: string | null;
+            /** @description How long `wait` mode waits (capped by `triggers.webhooks.maxWaitSeconds`). */
+            waitSeconds?: number;
+        };
         DeployBlockRequest: {
             /**
              * @description Who may call the deployment (`POST /block/:bid/api`): `private` (the execute permission in the project), `team` (the owner and members of the project's team), `public` (anyone, no credential needed), `token` (callers presenting the deployment token in `X-Deployment-Token`, and the execute permission).
@@ -3855,6 +4381,90 @@ export interface components {
             id?: string | number | null;
             /** @constant */
             jsonrpc: "2.0";
+        };
+        KnowledgeBaseCreateRequest: {
+            chunking?: components["schemas"]["KnowledgeChunkingSettings"];
+            /** @description What it holds. */
+            description?: string;
+            /**
+             * @description Vector length the embedding model answers; required with embeddingModelId.
+             * @example 1536
+             */
+            embeddingDimension?: number;
+            /**
+             * Format: uuid
+             * @description An AI model (POST /ai/models) whose provider embeds the chunks and queries; omit for the server embedder (`tools.vdb.embedder`). Fixed for the life of the base.
+             */
+            embeddingModelId?: string;
+            /**
+             * @description Name of the knowledge base.
+             * @example Support handbook
+             */
+            name: string;
+        };
+        KnowledgeChunkingSettings: {
+            /**
+             * @description Size of a matched (child) chunk, in tokens (GPT o200k tokenizer). Default `knowledge.chunking.chunkTokens`.
+             * @example 200
+             */
+            chunkTokens?: number;
+            /**
+             * @description Tokens neighbouring chunks share (whole sentences), smaller than chunkTokens. Default `knowledge.chunking.overlapTokens`.
+             * @example 30
+             */
+            overlapTokens?: number;
+            /**
+             * @description Size of the parent passage a matched chunk returns, in tokens; 0 returns the chunks themselves. Default `knowledge.chunking.parentTokens`.
+             * @example 800
+             */
+            parentTokens?: number;
+        };
+        KnowledgeRerankSettings: {
+            /** @description How many of the best fused passages it rates (default 20). */
+            candidates?: number;
+            /**
+             * Format: uuid
+             * @description The AI model that rates each passage for relevance.
+             */
+            modelId: string;
+        };
+        KnowledgeRetrieveRequest: {
+            /** @description A filter in the vector database filter language over the source metadata: `metadata.<key>`, `metadata.sourceId`, `metadata.mediaType`. */
+            filter?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description Passages at most (default `knowledge.retrieval.defaultLimit`, at most `knowledge.retrieval.maxLimit`).
+             * @example 5
+             */
+            limit?: number;
+            /** @description Leave out passages scoring below this (0 to 1). */
+            minScore?: number;
+            /**
+             * @description Which rankings to use: both fused (default), or one.
+             * @enum {unknown}
+             */
+            mode?: "hybrid" | "keyword" | "vector";
+            /**
+             * @description What to look for.
+             * @example How long do refunds take?
+             */
+            query: string;
+            rerank?: components["schemas"]["KnowledgeRerankSettings"];
+        };
+        KnowledgeUrlSourceRequest: {
+            /** @description Metadata of the source, which retrieval filters can test (`metadata.<key>`). */
+            metadata?: {
+                [key: string]: unknown;
+            };
+            /** @description Name shown in citations (default: the URL). */
+            name?: string;
+            /**
+             * Format: uri
+             * @description An http or https URL, fetched by the server through the network guard (`network.allowPrivateNetworks`).
+             * @example https://example.com/handbook.html
+             */
+            url: string;
         };
         LoginRequest: {
             /** Format: email */
@@ -4249,6 +4859,74 @@ export interface components {
             /** @description Unique within the team (409 `project_name_taken`). */
             name?: string;
             tools?: string[];
+        };
+        UpdateScheduleRequest: {
+            /**
+             * @description Five fields (minute hour day-of-month month day-of-week), or six with seconds first; `@hourly`, `@daily` and the like.
+             * @example 0 9 * * 1-5
+             */
+            cron?: string;
+            /** @description The inputs of each run (checked against the deployment's input definitions when a run starts). */
+            inputs?: {
+                [key: string]: unknown;
+            };
+            /**
+             * @description Due times missed while no process ran (downtime, older than `triggers.schedules.graceSeconds`): `skip` (default) drops them, `runOnce` starts one run for them all.
+             * @enum {unknown}
+             */
+            missed?: "skip" | "runOnce";
+            name?: string;
+            paused?: boolean;
+            /**
+             * @description Time zone the cron expression is read in: an IANA name (default `UTC`).
+             * @example Europe/Paris
+             */
+            timezone?: string;
+            /** @description The deployed version to run (null: the latest at each due time). */
+            version?: string | null;
+        };
+        UpdateWebhookSubscriptionRequest: {
+            description?: string;
+            enabled?: boolean;
+            /** @description Events to receive: `run.completed`, `run.failed`, `run.waiting`, `budget.reached`, `conversation.turn_finished`. */
+            events?: ("run.completed" | "run.failed" | "run.waiting" | "budget.reached" | "conversation.turn_finished")[];
+            /** @description Issue a new signing secret (answered once). */
+            rotateSecret?: boolean;
+            url?: string;
+        };
+        UpdateWebhookTriggerRequest: {
+            /**
+             * @description `accepted` (default): 202 with the run id at once; `wait`: the run's result (200) when it ends within `waitSeconds`, else 202.
+             * @enum {unknown}
+             */
+            answer?: "accepted" | "wait";
+            enabled?: boolean;
+            /**
+             * @description Input name → where its value comes from: `body` (the whole body), `body.<path>` (a field of the JSON body, dots between keys and array indexes), `form.<field>`, `query.<name>` or `header.<name>`. Empty (default): the JSON body's or form's fields are the inputs.
+             * @example {
+             *       "ticket": "body.ticket.id",
+             *       "priority": "query.priority"
+             *     }
+             */
+            mapping?: {
+                [key: string]: string;
+            };
+            name?: string;
+            /** @description Issue a new secret (answered once); the old one stops working. */
+            rotateSecret?: boolean;
+            /**
+             * @description `standard` (default): Standard Webhooks signatures (`webhook-id`, `webhook-timestamp`, `webhook-signature`) with a `whsec_` secret; `bearer`: the secret in `Authorization: Bearer`.
+             * @enum {unknown}
+             */
+            verification?: "standard" | "bearer";
+            /** @description The deployed version to run (null: the latest at each delivery). */
+            version?: string | null;
+            /** @description How long `wait` mode waits (capped by `triggers.webhooks.maxWaitSeconds`). */
+            waitSeconds?: number;
+        };
+        VdbBatchCreateRequest: {
+            /** @description 1 to 1,000 records, embedded in batches and written in one transaction. */
+            records: components["schemas"]["VdbCreateRequest"][];
         };
         VdbCreateRequest: {
             /**
@@ -7699,7 +8377,7 @@ export interface operations {
                                 };
                                 name: string;
                                 /** @enum {unknown} */
-                                type: "http" | "mcp";
+                                type: "http" | "mcp" | "knowledge";
                             }[];
                             /** @description Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`. */
                             conf: {
@@ -7787,7 +8465,7 @@ export interface operations {
                             };
                             name: string;
                             /** @enum {unknown} */
-                            type: "http" | "mcp";
+                            type: "http" | "mcp" | "knowledge";
                         }[];
                         /** @description Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`. */
                         conf: {
@@ -7887,7 +8565,7 @@ export interface operations {
                             };
                             name: string;
                             /** @enum {unknown} */
-                            type: "http" | "mcp";
+                            type: "http" | "mcp" | "knowledge";
                         }[];
                         /** @description Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`. */
                         conf: {
@@ -7991,7 +8669,7 @@ export interface operations {
                             };
                             name: string;
                             /** @enum {unknown} */
-                            type: "http" | "mcp";
+                            type: "http" | "mcp" | "knowledge";
                         }[];
                         /** @description Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`. */
                         conf: {
@@ -8199,7 +8877,7 @@ export interface operations {
                             /** @enum {unknown} */
                             role: "user" | "assistant" | "tool";
                             /** @enum {unknown} */
-                            status: "completed" | "streaming" | "waiting_tool" | "error";
+                            status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
                                 id: string;
@@ -11319,6 +11997,777 @@ export interface operations {
             };
         };
     };
+    getBlockByBidSchedules: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path: {
+                bid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: uuid */
+                            blockId: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            cron: string;
+                            /** Format: uuid */
+                            id: string;
+                            inputs: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            missed: "skip" | "runOnce";
+                            name: string;
+                            /**
+                             * Format: date-time
+                             * @description The next due time (null while paused).
+                             */
+                            nextDueAt: string | null;
+                            paused: boolean;
+                            timezone: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            version: string | null;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block, or no access to it (block_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postBlockByBidSchedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                bid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        blockId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        cron: string;
+                        /** Format: uuid */
+                        id: string;
+                        inputs: {
+                            [key: string]: unknown;
+                        };
+                        /** @enum {string} */
+                        missed: "skip" | "runOnce";
+                        name: string;
+                        /**
+                         * Format: date-time
+                         * @description The next due time (null while paused).
+                         */
+                        nextDueAt: string | null;
+                        paused: boolean;
+                        timezone: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        version: string | null;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block, or no access to it (block_not_found); never deployed (deployment_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The cron expression cannot be read or has no future due time (invalid_cron); not an IANA time zone (invalid_timezone); bad body (validation_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBlockByBidWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path: {
+                bid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @enum {string} */
+                            answer: "accepted" | "wait";
+                            /** Format: uuid */
+                            blockId: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            enabled: boolean;
+                            /** Format: uuid */
+                            id: string;
+                            mapping: {
+                                [key: string]: string;
+                            };
+                            name: string;
+                            /** @description Where senders POST, under the server's base URL: `/hooks/<id>`. */
+                            path: string;
+                            /** @description Only when created or rotated: the `whsec_` signing secret (standard) or the bearer secret. */
+                            secret?: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            /** @enum {string} */
+                            verification: "standard" | "bearer";
+                            version: string | null;
+                            waitSeconds: number;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block, it is in the trash, or no access to it (block_not_found); no such trigger of it (webhook_trigger_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postBlockByBidWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                bid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookTriggerRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        answer: "accepted" | "wait";
+                        /** Format: uuid */
+                        blockId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        enabled: boolean;
+                        /** Format: uuid */
+                        id: string;
+                        mapping: {
+                            [key: string]: string;
+                        };
+                        name: string;
+                        /** @description Where senders POST, under the server's base URL: `/hooks/<id>`. */
+                        path: string;
+                        /** @description Only when created or rotated: the `whsec_` signing secret (standard) or the bearer secret. */
+                        secret?: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        /** @enum {string} */
+                        verification: "standard" | "bearer";
+                        version: string | null;
+                        waitSeconds: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block, it is in the trash, or no access to it (block_not_found); no such trigger of it (webhook_trigger_not_found); never deployed (deployment_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A mapping source is not one of body, body.<path>, form.<field>, query.<name>, header.<name> (invalid_webhook_mapping); bad body (validation_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getBlockByBidWebhooksByTriggerId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                bid: string;
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        answer: "accepted" | "wait";
+                        /** Format: uuid */
+                        blockId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        enabled: boolean;
+                        /** Format: uuid */
+                        id: string;
+                        mapping: {
+                            [key: string]: string;
+                        };
+                        name: string;
+                        /** @description Where senders POST, under the server's base URL: `/hooks/<id>`. */
+                        path: string;
+                        /** @description Only when created or rotated: the `whsec_` signing secret (standard) or the bearer secret. */
+                        secret?: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        /** @enum {string} */
+                        verification: "standard" | "bearer";
+                        version: string | null;
+                        waitSeconds: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block, it is in the trash, or no access to it (block_not_found); no such trigger of it (webhook_trigger_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteBlockByBidWebhooksByTriggerId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                bid: string;
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block, it is in the trash, or no access to it (block_not_found); no such trigger of it (webhook_trigger_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchBlockByBidWebhooksByTriggerId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                bid: string;
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookTriggerRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        answer: "accepted" | "wait";
+                        /** Format: uuid */
+                        blockId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        enabled: boolean;
+                        /** Format: uuid */
+                        id: string;
+                        mapping: {
+                            [key: string]: string;
+                        };
+                        name: string;
+                        /** @description Where senders POST, under the server's base URL: `/hooks/<id>`. */
+                        path: string;
+                        /** @description Only when created or rotated: the `whsec_` signing secret (standard) or the bearer secret. */
+                        secret?: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        /** @enum {string} */
+                        verification: "standard" | "bearer";
+                        version: string | null;
+                        waitSeconds: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block, it is in the trash, or no access to it (block_not_found); no such trigger of it (webhook_trigger_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A mapping source is not one of body, body.<path>, form.<field>, query.<name>, header.<name> (invalid_webhook_mapping); bad body (validation_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postBlockByBlockIdDeploy: {
         parameters: {
             query?: never;
@@ -13570,6 +15019,83 @@ export interface operations {
             };
         };
     };
+    getConversationByConvIdEvents: {
+        parameters: {
+            query?: {
+                /** @description Send the events after this sequence number (the `Last-Event-ID` header does the same and wins). Default 0. */
+                after?: number;
+            };
+            header?: never;
+            path: {
+                convId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The conversation's events after `after` (or `Last-Event-ID`), then the live tail, each once and in order, to the end of a turn (`turn-end`). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description No event after `after` and no turn running: an EventSource stops reconnecting. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Query invalid (validation_failed) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No conversation you are a member of has this id (conversation_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getConversationByConvIdMessages: {
         parameters: {
             query?: {
@@ -13632,7 +15158,7 @@ export interface operations {
                             /** @enum {unknown} */
                             role: "user" | "assistant" | "tool";
                             /** @enum {unknown} */
-                            status: "completed" | "streaming" | "waiting_tool" | "error";
+                            status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
                                 id: string;
@@ -13723,6 +15249,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event. */
+                        after?: number;
                         /** Format: uuid */
                         convId: string;
                         /** @description Messages this call created, oldest first. */
@@ -13752,7 +15280,7 @@ export interface operations {
                             /** @enum {unknown} */
                             role: "user" | "assistant" | "tool";
                             /** @enum {unknown} */
-                            status: "completed" | "streaming" | "waiting_tool" | "error";
+                            status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
                                 id: string;
@@ -13769,7 +15297,12 @@ export interface operations {
                             } | null;
                         }[];
                         /** @enum {unknown} */
-                        status: "streaming" | "completed" | "waiting_tool" | "step_limit";
+                        status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
+                        /**
+                         * Format: uuid
+                         * @description The turn this call started.
+                         */
+                        turnId?: string;
                     };
                 };
             };
@@ -13780,6 +15313,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event. */
+                        after?: number;
                         /** Format: uuid */
                         convId: string;
                         /** @description Messages this call created, oldest first. */
@@ -13809,7 +15344,7 @@ export interface operations {
                             /** @enum {unknown} */
                             role: "user" | "assistant" | "tool";
                             /** @enum {unknown} */
-                            status: "completed" | "streaming" | "waiting_tool" | "error";
+                            status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
                                 id: string;
@@ -13826,7 +15361,12 @@ export interface operations {
                             } | null;
                         }[];
                         /** @enum {unknown} */
-                        status: "streaming" | "completed" | "waiting_tool" | "step_limit";
+                        status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
+                        /**
+                         * Format: uuid
+                         * @description The turn this call started.
+                         */
+                        turnId?: string;
                     };
                 };
             };
@@ -13875,7 +15415,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The bot is already answering (turn_in_progress), or tool answers are pending (tool_answers_pending) */
+            /** @description The bot is already answering (turn_in_progress: one turn at a time per conversation, across host processes), or tool answers are pending (tool_answers_pending) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13963,6 +15503,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event. */
+                        after?: number;
                         /** Format: uuid */
                         convId: string;
                         /** @description Messages this call created, oldest first. */
@@ -13992,7 +15534,7 @@ export interface operations {
                             /** @enum {unknown} */
                             role: "user" | "assistant" | "tool";
                             /** @enum {unknown} */
-                            status: "completed" | "streaming" | "waiting_tool" | "error";
+                            status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
                                 id: string;
@@ -14009,7 +15551,12 @@ export interface operations {
                             } | null;
                         }[];
                         /** @enum {unknown} */
-                        status: "streaming" | "completed" | "waiting_tool" | "step_limit";
+                        status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
+                        /**
+                         * Format: uuid
+                         * @description The turn this call started.
+                         */
+                        turnId?: string;
                     };
                 };
             };
@@ -14020,6 +15567,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event. */
+                        after?: number;
                         /** Format: uuid */
                         convId: string;
                         /** @description Messages this call created, oldest first. */
@@ -14049,7 +15598,7 @@ export interface operations {
                             /** @enum {unknown} */
                             role: "user" | "assistant" | "tool";
                             /** @enum {unknown} */
-                            status: "completed" | "streaming" | "waiting_tool" | "error";
+                            status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
                                 id: string;
@@ -14066,7 +15615,12 @@ export interface operations {
                             } | null;
                         }[];
                         /** @enum {unknown} */
-                        status: "streaming" | "completed" | "waiting_tool" | "step_limit";
+                        status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
+                        /**
+                         * Format: uuid
+                         * @description The turn this call started.
+                         */
+                        turnId?: string;
                     };
                 };
             };
@@ -14115,7 +15669,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The bot is already answering (turn_in_progress), or tool answers are pending (tool_answers_pending) */
+            /** @description The bot is already answering (turn_in_progress: one turn at a time per conversation, across host processes), or tool answers are pending (tool_answers_pending) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14203,6 +15757,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event. */
+                        after?: number;
                         /** Format: uuid */
                         convId: string;
                         /** @description Messages this call created, oldest first. */
@@ -14232,7 +15788,7 @@ export interface operations {
                             /** @enum {unknown} */
                             role: "user" | "assistant" | "tool";
                             /** @enum {unknown} */
-                            status: "completed" | "streaming" | "waiting_tool" | "error";
+                            status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
                                 id: string;
@@ -14249,7 +15805,12 @@ export interface operations {
                             } | null;
                         }[];
                         /** @enum {unknown} */
-                        status: "streaming" | "completed" | "waiting_tool" | "step_limit";
+                        status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
+                        /**
+                         * Format: uuid
+                         * @description The turn this call started.
+                         */
+                        turnId?: string;
                     };
                 };
             };
@@ -14260,6 +15821,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event. */
+                        after?: number;
                         /** Format: uuid */
                         convId: string;
                         /** @description Messages this call created, oldest first. */
@@ -14289,7 +15852,7 @@ export interface operations {
                             /** @enum {unknown} */
                             role: "user" | "assistant" | "tool";
                             /** @enum {unknown} */
-                            status: "completed" | "streaming" | "waiting_tool" | "error";
+                            status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
                                 id: string;
@@ -14306,7 +15869,12 @@ export interface operations {
                             } | null;
                         }[];
                         /** @enum {unknown} */
-                        status: "streaming" | "completed" | "waiting_tool" | "step_limit";
+                        status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
+                        /**
+                         * Format: uuid
+                         * @description The turn this call started.
+                         */
+                        turnId?: string;
                     };
                 };
             };
@@ -14442,6 +16010,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event. */
+                        after?: number;
                         /** Format: uuid */
                         convId: string;
                         /** @description Messages this call created, oldest first. */
@@ -14471,7 +16041,7 @@ export interface operations {
                             /** @enum {unknown} */
                             role: "user" | "assistant" | "tool";
                             /** @enum {unknown} */
-                            status: "completed" | "streaming" | "waiting_tool" | "error";
+                            status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
                                 id: string;
@@ -14488,7 +16058,12 @@ export interface operations {
                             } | null;
                         }[];
                         /** @enum {unknown} */
-                        status: "streaming" | "completed" | "waiting_tool" | "step_limit";
+                        status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
+                        /**
+                         * Format: uuid
+                         * @description The turn this call started.
+                         */
+                        turnId?: string;
                     };
                 };
             };
@@ -14499,6 +16074,8 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event. */
+                        after?: number;
                         /** Format: uuid */
                         convId: string;
                         /** @description Messages this call created, oldest first. */
@@ -14528,7 +16105,7 @@ export interface operations {
                             /** @enum {unknown} */
                             role: "user" | "assistant" | "tool";
                             /** @enum {unknown} */
-                            status: "completed" | "streaming" | "waiting_tool" | "error";
+                            status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
                                 id: string;
@@ -14545,7 +16122,12 @@ export interface operations {
                             } | null;
                         }[];
                         /** @enum {unknown} */
-                        status: "streaming" | "completed" | "waiting_tool" | "step_limit";
+                        status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
+                        /**
+                         * Format: uuid
+                         * @description The turn this call started.
+                         */
+                        turnId?: string;
                     };
                 };
             };
@@ -14594,7 +16176,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The bot is already answering (turn_in_progress), or tool answers are pending (tool_answers_pending) */
+            /** @description The bot is already answering (turn_in_progress: one turn at a time per conversation, across host processes), or tool answers are pending (tool_answers_pending) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -14641,6 +16223,98 @@ export interface operations {
             };
             /** @description The AI provider is unavailable (ai_unavailable) */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postConversationByConvIdTurnStop: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                convId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        convId: string;
+                        /** @enum {unknown} */
+                        status: "stopped" | "stopping";
+                        /** Format: uuid */
+                        turnId: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No conversation you are a member of has this id (conversation_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The bot is not answering in this conversation (no_turn_in_progress) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -21932,6 +23606,1416 @@ export interface operations {
             };
         };
     };
+    postHooksByTriggerId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                triggerId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Trigger in `wait` mode: the run ended (or waits for an answer) within its waitSeconds: its result. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        documentId: string | null;
+                        /** @description Milliseconds since the run started. */
+                        duration: number;
+                        error?: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        globalCtx: {
+                            blockId: string;
+                            blockType: string;
+                            name: string;
+                            value: unknown;
+                        }[];
+                        /** @description The output block's value (an object by name with several output blocks). */
+                        output?: unknown;
+                        /** Format: uuid */
+                        runId: string;
+                        sessions: {
+                            blockId: string;
+                            blockName: string;
+                            blockType: string;
+                            /** @description What a code block wrote to its console. */
+                            console?: {
+                                level?: string;
+                                text?: string;
+                            }[];
+                            error?: {
+                                code: string;
+                                message: string;
+                            };
+                            /** @description The output as text (JSON for other values). */
+                            output: string;
+                            /** @enum {unknown} */
+                            status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
+                        }[];
+                        /** @enum {unknown} */
+                        status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
+                        timedOut: boolean;
+                        waiting?: {
+                            blockId: string;
+                            question: string;
+                        } | null;
+                    };
+                };
+            };
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        documentId: string;
+                        /** @description true when an earlier delivery with this webhook-id started the run. */
+                        duplicate: boolean;
+                        /** Format: uuid */
+                        runId: string;
+                        /** @description `accepted`: the run is queued or going on; follow it with GET /documents/{documentId}/runs/{runId}. */
+                        status: string;
+                    };
+                };
+            };
+            /** @description The JSON body is malformed (webhook_body_unreadable); the inputs fail the deployment's definitions (invalid_inputs); no team to bill (no_team_associated) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Standard Webhooks headers missing (webhook_signature_missing), timestamp outside the tolerance window (webhook_timestamp_out_of_range), no matching signature (webhook_signature_invalid), or a wrong bearer secret (webhook_secret_invalid) */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The project's team has too few credits (insufficient_credits) */
+            402: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such trigger, or disabled (webhook_trigger_not_found); the block is gone (block_not_found) or has no such version (block_version_not_found, deployment_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A delivery with the same webhook-id is still starting its run (webhook_delivery_in_progress, Retry-After) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Body above triggers.webhooks.maxBodyBytes (payload_too_large) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The credit balance could not be checked (balance_check_failed) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getKnowledgeBases: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            chunking: {
+                                chunkTokens: number;
+                                overlapTokens: number;
+                                parentTokens: number;
+                            };
+                            /** Format: date-time */
+                            createdAt: string;
+                            description: string | null;
+                            dimension: number;
+                            /** @description The embedder the chunks were embedded with (`hashing-v1-384`, `ai-<modelId>-<dimension>`). */
+                            embedder: string;
+                            /** @description The AI model that embeds, or null for the server embedder. */
+                            embeddingModelId: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            /** @description Answered by GET of one base. */
+                            stats?: {
+                                /** @description Matched (child) chunks. */
+                                chunks: number;
+                                failed: number;
+                                ready: number;
+                                sources: number;
+                            };
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description You belong to no team (no_team) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postKnowledgeBases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KnowledgeBaseCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        chunking: {
+                            chunkTokens: number;
+                            overlapTokens: number;
+                            parentTokens: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string | null;
+                        dimension: number;
+                        /** @description The embedder the chunks were embedded with (`hashing-v1-384`, `ai-<modelId>-<dimension>`). */
+                        embedder: string;
+                        /** @description The AI model that embeds, or null for the server embedder. */
+                        embeddingModelId: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** @description Answered by GET of one base. */
+                        stats?: {
+                            /** @description Matched (child) chunks. */
+                            chunks: number;
+                            failed: number;
+                            ready: number;
+                            sources: number;
+                        };
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Malformed body, or you belong to no team (no_team) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The embedding model is not yours (ai_model_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Values fail validation (validation_failed) or do not fit together (knowledge_invalid_chunking) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getKnowledgeBasesByBaseId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                baseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        chunking: {
+                            chunkTokens: number;
+                            overlapTokens: number;
+                            parentTokens: number;
+                        };
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string | null;
+                        dimension: number;
+                        /** @description The embedder the chunks were embedded with (`hashing-v1-384`, `ai-<modelId>-<dimension>`). */
+                        embedder: string;
+                        /** @description The AI model that embeds, or null for the server embedder. */
+                        embeddingModelId: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** @description Answered by GET of one base. */
+                        stats?: {
+                            /** @description Matched (child) chunks. */
+                            chunks: number;
+                            failed: number;
+                            ready: number;
+                            sources: number;
+                        };
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your team has no such knowledge base (knowledge_base_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteKnowledgeBasesByBaseId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                baseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your team has no such knowledge base (knowledge_base_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postKnowledgeBasesByBaseIdRetrieve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                baseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KnowledgeRetrieveRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            citation: {
+                                end: number;
+                                /** @description Headings above the passage, outermost first. */
+                                headingPath: string[];
+                                /** @description PDF page of the matched chunk. */
+                                page: number | null;
+                                /** Format: uuid */
+                                sourceId: string;
+                                sourceName: string;
+                                /** @description Character offset of the passage in the source text. */
+                                start: number;
+                                url: string | null;
+                            };
+                            /** Format: uuid */
+                            id: string;
+                            match: {
+                                /** Format: uuid */
+                                chunkId: string;
+                                end: number;
+                                keywordRank: number | null;
+                                start: number;
+                                vectorRank: number | null;
+                            };
+                            /** @description Fused reciprocal-rank score scaled to (0, 1], or the rerank rating / 10. */
+                            score: number;
+                            text: string;
+                        }[];
+                        query: string;
+                    };
+                };
+            };
+            /** @description Malformed body or an invalid filter (invalid_filter) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such knowledge base (knowledge_base_not_found), or the rerank model is not yours (ai_model_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Values fail validation (validation_failed), or the query could not be embedded (knowledge_embedding_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getKnowledgeBasesByBaseIdSources: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+                /** @description Only sources with this status. */
+                status?: "queued" | "parsing" | "chunking" | "embedding" | "ready" | "failed";
+            };
+            header?: never;
+            path: {
+                baseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description Times ingestion was started for the current version. */
+                            attempts: number;
+                            /** Format: uuid */
+                            baseId: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description Why the source failed (status `failed`). */
+                            error: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: date-time */
+                            indexedAt: string | null;
+                            /** @enum {string} */
+                            kind: "file" | "url";
+                            mediaType: string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            name: string;
+                            progress: {
+                                /** @description Matched (child) chunks cut. */
+                                chunks: number;
+                                /** @description Chunks embedded so far. */
+                                embedded: number;
+                                /** @description Pages (PDF) or documents parsed. */
+                                parsed: number;
+                            };
+                            sizeBytes: number;
+                            /** @enum {string} */
+                            status: "queued" | "parsing" | "chunking" | "embedding" | "ready" | "failed";
+                            /** Format: date-time */
+                            updatedAt: string;
+                            url: string | null;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your team has no such knowledge base (knowledge_base_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postKnowledgeBasesByBaseIdSources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                baseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** @description The files. */
+                    file: string[];
+                    /** @description A JSON object of metadata for each file, which retrieval filters can test. */
+                    metadata?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description Times ingestion was started for the current version. */
+                            attempts: number;
+                            /** Format: uuid */
+                            baseId: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description Why the source failed (status `failed`). */
+                            error: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: date-time */
+                            indexedAt: string | null;
+                            /** @enum {string} */
+                            kind: "file" | "url";
+                            mediaType: string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            name: string;
+                            progress: {
+                                /** @description Matched (child) chunks cut. */
+                                chunks: number;
+                                /** @description Chunks embedded so far. */
+                                embedded: number;
+                                /** @description Pages (PDF) or documents parsed. */
+                                parsed: number;
+                            };
+                            sizeBytes: number;
+                            /** @enum {string} */
+                            status: "queued" | "parsing" | "chunking" | "embedding" | "ready" | "failed";
+                            /** Format: date-time */
+                            updatedAt: string;
+                            url: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not a multipart upload, no file, or metadata that is not a JSON object (knowledge_invalid_upload) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your team has no such knowledge base (knowledge_base_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The base holds knowledge.maxSourcesPerBase sources (knowledge_base_full) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A file is larger than knowledge.maxFileBytes (knowledge_file_too_large), or the body larger than the route accepts (payload_too_large) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A file is in a format a knowledge base does not read (knowledge_unsupported_type) */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getKnowledgeBasesByBaseIdSourcesBySourceId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                baseId: string;
+                sourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Times ingestion was started for the current version. */
+                        attempts: number;
+                        /** Format: uuid */
+                        baseId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description Why the source failed (status `failed`). */
+                        error: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: date-time */
+                        indexedAt: string | null;
+                        /** @enum {string} */
+                        kind: "file" | "url";
+                        mediaType: string;
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        name: string;
+                        progress: {
+                            /** @description Matched (child) chunks cut. */
+                            chunks: number;
+                            /** @description Chunks embedded so far. */
+                            embedded: number;
+                            /** @description Pages (PDF) or documents parsed. */
+                            parsed: number;
+                        };
+                        sizeBytes: number;
+                        /** @enum {string} */
+                        status: "queued" | "parsing" | "chunking" | "embedding" | "ready" | "failed";
+                        /** Format: date-time */
+                        updatedAt: string;
+                        url: string | null;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such knowledge base (knowledge_base_not_found) or source (knowledge_source_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteKnowledgeBasesByBaseIdSourcesBySourceId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                baseId: string;
+                sourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such knowledge base (knowledge_base_not_found) or source (knowledge_source_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postKnowledgeBasesByBaseIdSourcesBySourceIdReindex: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                baseId: string;
+                sourceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Times ingestion was started for the current version. */
+                        attempts: number;
+                        /** Format: uuid */
+                        baseId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description Why the source failed (status `failed`). */
+                        error: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: date-time */
+                        indexedAt: string | null;
+                        /** @enum {string} */
+                        kind: "file" | "url";
+                        mediaType: string;
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        name: string;
+                        progress: {
+                            /** @description Matched (child) chunks cut. */
+                            chunks: number;
+                            /** @description Chunks embedded so far. */
+                            embedded: number;
+                            /** @description Pages (PDF) or documents parsed. */
+                            parsed: number;
+                        };
+                        sizeBytes: number;
+                        /** @enum {string} */
+                        status: "queued" | "parsing" | "chunking" | "embedding" | "ready" | "failed";
+                        /** Format: date-time */
+                        updatedAt: string;
+                        url: string | null;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such knowledge base (knowledge_base_not_found) or source (knowledge_source_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postKnowledgeBasesByBaseIdSourcesUrl: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                baseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KnowledgeUrlSourceRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Times ingestion was started for the current version. */
+                        attempts: number;
+                        /** Format: uuid */
+                        baseId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @description Why the source failed (status `failed`). */
+                        error: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: date-time */
+                        indexedAt: string | null;
+                        /** @enum {string} */
+                        kind: "file" | "url";
+                        mediaType: string;
+                        metadata: {
+                            [key: string]: unknown;
+                        };
+                        name: string;
+                        progress: {
+                            /** @description Matched (child) chunks cut. */
+                            chunks: number;
+                            /** @description Chunks embedded so far. */
+                            embedded: number;
+                            /** @description Pages (PDF) or documents parsed. */
+                            parsed: number;
+                        };
+                        sizeBytes: number;
+                        /** @enum {string} */
+                        status: "queued" | "parsing" | "chunking" | "embedding" | "ready" | "failed";
+                        /** Format: date-time */
+                        updatedAt: string;
+                        url: string | null;
+                    };
+                };
+            };
+            /** @description Malformed body */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Your team has no such knowledge base (knowledge_base_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The base is full (knowledge_base_full) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not an http or https URL (validation_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getMcp: {
         parameters: {
             query?: never;
@@ -24581,6 +27665,715 @@ export interface operations {
             };
         };
     };
+    getSchedules: {
+        parameters: {
+            query?: {
+                /** @description The schedules of this block (the read permission in its project); without it, the schedules you created. */
+                blockId?: string;
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: uuid */
+                            blockId: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            cron: string;
+                            /** Format: uuid */
+                            id: string;
+                            inputs: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            missed: "skip" | "runOnce";
+                            name: string;
+                            /**
+                             * Format: date-time
+                             * @description The next due time (null while paused).
+                             */
+                            nextDueAt: string | null;
+                            paused: boolean;
+                            timezone: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            version: string | null;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block, or no access to it (block_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSchedulesByScheduleId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        blockId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        cron: string;
+                        /** Format: uuid */
+                        id: string;
+                        inputs: {
+                            [key: string]: unknown;
+                        };
+                        /** @enum {string} */
+                        missed: "skip" | "runOnce";
+                        name: string;
+                        /**
+                         * Format: date-time
+                         * @description The next due time (null while paused).
+                         */
+                        nextDueAt: string | null;
+                        paused: boolean;
+                        timezone: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        version: string | null;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such schedule, or no access to its block (schedule_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteSchedulesByScheduleId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such schedule, or no access to its block (schedule_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchSchedulesByScheduleId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UpdateScheduleRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        blockId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        cron: string;
+                        /** Format: uuid */
+                        id: string;
+                        inputs: {
+                            [key: string]: unknown;
+                        };
+                        /** @enum {string} */
+                        missed: "skip" | "runOnce";
+                        name: string;
+                        /**
+                         * Format: date-time
+                         * @description The next due time (null while paused).
+                         */
+                        nextDueAt: string | null;
+                        paused: boolean;
+                        timezone: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        version: string | null;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such schedule, or no access to its block (schedule_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The cron expression cannot be read or has no future due time (invalid_cron); not an IANA time zone (invalid_timezone); bad body (validation_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSchedulesByScheduleIdPause: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        blockId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        cron: string;
+                        /** Format: uuid */
+                        id: string;
+                        inputs: {
+                            [key: string]: unknown;
+                        };
+                        /** @enum {string} */
+                        missed: "skip" | "runOnce";
+                        name: string;
+                        /**
+                         * Format: date-time
+                         * @description The next due time (null while paused).
+                         */
+                        nextDueAt: string | null;
+                        paused: boolean;
+                        timezone: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        version: string | null;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such schedule, or no access to its block (schedule_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postSchedulesByScheduleIdResume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        blockId: string;
+                        /** Format: date-time */
+                        createdAt: string;
+                        cron: string;
+                        /** Format: uuid */
+                        id: string;
+                        inputs: {
+                            [key: string]: unknown;
+                        };
+                        /** @enum {string} */
+                        missed: "skip" | "runOnce";
+                        name: string;
+                        /**
+                         * Format: date-time
+                         * @description The next due time (null while paused).
+                         */
+                        nextDueAt: string | null;
+                        paused: boolean;
+                        timezone: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        version: string | null;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such schedule, or no access to its block (schedule_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getSchedulesByScheduleIdRuns: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path: {
+                scheduleId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: date-time */
+                            dueAt: string;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            /** Format: uuid */
+                            runId: string | null;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such schedule, or no access to its block (schedule_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getTeams: {
         parameters: {
             query?: {
@@ -26645,6 +30438,120 @@ export interface operations {
             };
         };
     };
+    postToolVdbByClassNameBatch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                className: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VdbBatchCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            className: string;
+                            content: string;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            id: string;
+                            metadata: {
+                                [key: string]: unknown;
+                            };
+                            tags: (string | number | boolean)[];
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        total: number;
+                    };
+                };
+            };
+            /** @description Malformed body, or you belong to no team (no_team) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Not found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The body is larger than 64 MiB (payload_too_large) */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Values fail validation (validation_failed, vdb_content_too_long, vdb_metadata_too_large), or the content could not be embedded (vdb_embedding_failed, vdb_embedder_mismatch) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     postToolVdbByClassNameVector: {
         parameters: {
             query?: never;
@@ -26969,6 +30876,843 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OpenAIError"];
+                };
+            };
+        };
+    };
+    getWebhooksSubscriptions: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            description: string;
+                            enabled: boolean;
+                            events: ("run.completed" | "run.failed" | "run.waiting" | "budget.reached" | "conversation.turn_finished")[];
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: uuid */
+                            ownerId: string;
+                            /** @description Only when created or rotated: the `whsec_` signing secret. */
+                            secret?: string;
+                            /** Format: uuid */
+                            teamId: string | null;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            url: string;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postWebhooksSubscriptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookSubscriptionRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        enabled: boolean;
+                        events: ("run.completed" | "run.failed" | "run.waiting" | "budget.reached" | "conversation.turn_finished")[];
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: uuid */
+                        ownerId: string;
+                        /** @description Only when created or rotated: the `whsec_` signing secret. */
+                        secret?: string;
+                        /** Format: uuid */
+                        teamId: string | null;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A team subscription needs the team role owner or admin (team_role_required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such team of yours (team_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description url is not http(s), carries credentials, or is an address the network guard refuses (invalid_webhook_url); bad body (validation_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhooksSubscriptionsBySubscriptionId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        enabled: boolean;
+                        events: ("run.completed" | "run.failed" | "run.waiting" | "budget.reached" | "conversation.turn_finished")[];
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: uuid */
+                        ownerId: string;
+                        /** @description Only when created or rotated: the `whsec_` signing secret. */
+                        secret?: string;
+                        /** Format: uuid */
+                        teamId: string | null;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such subscription of yours (webhook_subscription_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteWebhooksSubscriptionsBySubscriptionId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such subscription of yours (webhook_subscription_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchWebhooksSubscriptionsBySubscriptionId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["UpdateWebhookSubscriptionRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        createdAt: string;
+                        description: string;
+                        enabled: boolean;
+                        events: ("run.completed" | "run.failed" | "run.waiting" | "budget.reached" | "conversation.turn_finished")[];
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: uuid */
+                        ownerId: string;
+                        /** @description Only when created or rotated: the `whsec_` signing secret. */
+                        secret?: string;
+                        /** Format: uuid */
+                        teamId: string | null;
+                        /** Format: date-time */
+                        updatedAt: string;
+                        url: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such subscription of yours (webhook_subscription_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description url is not http(s), carries credentials, or is an address the network guard refuses (invalid_webhook_url); bad body (validation_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhooksSubscriptionsBySubscriptionIdDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path: {
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description Attempts of the current round (a redelivery starts a new round). */
+                            attempts: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @enum {string} */
+                            event: "run.completed" | "run.failed" | "run.waiting" | "budget.reached" | "conversation.turn_finished";
+                            /** Format: uuid */
+                            id: string;
+                            lastStatusCode: number | null;
+                            /** @description Every attempt, oldest first. */
+                            log: {
+                                /** Format: date-time */
+                                at: string;
+                                durationMs: number;
+                                /** @description Why the attempt failed, in the server's words: `answered <status>`, `timeout`, `destination_refused`, `connection_failed`. */
+                                error: string | null;
+                                /** @description The receiver's status (null when no answer came). */
+                                statusCode: number | null;
+                            }[];
+                            /** @description The `webhook-id` sent (the same on every attempt). */
+                            messageId: string;
+                            /** Format: date-time */
+                            nextAttemptAt: string | null;
+                            /** @description The JSON sent: `{ type, timestamp, data }`. */
+                            payload: {
+                                [key: string]: unknown;
+                            };
+                            /** @enum {string} */
+                            status: "pending" | "delivering" | "succeeded" | "failed";
+                            /** Format: uuid */
+                            subscriptionId: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such subscription of yours (webhook_subscription_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getWebhooksSubscriptionsBySubscriptionIdDeliveriesByDeliveryId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deliveryId: string;
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Attempts of the current round (a redelivery starts a new round). */
+                        attempts: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @enum {string} */
+                        event: "run.completed" | "run.failed" | "run.waiting" | "budget.reached" | "conversation.turn_finished";
+                        /** Format: uuid */
+                        id: string;
+                        lastStatusCode: number | null;
+                        /** @description Every attempt, oldest first. */
+                        log: {
+                            /** Format: date-time */
+                            at: string;
+                            durationMs: number;
+                            /** @description Why the attempt failed, in the server's words: `answered <status>`, `timeout`, `destination_refused`, `connection_failed`. */
+                            error: string | null;
+                            /** @description The receiver's status (null when no answer came). */
+                            statusCode: number | null;
+                        }[];
+                        /** @description The `webhook-id` sent (the same on every attempt). */
+                        messageId: string;
+                        /** Format: date-time */
+                        nextAttemptAt: string | null;
+                        /** @description The JSON sent: `{ type, timestamp, data }`. */
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        /** @enum {string} */
+                        status: "pending" | "delivering" | "succeeded" | "failed";
+                        /** Format: uuid */
+                        subscriptionId: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such subscription of yours (webhook_subscription_not_found); no such delivery of it (webhook_delivery_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postWebhooksSubscriptionsBySubscriptionIdDeliveriesByDeliveryIdRedeliver: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                deliveryId: string;
+                subscriptionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Attempts of the current round (a redelivery starts a new round). */
+                        attempts: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** @enum {string} */
+                        event: "run.completed" | "run.failed" | "run.waiting" | "budget.reached" | "conversation.turn_finished";
+                        /** Format: uuid */
+                        id: string;
+                        lastStatusCode: number | null;
+                        /** @description Every attempt, oldest first. */
+                        log: {
+                            /** Format: date-time */
+                            at: string;
+                            durationMs: number;
+                            /** @description Why the attempt failed, in the server's words: `answered <status>`, `timeout`, `destination_refused`, `connection_failed`. */
+                            error: string | null;
+                            /** @description The receiver's status (null when no answer came). */
+                            statusCode: number | null;
+                        }[];
+                        /** @description The `webhook-id` sent (the same on every attempt). */
+                        messageId: string;
+                        /** Format: date-time */
+                        nextAttemptAt: string | null;
+                        /** @description The JSON sent: `{ type, timestamp, data }`. */
+                        payload: {
+                            [key: string]: unknown;
+                        };
+                        /** @enum {string} */
+                        status: "pending" | "delivering" | "succeeded" | "failed";
+                        /** Format: uuid */
+                        subscriptionId: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such subscription of yours (webhook_subscription_not_found); no such delivery of it (webhook_delivery_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
