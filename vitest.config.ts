@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
@@ -36,6 +37,11 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Vitest's default is one worker fewer than the cores: one worker on a 2-core CI machine, which
+    // then idles while integration files wait on sockets, databases and child processes. One worker
+    // more than the cores keeps both busy; `--maxWorkers` on the command line still wins. Suites
+    // isolate what they share (a database or schema per suite, random Redis key prefixes, port 0).
+    maxWorkers: availableParallelism() + 1,
     globalSetup: [here('./test/support/global-setup.ts')],
     // `pnpm test:unit` runs the first (no sockets, no database server); `vitest run` runs both.
     projects: [
