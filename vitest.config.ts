@@ -44,8 +44,11 @@ export default defineConfig({
     maxWorkers: availableParallelism() + 1,
     globalSetup: [here('./test/support/global-setup.ts')],
     // `pnpm test:unit` runs the first (no sockets, no database server); `vitest run` runs both.
+    // Unit files share a worker's module graph (`isolate: false`: the framework is imported once per
+    // worker, not once per file; a file restores what it changes, such as fake timers).
+    // Integration files stay isolated: they start hosts and set process-wide state.
     projects: [
-      { extends: true, test: { name: 'unit', include: ['packages/**/*.spec.ts', 'examples/**/*.spec.ts', 'test/**/*.spec.ts'], exclude: ['**/*.int.spec.ts'] } },
+      { extends: true, test: { name: 'unit', isolate: false, include: ['packages/**/*.spec.ts', 'examples/**/*.spec.ts', 'test/**/*.spec.ts'], exclude: ['**/*.int.spec.ts'] } },
       { extends: true, test: { name: 'integration', include: ['packages/**/*.int.spec.ts', 'examples/**/*.int.spec.ts', 'test/**/*.int.spec.ts'] } },
     ],
   },
