@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { LongRunningFirst } from './test/support/sequencer.js';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -42,6 +43,8 @@ export default defineConfig({
     // more than the cores keeps both busy; `--maxWorkers` on the command line still wins. Suites
     // isolate what they share (a database or schema per suite, random Redis key prefixes, port 0).
     maxWorkers: availableParallelism() + 1,
+    // Files known to run for minutes start first (test/support/sequencer.ts).
+    sequence: { sequencer: LongRunningFirst },
     globalSetup: [here('./test/support/global-setup.ts')],
     // `pnpm test:unit` runs the first (no sockets, no database server); `vitest run` runs both.
     // Unit files share a worker's module graph (`isolate: false`: the framework is imported once per
