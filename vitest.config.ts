@@ -1,5 +1,7 @@
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+import { LongRunningFirst } from './test/support/sequencer.js';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
@@ -37,10 +39,20 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Vitest's default is one worker fewer than the cores: one worker on a 2-core CI machine, which
+    // then idles while integration files wait on sockets, databases and child processes. One worker
+    // more than the cores keeps both busy; `--maxWorkers` on the command line still wins. Suites
+    // isolate what they share (a database or schema per suite, random Redis key prefixes, port 0).
+    maxWorkers: availableParallelism() + 1,
+    // Files known to run for minutes start first (test/support/sequencer.ts).
+    sequence: { sequencer: LongRunningFirst },
     globalSetup: [here('./test/support/global-setup.ts')],
     // `pnpm test:unit` runs the first (no sockets, no database server); `vitest run` runs both.
+    // Unit files share a worker's module graph (`isolate: false`: the framework is imported once per
+    // worker, not once per file; a file restores what it changes, such as fake timers).
+    // Integration files stay isolated: they start hosts and set process-wide state.
     projects: [
-      { extends: true, test: { name: 'unit', include: ['packages/**/*.spec.ts', 'examples/**/*.spec.ts', 'test/**/*.spec.ts'], exclude: ['**/*.int.spec.ts'] } },
+      { extends: true, test: { name: 'unit', isolate: false, include: ['packages/**/*.spec.ts', 'examples/**/*.spec.ts', 'test/**/*.spec.ts'], exclude: ['**/*.int.spec.ts'] } },
       { extends: true, test: { name: 'integration', include: ['packages/**/*.int.spec.ts', 'examples/**/*.int.spec.ts', 'test/**/*.int.spec.ts'] } },
     ],
   },

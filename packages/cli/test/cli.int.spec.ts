@@ -2,10 +2,12 @@ import { readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { runCli, tempDir } from './support/cli.js';
+import { runCli, runCliInProcess, tempDir } from './support/cli.js';
 
-// Every test runs the CLI in child processes (each boots Node and the framework): on a busy CI
-// machine a few of them take a while, so the limit is generous. Nothing here asserts timings.
+// `trellis start`, --help, --version and no command at all run the built bin in child processes
+// (the exit codes a shell sees; a child boots Node and the framework, which on a busy CI machine
+// takes a while, so the limit is generous; nothing here asserts timings). The other commands run
+// the same program in process (`runCliInProcess`), which resolves with the code the bin exits with.
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 // Help, usage errors and configuration errors, as a shell user meets them: exit 0 for help,
@@ -16,10 +18,11 @@ describe('trellis: help, usage errors and exit codes', () => {
     dir = await tempDir();
   });
   afterAll(() => dir?.remove());
-  const run = (args: string[], env: Record<string, string> = {}) => runCli(args, { cwd: dir.path, env });
+  const run = (args: string[], env: Record<string, string> = {}) => (args[0] === 'start' ? runCli : runCliInProcess)(args, { cwd: dir.path, env });
+  const runBin = (args: string[]) => runCli(args, { cwd: dir.path });
 
   it('--help lists every command and exits 0', async () => {
-    const result = await run(['--help']);
+    const result = await runBin(['--help']);
     expect(result.code).toBe(0);
     for (const command of ['init', 'start', 'migrate', 'user', 'openapi', 'doctor']) expect(result.stdout).toMatch(new RegExp(`^  ${command}\\b`, 'm'));
     expect(result.stdout).toContain('Exit codes: 0 success, 1 failure, 2 usage or configuration error.');
@@ -45,13 +48,13 @@ describe('trellis: help, usage errors and exit codes', () => {
 
   it('--version prints the package version', async () => {
     const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
-    const result = await run(['--version']);
+    const result = await runBin(['--version']);
     expect(result.code).toBe(0);
     expect(result.stdout.trim()).toBe(version);
   });
 
   it('no command: help on stderr, exit 2', async () => {
-    const result = await run([]);
+    const result = await runBin([]);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain('Usage: trellis');
@@ -120,7 +123,7 @@ describe('trellis: help, usage errors and exit codes', () => {
       const own = await tempDir();
       try {
         await writeFile(join(own.path, 'trellis.config.json'), JSON.stringify({ log: { level: 'chatty' } }));
-        const result = await runCli(['openapi'], { cwd: own.path });
+        const result = await runCliInProcess(['openapi'], { cwd: own.path });
         expect(result.code).toBe(2);
         expect(result.stderr).toContain('log.level: must be one of');
         expect(result.stderr).toContain('[set by trellis.config.json]');

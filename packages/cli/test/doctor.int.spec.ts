@@ -4,10 +4,11 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testDatabases } from '@trellis/test-support';
-import { cliDatabase, runCli, tempDir } from './support/cli.js';
+import { cliDatabase, runCli, runCliInProcess, tempDir } from './support/cli.js';
 
-// Every test runs the CLI in child processes (each boots Node and the framework): on a busy CI
-// machine a few of them take a while, so the limit is generous. Nothing here asserts timings.
+// The first checklist comes from the built bin in a child process (it boots Node and the
+// framework: on a busy CI machine that takes a while, so the limit is generous; nothing here
+// asserts timings). The other runs go through the same program in process (`runCliInProcess`).
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 interface DoctorReport {
@@ -38,7 +39,7 @@ describe('trellis doctor', () => {
   });
 
   it('--json gives the same checks for scripts', async () => {
-    const result = await runCli(['doctor', '--json', '--database', 'sqlite::memory:'], { cwd: dir.path, env: { TRELLIS_JWT_SECRET: 'a-doctor-test-secret-of-32-characters' } });
+    const result = await runCliInProcess(['doctor', '--json', '--database', 'sqlite::memory:'], { cwd: dir.path, env: { TRELLIS_JWT_SECRET: 'a-doctor-test-secret-of-32-characters' } });
     expect(result.code).toBe(0);
     const report = JSON.parse(result.stdout) as DoctorReport;
     expect(report.ok).toBe(true);
@@ -49,7 +50,7 @@ describe('trellis doctor', () => {
 
   it('does not create a missing SQLite file, but says it will be created at start', async () => {
     const file = join(dir.path, 'later.db');
-    const result = await runCli(['doctor', '--json', '--database', `sqlite:${file}`], { cwd: dir.path });
+    const result = await runCliInProcess(['doctor', '--json', '--database', `sqlite:${file}`], { cwd: dir.path });
     expect(result.code).toBe(0);
     expect(check(JSON.parse(result.stdout), 'database')).toEqual({ name: 'database', status: 'ok', detail: `${file} does not exist yet; it is created at start` });
     expect(existsSync(file)).toBe(false);
@@ -59,7 +60,7 @@ describe('trellis doctor', () => {
   });
 
   it('fails (exit 1) when the database does not answer', async () => {
-    const result = await runCli(['doctor', '--database', 'postgres://nobody@127.0.0.1:1/none'], { cwd: dir.path });
+    const result = await runCliInProcess(['doctor', '--database', 'postgres://nobody@127.0.0.1:1/none'], { cwd: dir.path });
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/^ {2}fail {2}database +postgres:\/\/nobody@127\.0\.0\.1:1\/none does not answer: .*ECONNREFUSED/m);
     expect(result.stdout).toMatch(/^1 failed, /m);
@@ -68,7 +69,7 @@ describe('trellis doctor', () => {
 
   it('fails (exit 1) on an invalid configuration, naming the path', async () => {
     await writeFile(join(dir.path, 'bad.json'), JSON.stringify({ server: { port: 'x' } }));
-    const result = await runCli(['doctor', '--config', 'bad.json'], { cwd: dir.path });
+    const result = await runCliInProcess(['doctor', '--config', 'bad.json'], { cwd: dir.path });
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/^ {2}fail {2}configuration +Invalid configuration/m);
     expect(result.stdout).toContain('server.port: must be an integer');
@@ -79,7 +80,7 @@ describe('trellis doctor', () => {
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
     const { port } = blocker.address() as { port: number };
     try {
-      const result = await runCli(['doctor', '--json', '--database', 'sqlite::memory:'], { cwd: dir.path, env: { TRELLIS_PORT: String(port) } });
+      const result = await runCliInProcess(['doctor', '--json', '--database', 'sqlite::memory:'], { cwd: dir.path, env: { TRELLIS_PORT: String(port) } });
       expect(result.code).toBe(0);
       const portCheck = check(JSON.parse(result.stdout), 'port');
       expect(portCheck?.status).toBe('warn');
@@ -104,17 +105,17 @@ describe.each(testDatabases())('trellis doctor on $name', (db) => {
 
   it('reaches the database and reports pending migrations, then none after migrate up', async () => {
     // PostgreSQL: the database exists but is empty. SQLite: create the file by migrating nothing yet.
-    if (db.name === 'sqlite') expect((await runCli(['migrate', 'status', '--database', database.url])).code).toBe(0);
-    const before = JSON.parse((await runCli(['doctor', '--json', '--database', database.url], { cwd: dir.path })).stdout) as DoctorReport;
+    if (db.name === 'sqlite') expect((await runCliInProcess(['migrate', 'status', '--database', database.url])).code).toBe(0);
+    const before = JSON.parse((await runCliInProcess(['doctor', '--json', '--database', database.url], { cwd: dir.path })).stdout) as DoctorReport;
     expect(check(before, 'database')?.status).toBe('ok');
     expect(check(before, 'migrations')?.detail).toMatch(/^\d+ pending; applied at start \(database\.migrateOnStart\)$/);
 
-    const off = JSON.parse((await runCli(['doctor', '--json', '--database', database.url], { cwd: dir.path, env: { TRELLIS__DATABASE__MIGRATE_ON_START: 'false' } })).stdout) as DoctorReport;
+    const off = JSON.parse((await runCliInProcess(['doctor', '--json', '--database', database.url], { cwd: dir.path, env: { TRELLIS__DATABASE__MIGRATE_ON_START: 'false' } })).stdout) as DoctorReport;
     expect(check(off, 'migrations')).toMatchObject({ status: 'warn' });
     expect(check(off, 'migrations')?.detail).toContain('run trellis migrate up');
 
-    expect((await runCli(['migrate', 'up', '--database', database.url])).code).toBe(0);
-    const after = JSON.parse((await runCli(['doctor', '--json', '--database', database.url], { cwd: dir.path })).stdout) as DoctorReport;
+    expect((await runCliInProcess(['migrate', 'up', '--database', database.url])).code).toBe(0);
+    const after = JSON.parse((await runCliInProcess(['doctor', '--json', '--database', database.url], { cwd: dir.path })).stdout) as DoctorReport;
     expect(check(after, 'migrations')).toMatchObject({ status: 'ok' });
     expect(check(after, 'migrations')?.detail).toMatch(/^up to date \(\d+ applied\)$/);
   });

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { testDatabases, transports } from '@trellis/test-support';
-import { cliDatabase, getJson, postJson, runCli, startCli, tempDir } from './support/cli.js';
+import { cliDatabase, getJson, postJson, runCli, runCliInProcess, startCli, tempDir } from './support/cli.js';
 
-// Every test runs the CLI in child processes (each boots Node and the framework): on a busy CI
-// machine a few of them take a while, so the limit is generous. Nothing here asserts timings.
+// The first user, the one whose password comes on stdin, and the hosts run the built bin in child
+// processes (each boots Node and the framework: on a busy CI machine that takes a while, so the
+// limit is generous; nothing here asserts timings). The refusals run the same program in process.
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -23,6 +24,7 @@ describe.each(testDatabases())('trellis user create on $name', (db) => {
   });
 
   const create = (args: string[], input?: string) => runCli(['user', 'create', ...args, '--database', database.url], { cwd: dir.path, input });
+  const createInProcess = (args: string[]) => runCliInProcess(['user', 'create', ...args, '--database', database.url], { cwd: dir.path });
 
   it('creates a user on a fresh database (applying migrations) and prints its id', async () => {
     const result = await create(['--email', 'Dev@Example.com', '--password', 'correct horse battery', '--name', 'Devi', '--developer']);
@@ -33,7 +35,7 @@ describe.each(testDatabases())('trellis user create on $name', (db) => {
   });
 
   it('exits 1 with a clear message when the email is taken (compared case-insensitively)', async () => {
-    const result = await create(['--email', 'dev@example.com', '--password', 'another long password']);
+    const result = await createInProcess(['--email', 'dev@example.com', '--password', 'another long password']);
     expect(result.code).toBe(1);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain('trellis: An account with the email dev@example.com already exists. (email_taken)');
@@ -46,7 +48,7 @@ describe.each(testDatabases())('trellis user create on $name', (db) => {
     [['--email', 'both@example.com', '--password', 'long enough password', '--password-stdin'], 'Give either --password or --password-stdin, not both.'],
     [['--email', 'blank@example.com', '--password', 'long enough password', '--name', '  '], '--name must be 1 to 200 characters long.'],
   ])('%j is refused with exit 2', async (args, message) => {
-    const result = await create(args);
+    const result = await createInProcess(args);
     expect(result.code).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toContain(message);
