@@ -46,6 +46,15 @@ describe('rich-text JSON and Yjs', () => {
     expect(fragment.get(2)).toBe(third);
   });
 
+  it('stores attribute values that are objects without a prototype (Yjs refused them: "Unexpected content type")', () => {
+    const bare = Object.assign(Object.create(null) as Record<string, unknown>, { nested: Object.create(null) as object, list: [Object.create(null) as object] });
+    const doc = { type: 'doc', content: [{ type: 'x-widget', attrs: { id: 'w', conf: bare } }] };
+    const ydoc = new Y.Doc();
+    const fragment = ydoc.getXmlFragment(FRAGMENT_NAME);
+    ydoc.transact(() => replaceContent(fragment, doc));
+    expect(readDocument(fragment)).toEqual({ type: 'doc', content: [{ type: 'x-widget', attrs: { id: 'w', conf: { nested: {}, list: [{}] } } }] });
+  });
+
   it('reads marks written by y-prosemirror, including hashed names of overlapping marks', () => {
     const ydoc = new Y.Doc();
     const fragment = ydoc.getXmlFragment(FRAGMENT_NAME);

@@ -27,6 +27,19 @@ export const FRAGMENT_NAME = 'default';
 
 const HASHED_MARK = /--[a-zA-Z0-9+/=]{8}$/;
 
+/**
+ * An attribute value as Yjs stores it: Yjs picks the content type by the value's constructor, so
+ * an object without a prototype (`Object.create(null)`, what safe parsers and some JSON libraries
+ * make) is copied into a plain object, at any depth; everything else is passed as it is.
+ */
+function yjsValue(value: unknown): unknown {
+  if (Array.isArray(value)) return value.some((item) => typeof item === 'object' && item !== null) ? value.map(yjsValue) : value;
+  if (typeof value !== 'object' || value === null || value instanceof Uint8Array) return value;
+  const plain: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) Object.defineProperty(plain, key, { value: yjsValue(item), enumerable: true, writable: true, configurable: true });
+  return plain;
+}
+
 const isPlainObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
 
 /** Inserts nodes into an integrated parent at `index` (call inside a transaction). */
@@ -45,7 +58,7 @@ export function writeNodes(parent: Y.XmlFragment | Y.XmlElement, index: number, 
     }
     const element = new Y.XmlElement(node.type);
     parent.insert(at++, [element]);
-    for (const [key, value] of Object.entries(node.attrs ?? {})) element.setAttribute(key, value as never);
+    for (const [key, value] of Object.entries(node.attrs ?? {})) element.setAttribute(key, yjsValue(value) as never);
     if (node.marks?.length) element.setAttribute(NODE_MARKS_ATTRIBUTE, node.marks as never);
     if (node.content?.length) writeNodes(element, 0, node.content);
     i++;
