@@ -48,7 +48,7 @@ describe('rich-text JSON and Yjs', () => {
 
   it('stores attribute values that are objects without a prototype (Yjs refused them: "Unexpected content type")', () => {
     const bare = Object.assign(Object.create(null) as Record<string, unknown>, { nested: Object.create(null) as object, list: [Object.create(null) as object] });
-    const doc = { type: 'doc', content: [{ type: 'x-widget', attrs: { id: 'w', conf: bare } }] };
+    const doc = { type: 'doc' as const, content: [{ type: 'x-widget', attrs: { id: 'w', conf: bare } }] };
     const ydoc = new Y.Doc();
     const fragment = ydoc.getXmlFragment(FRAGMENT_NAME);
     ydoc.transact(() => replaceContent(fragment, doc));
