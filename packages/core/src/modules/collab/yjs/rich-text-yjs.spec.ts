@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
 import { richDocument } from '../../documents/content/arbitraries.js';
-import { normalizeDocument } from '../../documents/content/rich-text.js';
+import { normalizeDocument, type DocumentContent } from '../../documents/content/rich-text.js';
 import { ensureElementIds, FRAGMENT_NAME, readDocument, replaceContent, writeDocument } from './rich-text-yjs.js';
 
 const toY = (doc: Parameters<typeof writeDocument>[1]) => {
@@ -48,7 +48,7 @@ describe('rich-text JSON and Yjs', () => {
 
   it('stores attribute values that are objects without a prototype (Yjs refused them: "Unexpected content type")', () => {
     const bare = Object.assign(Object.create(null) as Record<string, unknown>, { nested: Object.create(null) as object, list: [Object.create(null) as object] });
-    const doc = { type: 'doc' as const, content: [{ type: 'x-widget', attrs: { id: 'w', conf: bare } }] };
+    const doc = { type: 'doc', content: [{ type: 'x-widget', attrs: { id: 'w', conf: bare } }] } as unknown as DocumentContent;
     const ydoc = new Y.Doc();
     const fragment = ydoc.getXmlFragment(FRAGMENT_NAME);
     ydoc.transact(() => replaceContent(fragment, doc));
