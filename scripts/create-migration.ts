@@ -10,7 +10,7 @@
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { MikroORM } from '@mikro-orm/core';
-import { coreModules, createKernel, ormServiceIdentifier, type DatabaseAdapter, type Dialect } from '@trellis/core';
+import { coreModules, createKernel, isSchemaExtra, ormServiceIdentifier, type DatabaseAdapter, type Dialect } from '@trellis/core';
 import { postgresDatabase } from '@trellis/db-postgres';
 import { sqliteDatabase } from '@trellis/db-sqlite';
 import pg from 'pg';
@@ -41,7 +41,9 @@ async function diff(adapter: DatabaseAdapter): Promise<{ up: string[]; down: str
   const orm = kernel.get(ormServiceIdentifier) as MikroORM;
   const sql = await orm.getSchemaGenerator().getUpdateSchemaMigrationSQL({ wrap: false });
   await kernel.stop();
-  return { up: statements(sql.up), down: statements(sql.down) };
+  // What migrations write by hand (a module's `schemaExtras`) is no change of the entities.
+  const own = (list: string[]) => list.filter((statement) => !isSchemaExtra(statement, modules));
+  return { up: own(statements(sql.up)), down: own(statements(sql.down)) };
 }
 
 function statements(sql: string): string[] {

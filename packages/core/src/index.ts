@@ -2,7 +2,7 @@ import 'reflect-metadata';
 
 // Kernel
 export { createKernel, provide, type AdapterBinding, type Kernel, type KernelOptions, type MigrationStatus } from './kernel/kernel.js';
-export { defineModule, type JobContext, type JobDefinition, type ModuleContext, type RpcContext, type RpcMethodDefinition, type TrellisModule } from './kernel/module.js';
+export { defineModule, isSchemaExtra, type JobContext, type JobDefinition, type ModuleContext, type RpcContext, type RpcMethodDefinition, type TrellisModule } from './kernel/module.js';
 export { Hooks, type TrellisHooks } from './kernel/hooks.js';
 export * from './kernel/tokens.js';
 export { createLogger, redactedPaths } from './kernel/logger.js';

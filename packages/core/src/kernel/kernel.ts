@@ -201,6 +201,7 @@ export function createKernel(options: KernelOptions): Kernel {
   const jobs = modules.flatMap((module) => module.jobs ?? []);
   const entities: EntityDefinition[] = [...new Set(modules.flatMap((module) => module.entities ?? []))];
   const migrations: MigrationDefinition[] = modules.flatMap((module) => module.migrations ?? []);
+  const skipTables = modules.flatMap((module) => module.schemaExtras?.tables ?? []);
   const migrationNames = new Set<string>();
   for (const migration of migrations) {
     if (migrationNames.has(migration.name)) throw new Error(`Two migrations share the name ${migration.name}.`);
@@ -226,6 +227,7 @@ export function createKernel(options: KernelOptions): Kernel {
     orm = await MikroORM.init({
       ...adapterOptions,
       entities,
+      schemaGenerator: { ...adapterOptions.schemaGenerator, skipTables: [...(adapterOptions.schemaGenerator?.skipTables ?? []), ...skipTables] },
       // Dates compare as instants (see TimestampType): no phantom created_at/updated_at writes.
       discovery: { warnWhenNoEntities: false, getMappedType: mappedType },
       allowGlobalContext: false,

@@ -66,6 +66,13 @@ export interface TrellisModule {
   entities?: readonly EntityDefinition[];
   /** Schema changes for this module's entities, per dialect (see `MigrationDefinition`). */
   migrations?: readonly MigrationDefinition[];
+  /**
+   * What this module's migrations write by hand and no entity describes (an FTS5 table and its
+   * shadow tables, a generated search column): the schema generator leaves them out of its
+   * comparison (MikroORM's `schemaGenerator.skipTables`), and `isSchemaExtra` tells the drift
+   * check and `pnpm migration:create` which statements of a schema diff are about them.
+   */
+  schemaExtras?: { tables?: readonly (string | RegExp)[]; columns?: Readonly<Record<string, readonly string[]>>; indexes?: readonly string[] };
   /** Container bindings. Called once with the validated configuration. */
   container?(ctx: ModuleContext): ContainerModule;
   routes?: readonly RouteDefinition[] | ((ctx: ModuleContext) => readonly RouteDefinition[]);
@@ -81,4 +88,22 @@ export interface TrellisModule {
 
 export function defineModule(module: TrellisModule): TrellisModule {
   return module;
+}
+
+const quotedName = (name: string) => `[\`"]${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}[\`"]`;
+
+/**
+ * Whether a statement of a schema diff only touches what a module's migrations write by hand
+ * (`TrellisModule.schemaExtras`): the generator, which does not know them, would drop them.
+ */
+export function isSchemaExtra(statement: string, modules: readonly TrellisModule[]): boolean {
+  for (const module of modules) {
+    const extras = module.schemaExtras;
+    if (!extras) continue;
+    for (const index of extras.indexes ?? []) if (new RegExp(`^(drop|create) index (if exists )?${quotedName(index)}`, 'i').test(statement.trim())) return true;
+    for (const [table, columns] of Object.entries(extras.columns ?? {})) {
+      for (const column of columns) if (new RegExp(`^alter table ${quotedName(table)} (drop|add) column ${quotedName(column)}`, 'i').test(statement.trim())) return true;
+    }
+  }
+  return false;
 }

@@ -25,6 +25,9 @@ export const knowledgeModule = defineModule({
   config: knowledgeConfigSchema,
   entities: [KnowledgeBaseSchema, KnowledgeSourceSchema, KnowledgeChunkSchema],
   migrations,
+  // The keyword index, written by hand in the migration: SQLite's FTS5 table (and its shadow
+  // tables), PostgreSQL's generated tsvector column.
+  schemaExtras: { tables: [/^knowledge_chunks_fts/], columns: { knowledge_chunks: ['search'] }, indexes: ['knowledge_chunks_search_index'] },
   container: ({ section }) =>
     new ContainerModule(({ bind }) => {
       bind(knowledgeConfigServiceIdentifier).toConstantValue(section as KnowledgeConfig);

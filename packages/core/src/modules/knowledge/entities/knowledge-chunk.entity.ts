@@ -25,7 +25,7 @@ export class KnowledgeChunk {
 export const KnowledgeChunkSchema = new EntitySchema<KnowledgeChunk>({
   class: KnowledgeChunk,
   tableName: 'knowledge_chunks',
-  indexes: [{ properties: ['baseId'] }],
+  indexes: [{ properties: ['baseId'] }, { properties: ['source'] }],
   properties: {
     id: { type: 'uuid', primary: true },
     baseId: { type: 'uuid', fieldName: 'base_id' },
