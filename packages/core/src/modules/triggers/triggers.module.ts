@@ -2,6 +2,7 @@ import { ContainerModule } from 'inversify';
 import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { defineModule } from '../../kernel/module.js';
 import { kernelServiceIdentifier } from '../../kernel/tokens.js';
+import { pubSubServiceIdentifier } from '../../ports/pubsub.js';
 import { documentScopes } from '../projects/scopes.js';
 import { ScheduleFireSchema, ScheduleSchema } from './entities/schedule.entity.js';
 import { WebhookDeliverySchema, WebhookSubscriptionSchema } from './entities/subscription.entity.js';
@@ -12,7 +13,7 @@ import { scheduleRoutes } from './routes/schedule.routes.js';
 import { subscriptionRoutes } from './routes/subscription.routes.js';
 import { webhookTriggerRoutes } from './routes/webhook-trigger.routes.js';
 import { DeploymentRuns } from './services/deployment-runs.js';
-import { OutboundWebhookService } from './services/outbound.service.js';
+import { OutboundWebhookService, SUBSCRIPTIONS_CHANGED } from './services/outbound.service.js';
 import { ScheduleService } from './services/schedule.service.js';
 import { WebhookTriggerService } from './services/webhook-triggers.service.js';
 import { scheduleTimerServiceIdentifier } from './schedule-timer.js';
@@ -74,6 +75,7 @@ export const triggersModule = defineModule({
     const send = async (events: ReturnType<typeof runEventsOf>) => {
       for (const event of events) await outbound.enqueue(kernel.fork(), event);
     };
+    await ctx.get(pubSubServiceIdentifier).subscribe(SUBSCRIPTIONS_CHANGED, () => outbound.forgetOwners());
     ctx.hooks.on('run.finished', (run) => send(runEventsOf('finished', run)));
     ctx.hooks.on('run.waiting', (run) => send(runEventsOf('waiting', run)));
     ctx.hooks.on('conversation.turnFinished', (turn) =>

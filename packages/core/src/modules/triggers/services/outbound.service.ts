@@ -10,6 +10,7 @@ import { networkGuardServiceIdentifier, refusalOf, type NetworkGuard } from '../
 import { loggerServiceIdentifier } from '../../../kernel/tokens.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
+import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
 import type { SecretBox } from '../../ai/services/secret-box.js';
 import { secretBoxServiceIdentifier } from '../../ai/tokens.js';
 import { Team } from '../../identity/entities/team.entity.js';
@@ -45,9 +46,20 @@ export interface OutboundEvent {
  * and set), POSTs them through the network guard signed with the Standard Webhooks scheme, and
  * retries failures with exponential backoff until `outbound.maxAttempts`.
  */
+/** Announced on PubSub when a subscription is created, changed or deleted. */
+export const SUBSCRIPTIONS_CHANGED = 'triggers:subscriptions:changed';
+/** At most this long before a change another process could not announce is seen. */
+const OWNERS_TTL_MS = 30_000;
+
 @injectable()
 export class OutboundWebhookService {
   private pass: Promise<void> | null = null;
+  /**
+   * Who has an enabled subscription (team ids, and users for their own), read once and forgotten
+   * whenever a subscription changes on any process (PubSub) or after OWNERS_TTL_MS: a run or
+   * turn whose owner has none costs no statement.
+   */
+  private owners: { readAt: number; teams: Set<string>; users: Set<string> } | null = null;
   private again = false;
   private stopped = false;
 
@@ -59,6 +71,7 @@ export class OutboundWebhookService {
     @inject(networkGuardServiceIdentifier) private readonly guard: NetworkGuard,
     @inject(triggersConfigServiceIdentifier) private readonly config: TriggersConfig,
     @inject(loggerServiceIdentifier) private readonly log: Logger,
+    @inject(pubSubServiceIdentifier) private readonly pubsub: PubSub,
   ) {}
 
   // ---------------------------------------------------------------------------------------------
@@ -94,6 +107,7 @@ export class OutboundWebhookService {
       updatedAt: now,
     });
     await em.flush();
+    await this.changed();
     return { subscription, secret };
   }
 
@@ -113,6 +127,7 @@ export class OutboundWebhookService {
     }
     subscription.updatedAt = this.clock.now();
     await em.flush();
+    await this.changed();
     return { subscription, secret };
   }
 
@@ -120,6 +135,7 @@ export class OutboundWebhookService {
     const subscription = await this.get(em, principal, subscriptionId);
     await em.nativeDelete(WebhookDelivery, { subscription: subscription.id });
     await em.nativeDelete(WebhookSubscription, { id: subscription.id });
+    await this.changed();
   }
 
   /** http or https, no user info; an address literal the network guard refuses is refused here already. */
@@ -169,9 +185,36 @@ export class OutboundWebhookService {
   // ---------------------------------------------------------------------------------------------
   // Events in
 
+  /** Forgets who has subscriptions (a subscription changed here or on another process). */
+  forgetOwners(): void {
+    this.owners = null;
+  }
+
+  /** Subscriptions changed: every process forgets who has some. */
+  private async changed(): Promise<void> {
+    this.owners = null;
+    await this.pubsub.publish(SUBSCRIPTIONS_CHANGED, 'changed').catch((error: unknown) => this.log.warn({ err: error }, 'triggers: could not announce a subscription change'));
+  }
+
+  private async subscribedOwners(em: EntityManager): Promise<{ teams: Set<string>; users: Set<string> }> {
+    const now = this.clock.nowMs();
+    if (this.owners && now - this.owners.readAt < OWNERS_TTL_MS) return this.owners;
+    const rows = await em.find(WebhookSubscription, { enabled: true }, { fields: ['owner', 'team'] });
+    const owners = { readAt: now, teams: new Set<string>(), users: new Set<string>() };
+    for (const row of rows) {
+      const team = (row.team as { id?: string } | null)?.id;
+      if (team) owners.teams.add(team);
+      else owners.users.add((row.owner as unknown as { id: string }).id);
+    }
+    this.owners = owners;
+    return owners;
+  }
+
   /** Stores one delivery per subscription that asked for the event (none twice for one event), then starts sending. */
   async enqueue(em: EntityManager, event: OutboundEvent): Promise<number> {
     if (!event.userId && !event.teamId) return 0;
+    const owners = await this.subscribedOwners(em);
+    if (!(event.teamId && owners.teams.has(event.teamId)) && !(event.userId && owners.users.has(event.userId))) return 0;
     const whose: FilterQuery<WebhookSubscription>[] = [];
     if (event.teamId) whose.push({ team: event.teamId });
     if (event.userId) whose.push({ team: null, owner: event.userId });
