@@ -15,7 +15,7 @@ vi.setConfig({ testTimeout: 180_000, hookTimeout: 600_000 });
 const root = await mkdtemp(join(tmpdir(), 'trellis-packaging-'));
 const tarballs = join(root, 'tarballs');
 const app = join(root, 'app');
-const packageDirs = ['packages/core', 'packages/host', 'packages/cli', ...readdirSync(join(workspace, 'packages/adapters')).map((name) => `packages/adapters/${name}`)];
+const packageDirs = ['packages/core', 'packages/host', 'packages/cli', 'packages/client', ...readdirSync(join(workspace, 'packages/adapters')).map((name) => `packages/adapters/${name}`)];
 const manifests = packageDirs.map((dir) => ({ dir, ...(JSON.parse(readFileSync(join(workspace, dir, 'package.json'), 'utf8')) as { name: string; version: string; files: string[]; bin?: Record<string, string> }) }));
 const tarballOf = (name: string) => {
   const manifest = manifests.find((m) => m.name === name)!;
