@@ -23,7 +23,7 @@
 //
 //   pnpm build && node bench/mixed-load.mjs [--rates 100,200,400,800,1000] [--duration 20]
 //        [--records 100000] [--idle-sockets 10000] [--timeout 10] [--transport uws|node]
-//        [--modes unlimited,admission] [--max-in-flight 256] [--max-vector 8] [--profile]
+//        [--modes unlimited,admission] [--max-in-flight 64] [--max-vector 8] [--profile]
 //
 // --records 5000 --idle-sockets 500 --duration 8 makes a quick run. --profile runs the host of the
 // last mode with --cpu-prof and prints where its main thread spent the highest step.

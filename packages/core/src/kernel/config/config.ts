@@ -46,8 +46,8 @@ export const kernelConfigSchema = s.object({
       maxInFlight: s
         .int()
         .range(0)
-        .default(256)
-        .describe('Most HTTP requests this process works on at once (until each answer is ready; a streamed body does not count once its head is out). Past it a request is answered at once with 503 `overloaded` and `Retry-After` instead of waiting in a queue without bound. 0 turns the limit off. Health, readiness and metrics routes are never refused.'),
+        .default(64)
+        .describe('Most HTTP requests this process works on at once (until each answer is ready; a streamed body does not count once its head is out). Past it a request is answered at once with 503 `overloaded` and `Retry-After` instead of waiting in a queue without bound. 0 turns the limit off. Health, readiness and metrics routes are never refused. The default is sized by `bench/mixed-load.mjs` on 2 cores: with 256 the admitted requests waited up to 8 s and some timed out; with 64 p99 stayed under 2 s with none (see docs/operations.md).'),
       maxEventLoopDelayMs: s
         .int()
         .range(0)
