@@ -32,7 +32,9 @@ export async function startBillingHost(
   const clock = new ManualClock(Date.parse(options.start ?? '2026-01-31T12:00:00.000Z'));
   const t = await startTestHost(db, transport, {
     modules: billingModules,
-    config: options.config,
+    // The race tests send up to 88 requests at once to test the ledger, not load shedding
+    // (admission.int.spec.ts does): past the default `maxInFlight` (64) some would get 503.
+    config: { ...options.config, server: { admission: { maxInFlight: 0 }, ...options.config?.server } },
     adapters: [provide(clockServiceIdentifier, clock), ...(options.adapters ?? [])],
   });
   return Object.assign(t, { clock });
