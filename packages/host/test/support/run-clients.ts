@@ -10,14 +10,17 @@ export interface ReadEvent {
 
 export const runEventTypes = ['run_start', 'block_start', 'block_chunk', 'block_complete', 'block_end', 'block_error', 'tool_start', 'tool_result', 'run_waiting', 'run_error', 'run_complete'] as const;
 
-const isEnd = (event: ReadEvent) => event.type === 'run_complete' || event.type === 'run_waiting';
+const isEnd = (event: ReadEvent, untilComplete: boolean) => event.type === 'run_complete' || (!untilComplete && event.type === 'run_waiting');
 
 /**
  * Reads a run's SSE stream with the `eventsource` client (POST through its `fetch` option when
  * `body` is given), until run_complete or run_waiting, or until `stopAfter` events (then it
- * disconnects, like a dropped connection).
+ * disconnects, like a dropped connection). `untilComplete`: a run_waiting does not end the read
+ * (the log of a run that waited and went on: a read that stops at its run_waiting keeps whatever
+ * later events arrived in the same network read, which is not all of them when the log comes in
+ * several reads).
  */
-export function readSse(url: string, options: { token: string; body?: unknown; lastEventId?: number; stopAfter?: number }): Promise<{ events: ReadEvent[]; status: number; contentType: string | null }> {
+export function readSse(url: string, options: { token: string; body?: unknown; lastEventId?: number; stopAfter?: number; untilComplete?: boolean }): Promise<{ events: ReadEvent[]; status: number; contentType: string | null }> {
   return new Promise((resolve, reject) => {
     const events: ReadEvent[] = [];
     let status = 0;
@@ -44,7 +47,7 @@ export function readSse(url: string, options: { token: string; body?: unknown; l
       source.addEventListener(type, (message) => {
         const event = { seq: Number(message.lastEventId), type, data: JSON.parse(message.data) };
         events.push(event);
-        if (isEnd(event) || (options.stopAfter !== undefined && events.length >= options.stopAfter)) done();
+        if (isEnd(event, options.untilComplete === true) || (options.stopAfter !== undefined && events.length >= options.stopAfter)) done();
       });
     }
     source.onerror = (error) => {

@@ -135,7 +135,9 @@ export class RunRecorder {
     const claimed = await em.nativeUpdate(Run, { id: run.id, attempt: run.attempt }, { attempt });
     if (!claimed) return;
     const fresh = await em.findOneOrFail(Run, { id: run.id }, { refresh: true });
-    if (terminalRunStatuses.has(fresh.status)) return;
+    // Another attempt took the run over since the claim (an executor ending the same cancelled
+    // run): that attempt ends it; going on would end it under that attempt's number too.
+    if (fresh.attempt !== attempt || terminalRunStatuses.has(fresh.status)) return;
     const state = this.stateOf(fresh);
     const failure = status === 'cancelled' ? runFailure.cancelled : runFailure.workerLost;
     const sink = await StoredEventSink.open(ctx.store, ctx.pubsub, fresh, ctx.config.flushIntervalMs);
