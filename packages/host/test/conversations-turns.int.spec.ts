@@ -128,11 +128,12 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
     expect(again.body.messages[1]).toMatchObject({ content: 'Never.', status: 'completed' });
   });
 
-  it('a reader that drops a 2,000-delta turn and reconnects to the other host gets every delta exactly once', async () => {
+  it('a reader that drops a 2,000-delta turn for 30 s and reconnects to the other host gets every delta exactly once', { timeout: 120_000 }, async () => {
     const { user, convId } = await conversation();
     const deltas = Array.from({ length: 2000 }, (_, i) => `d${i} `);
     wire.reset();
-    wire.enqueue({ text: deltas, delayMs: 1 });
+    // 20 ms a delta: the turn lasts about 40 s, and goes on through the reader's 30 s away.
+    wire.enqueue({ text: deltas, delayMs: 20 });
     // A member's socket on host B all along: the fan-out reaches it once per delta.
     const socket = await UserSocket.open(b.wsUrl, user.token);
     try {
@@ -141,9 +142,10 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
       const msgId = started.body.messages[1].id;
       const first = await follow(`${a.url}/conversation/${convId}/events?after=${started.body.after}`, user.token, { stopAfter: 150 });
       expect(first.contentType).toContain('text/event-stream');
-      // Away for longer than any buffer holds: hundreds of deltas go by meanwhile.
+      // Away for 30 s, longer than any buffer holds: over a thousand deltas go by meanwhile.
       const seen = first.events.at(-1)!.seq;
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await new Promise((resolve) => setTimeout(resolve, 30_000));
+      expect((await requestB('GET', `/conversation/${convId}/messages`, { token: user.token })).body.items.find((m: { id: string }) => m.id === msgId).status).not.toBe('completed');
       const rest = await follow(`${b.url}/conversation/${convId}/events`, user.token, { lastEventId: seen });
       const all = [...first.events, ...rest.events];
       expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => started.body.after + 1 + i));
