@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aiProvidersServiceIdentifier, CreditService, hooksServiceIdentifier, provide, pubSubServiceIdentifier, TeamService, type TrellisHooks } from '@trellis/core';
+import { aiProvidersServiceIdentifier, ConversationEventBatch, CreditService, hooksServiceIdentifier, provide, pubSubServiceIdentifier, TeamService, TurnLog, type TrellisHooks } from '@trellis/core';
 import { OpenAiProvider } from '@trellis/ai-openai';
 import { RedisPubSub } from '@trellis/pubsub-redis';
 import { OpenAiWireServer, sharedDatabase, startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
@@ -281,6 +281,39 @@ describe.each(testDatabases())('conversation turn events on $name', (db) => {
       // Replayed later from the log, the same events.
       const replay = await follow(`${t.url}/conversation/${convId}/events?after=${started.body.after}`, user.token);
       expect(replay.events).toEqual(events);
+    });
+
+    it('the log is pruned past its retention but for each conversation\'s newest batch; a reader from before gets what is kept, and numbering goes on', async () => {
+      const user = await t.register();
+      const model = await request('POST', '/ai/models', { token: user.token, body: { name: 'M', service: 'openai', conf: { model: 'gpt-test', baseURL: wire.baseURL, apiKey: 'sk-events' } } });
+      const bot = await request('POST', '/bot', { token: user.token, body: { name: 'B', conf: { modelId: model.body.id } } });
+      const convId = (await request('POST', '/conversation', { token: user.token, body: { name: 'C', botId: bot.body.id } })).body.id as string;
+      const turn = async (words: string[]) => {
+        wire.reset();
+        wire.enqueue({ text: words });
+        const started = await request('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'Go', attrs: { stream: true } } });
+        expect(started.status).toBe(202);
+        return (await follow(`${t.url}/conversation/${convId}/events?after=${started.body.after}`, user.token)).events;
+      };
+      const first = await turn(['a ', 'b']);
+      const second = await turn(['c ', 'd']);
+      const em = t.kernel.fork();
+      const batches = () => em.fork().find(ConversationEventBatch, { conversation: convId }, { orderBy: { seq: 'asc' } });
+      const before = await batches();
+      expect(before.length).toBeGreaterThan(1);
+      // Everything is older than a cutoff an hour ahead: all but the newest batch go.
+      const removed = await t.kernel.get(TurnLog).prune(new Date(Date.now() + 3_600_000));
+      expect(removed).toBeGreaterThanOrEqual(before.length - 1);
+      const after = await batches();
+      expect(after.map((b) => b.lastSeq)).toEqual([before.at(-1)!.lastSeq]);
+      // A reader from the start gets the kept events (the end of the second turn), in order.
+      const kept = await follow(`${t.url}/conversation/${convId}/events?after=0`, user.token);
+      expect(kept.events.map((e) => e.seq)).toEqual(after[0]!.events.map((e) => e.seq));
+      expect(kept.events.at(-1)).toEqual(second.at(-1));
+      // The next turn numbers after the last event, as if nothing had gone.
+      const third = await turn(['e']);
+      expect(third[0]!.seq).toBe(second.at(-1)!.seq + 1);
+      expect(first.at(-1)!.seq).toBeLessThan(second[0]!.seq);
     });
   });
 });

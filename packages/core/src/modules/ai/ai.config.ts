@@ -71,6 +71,13 @@ export const aiConfigSchema = s.object({
       .describe(
         'A `streaming` assistant message whose lease was not renewed for this long belongs to a process that went away (a crash): it is marked `error` (`ai_turn_interrupted`) with the text stored so far, at start-up and then every half of this time.',
       ),
+    logRetentionHours: s
+      .int()
+      .range(1, 87_600)
+      .default(168)
+      .describe(
+        "How long a conversation's turn log (`GET /conversation/{id}/events`, the replay after a reconnect) keeps events; older batches are deleted hourly, except each conversation's newest batch (so numbering goes on). A reader asking for events before the oldest kept one gets the log from there. The stored messages are not affected.",
+      ),
   }),
   tools: s.object({
     allowPrivateNetworks: s

@@ -1,6 +1,7 @@
 import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
+import { configServiceIdentifier } from '../../kernel/tokens.js';
 import type { AiConfig } from '../ai/ai.config.js';
 import { ConversationEventBatchSchema } from './entities/conversation-event.entity.js';
 import { ConversationMemberSchema } from './entities/conversation-member.entity.js';
@@ -46,6 +47,17 @@ export const conversationsModule = defineModule({
       intervalMs: (config) => Math.max(500, Math.floor((config as unknown as { ai: AiConfig }).ai.turns.staleAfterMs / 2)),
       async run(ctx) {
         await ctx.get(ConversationTurnService).recoverInterrupted();
+      },
+    },
+    {
+      // The turn log keeps `ai.turns.logRetentionHours` of events (each conversation's newest batch stays).
+      name: 'conversations.prune-turn-log',
+      intervalMs: () => 3_600_000,
+      async run(ctx) {
+        const hours = (ctx.get(configServiceIdentifier) as unknown as { ai: AiConfig }).ai.turns.logRetentionHours;
+        const log = ctx.get(TurnLog);
+        const cutoff = new Date(ctx.now.getTime() - hours * 3_600_000);
+        while ((await log.prune(cutoff)) > 0);
       },
     },
   ],

@@ -5,3 +5,5 @@ export { Message, MessageSchema, type MessageRole, type MessageStatus, type Mess
 export { ConversationService } from './services/conversation.service.js';
 export { ConversationTurnService, type TurnOptions, type TurnResult, type ConversationEventType } from './services/conversation-turn.service.js';
 export { ToolExecutionService } from './services/tool-execution.service.js';
+export { TurnLog } from './services/turn-log.js';
+export { ConversationEventBatch, type ConversationEventRecord } from './entities/conversation-event.entity.js';

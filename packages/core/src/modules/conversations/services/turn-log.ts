@@ -150,6 +150,27 @@ export class TurnLog {
     }
   }
 
+  /**
+   * Deletes the log's batches stored before `cutoff`, except each conversation's newest (numbering
+   * goes on after it): `limit` batches at most per call. Returns how many were deleted.
+   */
+  async prune(cutoff: Date, limit = 1_000): Promise<number> {
+    const em = this.root.fork();
+    const old = await em.find(ConversationEventBatch, { createdAt: { $lt: cutoff } }, { fields: ['id', 'conversation', 'lastSeq'], orderBy: { createdAt: 'asc' }, limit });
+    const byConversation = new Map<string, Array<{ id: string; lastSeq: number }>>();
+    for (const batch of old) {
+      const convId = batch.conversation.id;
+      byConversation.set(convId, [...(byConversation.get(convId) ?? []), { id: batch.id, lastSeq: batch.lastSeq }]);
+    }
+    let deleted = 0;
+    for (const [convId, batches] of byConversation) {
+      const newest = await this.lastSeq(em, convId);
+      const ids = batches.filter((batch) => batch.lastSeq < newest).map((batch) => batch.id);
+      if (ids.length) deleted += await em.nativeDelete(ConversationEventBatch, { id: { $in: ids } });
+    }
+    return deleted;
+  }
+
   /** The stored events after `after`, up to a page of batches. */
   async load(convId: string, after: number): Promise<ConversationEventRecord[]> {
     const rows = await this.root.fork().find(ConversationEventBatch, { conversation: convId, lastSeq: { $gt: after } }, { orderBy: { seq: 'asc' }, limit: PAGE, fields: ['events'] });
@@ -182,6 +203,10 @@ export class TurnLog {
     options.signal?.addEventListener('abort', onAbort);
     let last = after;
     try {
+      // Events before the oldest kept batch were pruned (`ai.turns.logRetentionHours`): the reader
+      // gets the log from there.
+      const oldest = await this.root.fork().findOne(ConversationEventBatch, { conversation: convId }, { orderBy: { seq: 'asc' }, fields: ['seq'] });
+      if (oldest && last < oldest.seq - 1) last = oldest.seq - 1;
       await this.subscribe();
       let quiet = 0;
       let lastLook = false;
