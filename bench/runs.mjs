@@ -142,15 +142,60 @@ const workflow = {
   ],
 };
 
+/**
+ * Control flow: a loop over 50 items, 4 at a time, each iteration a code block (the sandbox) —
+ * docs/runs.md, "Control flow". Measured beside the trivial workflow in the same process.
+ */
+const items = Array.from({ length: 50 }, (_, i) => i);
+const loopWorkflow = {
+  type: 'doc',
+  content: [
+    { type: 'inputBlock', attrs: { id: 'in-n', name: 'n', type: 'number', required: true } },
+    { type: 'inputBlock', attrs: { id: 'in-xs', name: 'xs', type: 'array', default: items } },
+    {
+      type: 'loopBlock',
+      attrs: { id: 'each', name: 'each', items: 'xs', concurrency: 4 },
+      content: [{ type: 'codeBlock', attrs: { id: 'code-double', name: 'double', language: 'javascript' }, content: [{ type: 'text', text: 'return blocks.item * inputs.n;' }] }],
+    },
+    { type: 'outputBlock', attrs: { id: 'out', name: 'out' }, content: [{ type: 'text', text: '{{ each }}' }] },
+  ],
+};
+const loopOutput = JSON.stringify(items.map((i) => i * 21));
+
 /** A user, a project and the workflow deployed publicly: answers the block id. */
-async function deployWorkflow(url) {
+async function deployWorkflow(url, content = workflow, expected = 'bench=42') {
   const user = await json(url, 'POST', '/auth/register', undefined, { email: `bench-${Date.now()}-${Math.random()}@example.com`, password: 'correct horse battery' });
   const project = await json(url, 'POST', '/project', user.token, { name: `bench ${Date.now()}`, tools: [], access: 'team' });
-  const block = await json(url, 'POST', `/block/${project.id}`, user.token, { name: 'bench flow', type: 'workflow', content: workflow });
+  const block = await json(url, 'POST', `/block/${project.id}`, user.token, { name: 'bench flow', type: 'workflow', content });
   await json(url, 'POST', `/block/${block.id}/deploy`, user.token, { access: 'public' });
   const check = await json(url, 'POST', `/block/${block.id}/api`, undefined, { stream: false, inputs: { n: 21 } });
-  if (check.status !== 'completed' || check.output !== 'bench=42') throw new Error(`the workflow did not run: ${JSON.stringify(check)}`);
+  if (check.status !== 'completed' || (typeof check.output === 'string' ? check.output : JSON.stringify(check.output)) !== expected) throw new Error(`the workflow did not run: ${JSON.stringify(check)}`);
   return { token: user.token, projectId: project.id, blockId: block.id };
+}
+
+/**
+ * A 3-level sub-workflow chain over the same workflow: parent (input → sub-workflow → output) →
+ * child (the same) → the three-block workflow. Deployed publicly by the same user; answers the
+ * parent's block id once a run of it gave the right output.
+ */
+async function deployChain(url, token, projectId, leafId) {
+  const level = (name, target) => ({
+    type: 'doc',
+    content: [
+      { type: 'inputBlock', attrs: { id: 'in-n', name: 'n', type: 'number', required: true } },
+      { type: 'subworkflowBlock', attrs: { id: 'sub', name: 'sub', block: target, inputs: { n: '{{ n }}' } } },
+      { type: 'outputBlock', attrs: { id: 'out', name: 'out' }, content: [{ type: 'text', text: '{{ sub }}' }] },
+    ],
+  });
+  let target = leafId;
+  for (const name of ['bench child', 'bench parent']) {
+    const block = await json(url, 'POST', `/block/${projectId}`, token, { name, type: 'workflow', content: level(name, target) });
+    await json(url, 'POST', `/block/${block.id}/deploy`, token, { access: 'public' });
+    target = block.id;
+  }
+  const check = await json(url, 'POST', `/block/${target}/api`, undefined, { stream: false, inputs: { n: 21 } });
+  if (check.status !== 'completed' || check.output !== 'bench=42') throw new Error(`the chain did not run: ${JSON.stringify(check)}`);
+  return target;
 }
 
 /** CPU time of this process's main thread in ms (Linux: its schedstat, in ns), or NaN elsewhere. */
@@ -171,18 +216,18 @@ autocannon(options, (error, result) => {
  * the host process's CPU time per answer (every thread: the sandbox workers, the SQLite driver's
  * and the garbage collector's threads) and its main thread's alone.
  */
-async function load(url, path, seconds, workerPids = []) {
+async function load(url, path, seconds, workerPids = [], conns = connections) {
   const dbBefore = await databaseCpuMs();
   const workersBefore = processCpuMs(workerPids);
-  const result = await loadOnly(url, path, seconds);
+  const result = await loadOnly(url, path, seconds, conns);
   const answers = Math.max(1, result.requests.total);
   const dbMs = ((await databaseCpuMs()) - dbBefore) / answers;
   const workersMs = workerPids.length ? (processCpuMs(workerPids) - workersBefore) / answers : Number.NaN;
   return Object.assign(result, { dbMs, workersMs });
 }
 
-function loadOnly(url, path, seconds) {
-  const options = { url: `${url}${path}`, method: 'POST', connections, duration: seconds, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stream: false, inputs: { n: 21 } }), timeout: 60 };
+function loadOnly(url, path, seconds, conns = connections) {
+  const options = { url: `${url}${path}`, method: 'POST', connections: conns, duration: seconds, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stream: false, inputs: { n: 21 } }), timeout: 60 };
   const cpu = process.cpuUsage();
   const main = mainThreadMs();
   return new Promise((resolve, reject) => {
@@ -217,8 +262,20 @@ async function inProcess() {
     const before = (await json(host.url, 'GET', `/project/${projectId}/runs?size=1`, token)).total;
     const runs = await load(host.url, `/block/${blockId}/api`, duration);
     const after = (await json(host.url, 'GET', `/project/${projectId}/runs?size=1`, token)).total;
-    results.push(['bare JSON route (baseline)', bare], ['POST /block/{bid}/api, in-process queue', runs]);
-    return { bare, runs, stored: after - before };
+    const loop = await deployWorkflow(host.url, loopWorkflow, loopOutput);
+    await load(host.url, `/block/${loop.blockId}/api`, warmup);
+    const looped = await load(host.url, `/block/${loop.blockId}/api`, duration);
+    results.push(['bare JSON route (baseline)', bare], ['POST /block/{bid}/api, in-process queue', runs], ['  the same, 50-item loop (concurrency 4)', looped]);
+    // Each chain holds three run slots at once (a parent waits in its slot for its child): fewer
+    // connections than slots of one team / 3, or the parents take every slot and wait for ever.
+    // The trivial run is measured again at the same connections, for the ratio.
+    const chainConnections = Math.max(1, Math.min(connections, Math.floor((Number(args.concurrency) * 3) / 4 / 3)));
+    const chainId = await deployChain(host.url, token, projectId, blockId);
+    await load(host.url, `/block/${chainId}/api`, warmup, [], chainConnections);
+    const trivial = await load(host.url, `/block/${blockId}/api`, duration, [], chainConnections);
+    const chain = await load(host.url, `/block/${chainId}/api`, duration, [], chainConnections);
+    results.push([`trivial run, ${chainConnections} connections`, trivial], [`3-level sub-workflow chain, ${chainConnections} conns`, chain]);
+    return { bare, runs, looped, stored: after - before, trivial, chain };
   } finally {
     await host.stop().catch(() => undefined);
   }
@@ -285,10 +342,12 @@ try {
     db = name;
     results.length = 0;
     console.log(`${name}:`);
-    const { bare, runs, stored } = await inProcess();
+    const { bare, runs, looped, stored, trivial, chain } = await inProcess();
     for (const [label, r] of results) console.log(row(label, r));
+    console.log(`\n  50-item loop / trivial run: ${(looped.cpuMs / runs.cpuMs).toFixed(1)}x host CPU per run (${(looped.cpuMs / 50).toFixed(3)} ms per iteration)`);
     console.log(`\n  runs stored during the measure: ${stored.toLocaleString('en')} (autocannon counted ${runs.requests.total.toLocaleString('en')} answers)`);
     console.log(`  runs / bare route: ${(runs.requests.average / bare.requests.average).toFixed(3)}   targets: PostgreSQL in process at most 2 ms host CPU and 1 ms DB CPU per run; SQLite no worse`);
+    console.log(`  3-level chain / trivial run (same connections): host CPU per run ${(chain.cpuMs / trivial.cpuMs).toFixed(2)}x (three runs each, so about 3x is the floor), runs/s ${(chain.requests.average / trivial.requests.average).toFixed(2)}`);
     for (const count of args.workers.split(',').map(Number).filter(Boolean)) {
       const outcome = await bullmq(count);
       if (typeof outcome === 'string') console.log(`  BullMQ with ${count} worker(s): skipped (${outcome})`);

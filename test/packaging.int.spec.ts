@@ -93,6 +93,12 @@ describe('packages installed from their tarballs with npm, outside the workspace
     servers.push(server);
     const [, url] = await server.waitFor(/Trellis is listening on (http:\/\/\S+) /);
     expect(await healthz(url!)).toMatchObject({ status: 200, body: { status: 'ok' } });
+    // The console ships inside the installed @trellis/host (dist/console): its page and script.
+    const consolePage = await fetch(`${url}/console`);
+    expect(consolePage.status).toBe(200);
+    const script = /src="([^"]+\.js)"/.exec(await consolePage.text())?.[1];
+    expect(script).toBeDefined();
+    expect((await fetch(new URL(script!, url)).then((r) => r.status))).toBe(200);
     await server.stop();
   });
 

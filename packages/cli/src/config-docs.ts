@@ -1,5 +1,5 @@
 import { describeSchema, kernelConfigSchema, type ObjectNode, type SchemaNode, type Shape, type TrellisModule } from '@trellis/core';
-import { adaptersModule } from '@trellis/host';
+import { adaptersModule, consoleModule } from '@trellis/host';
 import { defaultConfigFile, envNameForPath, environmentVariables } from './config-loader.js';
 import { defaultModulesFile } from './modules-loader.js';
 
@@ -16,11 +16,12 @@ const maxInlineDefault = 60;
 
 /**
  * Renders docs/configuration.md from the kernel schema, every module's `config` section (plus the
- * host's `adapters` section) and the CLI's environment variables, so the reference cannot drift
+ * host's `adapters` and `console` sections) and the CLI's environment variables, so the reference cannot drift
  * from the code (`pnpm docs:config`).
  */
 export function renderConfigurationDocs(loaded: readonly TrellisModule[]): string {
-  const modules = loaded.some((m) => m.name === adaptersModule.name) ? loaded : [...loaded, adaptersModule];
+  const hostModules = [adaptersModule, consoleModule].filter((host) => !loaded.some((m) => m.name === host.name));
+  const modules = [...loaded, ...hostModules];
   const shortByPath = new Map(environmentVariables.filter((v) => v.path).map((v) => [v.path, v.name]));
   const kernelShape = kernelConfigSchema.shape as Shape;
   const lines: string[] = [];

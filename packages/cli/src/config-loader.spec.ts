@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildConfigSchema, coreModules, describeSchema, type ObjectNode, type Shape } from '@trellis/core';
-import { adaptersModule } from '@trellis/host';
+import { adaptersModule, consoleModule } from '@trellis/host';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CliError, envNameForPath, environmentVariables, loadConfigWithSources, pathForEnvName, sourceOfPath } from './config-loader.js';
 
@@ -69,7 +69,7 @@ describe('loadConfig', () => {
 
 describe('environment variable names', () => {
   const sections: Record<string, ObjectNode<Shape>> = {};
-  for (const module of [...coreModules, adaptersModule]) if (module.config) sections[module.name] = module.config;
+  for (const module of [...coreModules, adaptersModule, consoleModule]) if (module.config) sections[module.name] = module.config;
   const paths = describeSchema(buildConfigSchema(sections)).map((row) => row.path);
 
   it('every documented setting round-trips through its TRELLIS__ name', () => {

@@ -1,5 +1,5 @@
 import { ConfigError, coreModules, randomSecret, validateConfig, type Kernel, type ObjectNode, type Shape, type TrellisConfig, type TrellisConfigInput, type TrellisModule } from '@trellis/core';
-import { AdapterNotInstalledError, adaptersModule, createHost, loadDatabaseFromUrl, secretsFileFor, type Host, type SecretsFileMode } from '@trellis/host';
+import { AdapterNotInstalledError, adaptersModule, consoleModule, createHost, loadDatabaseFromUrl, secretsFileFor, type Host, type SecretsFileMode } from '@trellis/host';
 import type { Logger } from 'pino';
 import { createCliLogger } from './cli-logger.js';
 import { CliError, loadConfigWithSources, sourceOfPath, type KernelFlags, type LoadedConfig } from './config-loader.js';
@@ -97,7 +97,7 @@ export async function createCliHost(flags: KernelFlags, options: CliHostOptions 
 /** Validates a loaded configuration against the kernel schema plus every module's section. */
 export function validateCliConfig(loaded: LoadedConfig, modules: readonly TrellisModule[] = coreModules): TrellisConfig {
   const sections: Record<string, ObjectNode<Shape>> = {};
-  for (const module of [...modules, adaptersModule]) if (module.config) sections[module.name] = module.config;
+  for (const module of [...modules, adaptersModule, consoleModule]) if (module.config) sections[module.name] = module.config;
   try {
     return validateConfig(loaded.config, sections);
   } catch (error) {

@@ -82,6 +82,7 @@ export { systemModule } from './modules/system/system.module.js';
 export * from './modules/runs/index.js';
 export * from './modules/tools/index.js';
 export * from './modules/triggers/index.js';
+export * from './modules/evaluations/index.js';
 export * from './modules/openai-compat/index.js';
 export * from './modules/mcp/index.js';
 export * from './modules/knowledge/index.js';

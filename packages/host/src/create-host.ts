@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { coreModules, createKernel, type AdapterBinding, type DatabaseAdapter, type Kernel, type TrellisConfigInput, type TrellisModule } from '@trellis/core';
 import type { Logger } from 'pino';
 import { adaptersFromConfig } from './adapters-module.js';
+import { consoleModule } from './console-module.js';
 import { databaseFromUrl } from './database-from-url.js';
 import { startMetricsServer, type MetricsServer } from './metrics-server.js';
 import { tracingFromConfig, type InstalledTracing } from './tracing.js';
@@ -63,7 +64,7 @@ export function createHost(options: HostOptions = {}): Host {
     config: secrets.config,
     database,
     adapters: options.adapters ?? [],
-    modules: [...(options.modules ?? coreModules), configured.module],
+    modules: [...(options.modules ?? coreModules), configured.module, consoleModule],
     logger: options.logger,
     version: options.version ?? hostVersion,
   });

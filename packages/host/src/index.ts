@@ -12,3 +12,4 @@ export { adaptersConfigSchema, adaptersFromConfig, adaptersModule, referenceAiPr
 export { installTracing, tracingFromConfig, type InstalledTracing, type TracingOptions } from './tracing.js';
 export { startMetricsServer, type MetricsServer } from './metrics-server.js';
 export { Admission, type AdmissionLimits } from './admission.js';
+export { consoleConfigSchema, consoleModule, consoleSecurityHeaders, type ConsoleConfig } from './console-module.js';

@@ -55,6 +55,10 @@ describe.each(testDatabases())('identity on $name', (db) => {
         expect(patched.status).toBe(200);
         expect(patched.body).toMatchObject({ name: 'Grace', avatarUrl: 'https://img.example/g.png' });
         expect((await t.request('GET', '/auth/me', { token })).body.user.name).toBe('Grace');
+        // An IRI is stored as its URI (the answer's documented format; the route fuzzer found it stored as given).
+        const iri = await t.request('PATCH', '/auth/me', { token, body: { avatarUrl: 'https://example.com/üb?q=ä' } });
+        expect(iri.status, iri.text).toBe(200);
+        expect(iri.body.avatarUrl).toBe('https://example.com/%C3%BCb?q=%C3%A4');
         const nullName = await t.request('PATCH', '/auth/me', { token, body: { name: null } });
         expect(nullName.status).toBe(422);
         expect(nullName.body.details[0].field).toBe('name');

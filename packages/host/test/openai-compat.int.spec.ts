@@ -22,6 +22,7 @@ describe.each(testDatabases())('OpenAI-compatible API on $name', (db) => {
     let botId: string;
     let blockId: string;
     let deploymentToken: string;
+    let modelId: string;
     const provider = new ScriptedProvider();
     const checked = { count: 0 };
 
@@ -42,6 +43,7 @@ describe.each(testDatabases())('OpenAI-compatible API on $name', (db) => {
       owner = await actor(t);
       const model = await t.request('POST', '/ai/models', { token: owner.token, body: { name: 'Scripted', service: 'scripted', conf: { model: 'echo-1', apiKey: 'sk-right' } } });
       expect(model.status).toBe(201);
+      modelId = model.body.id;
       const bot = await t.request('POST', '/bot', { token: owner.token, body: { name: 'Helper', conf: { modelId: model.body.id, prompt: 'Be brief.' } } });
       expect(bot.status).toBe(201);
       botId = bot.body.id;
@@ -154,6 +156,25 @@ describe.each(testDatabases())('OpenAI-compatible API on $name', (db) => {
       expect((await client(owner.apiKey).chat.completions.create({ model: `block:${blockId}`, messages: [{ role: 'user', content: 'Lin' }] })).choices[0]!.message.content).toBe('Hello, Lin');
       const stranger = await actor(t);
       await expect(client(stranger.apiKey).chat.completions.create({ model: `block:${blockId}`, messages: [{ role: 'user', content: 'x' }] })).rejects.toMatchObject({ status: 404, code: 'block_not_found' });
+    });
+
+    it('a deployed block whose LLM block reports usage answers that usage, streamed and not', async () => {
+      const project = await createProject(t, owner.token, { access: 'private' });
+      const block = await t.request('POST', `/block/${project.id}`, {
+        token: owner.token,
+        body: { name: 'Asker', type: 'workflow', content: wf.doc(wf.input('question', { required: true }), wf.llm('answer', modelId, '{{ question }}'), wf.output('out', '{{ answer }}')) },
+      });
+      expect(block.status, block.text).toBe(201);
+      expect((await t.request('POST', `/block/${block.body.id}/deploy`, { token: owner.token, body: { access: 'private' } })).status).toBe(201);
+      const openai = client(owner.apiKey);
+      // The scripted model reports 2,000 input and 500 output tokens per call.
+      const answer = await openai.chat.completions.create({ model: `block:${block.body.id}`, messages: [{ role: 'user', content: 'what is usage?' }] });
+      expect(answer.choices[0]!.message.content).toBeTruthy();
+      expect(answer.usage).toEqual({ prompt_tokens: 2000, completion_tokens: 500, total_tokens: 2500 });
+      const stream = await openai.chat.completions.create({ model: `block:${block.body.id}`, messages: [{ role: 'user', content: 'stream it' }], stream: true, stream_options: { include_usage: true } });
+      const chunks = [];
+      for await (const chunk of stream) chunks.push(chunk);
+      expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 2000, completion_tokens: 500, total_tokens: 2500 } });
     });
 
     it('answers errors in OpenAI\'s shape, which the SDK raises as its error classes', async () => {

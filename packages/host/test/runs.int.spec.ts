@@ -90,9 +90,10 @@ describe.each(testDatabases())('document runs on $name', (db) => {
       const tools = events.filter((e) => e.type.startsWith('tool_'));
       expect(tools).toEqual([
         { seq: expect.any(Number), type: 'tool_start', data: { blockId: 'llm-answer', toolCallId: 'call-1', toolName: 'weather_lookup' } },
-        { seq: expect.any(Number), type: 'tool_result', data: { blockId: 'llm-answer', toolCallId: 'call-1', result: { tool: 'weather_lookup', args: { q: 'find rain' } } } },
+        // Trellis addition: the call's idempotency key (docs/runs.md, "Exactly-once tool calls").
+        { seq: expect.any(Number), type: 'tool_result', data: { blockId: 'llm-answer', toolCallId: 'call-1', result: { tool: 'weather_lookup', args: { q: 'find rain' } }, idempotencyKey: expect.stringMatching(/^[0-9a-f-]{36}$/) } },
         { seq: expect.any(Number), type: 'tool_start', data: { blockId: 'tool-direct', toolCallId: 'tool-direct:weather_lookup', toolName: 'weather_lookup' } },
-        { seq: expect.any(Number), type: 'tool_result', data: { blockId: 'tool-direct', toolCallId: 'tool-direct:weather_lookup', result: { tool: 'weather_lookup', args: { q: 'rain', n: 3 } } } },
+        { seq: expect.any(Number), type: 'tool_result', data: { blockId: 'tool-direct', toolCallId: 'tool-direct:weather_lookup', result: { tool: 'weather_lookup', args: { q: 'rain', n: 3 } }, idempotencyKey: expect.stringMatching(/^[0-9a-f-]{36}$/) } },
       ]);
       const complete = events.at(-1)!;
       expect(complete.type).toBe('run_complete');

@@ -16,7 +16,7 @@ import {
   type AiStreamPart,
   type AiToolCall,
 } from '@trellis/core';
-import { embedMany, jsonSchema, RetryError, streamText, tool, type EmbeddingModel, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { embedMany, jsonSchema, Output, RetryError, streamText, tool, type EmbeddingModel, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
 import { ConfReader } from './conf.js';
 import { abortReason, aiErrorFromStatus, callWithRetries, defaultRetryPolicy, streamWithRetries, type AiAdapterOptions, type RetryPolicy } from './retry.js';
 
@@ -259,6 +259,8 @@ export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvide
       presencePenalty: conf.presencePenalty,
       frequencyPenalty: conf.frequencyPenalty,
       providerOptions: this.providerOptions(conf),
+      // Structured output: the vendor's JSON mode where the AI SDK has one (the caller validates).
+      output: request.responseFormat ? Output.object({ schema: jsonSchema(request.responseFormat.schema as any), name: request.responseFormat.name }) : undefined,
       maxRetries: 0,
       abortSignal: signal,
       // Errors arrive as `error` parts below; the default handler would print them.

@@ -219,6 +219,48 @@ describe('sqlite-vec store: in-memory quantised index', () => {
     await agrees([q]);
   });
 
+  it('builds a large collection’s index in the background: searches answer from the mirror meanwhile, and writes during the build reach it', async () => {
+    const background = new SqliteVecVectorStore({ backgroundBuildRows: 100 });
+    await background.sync(kernel.fork());
+    const em = kernel.fork();
+    const connection = em.getConnection();
+    const execute = connection.execute.bind(connection);
+    // The build's page read waits until the test lets it go; a write commits while it waits.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let paged = 0;
+    connection.execute = (async (sql: string, ...rest: unknown[]) => {
+      if (/ORDER BY id LIMIT \d+$/.test(sql) && paged++ === 0) await held;
+      return (execute as (...args: unknown[]) => Promise<unknown>)(sql, ...rest);
+    }) as typeof connection.execute;
+    const q = vector();
+    const late = newId();
+    try {
+      // Answered while the build is held: from the vec0 mirror, the same records as the exact scan.
+      const first = await background.search(kernel.fork(), { collectionId, vector: q, limit: 10, filter: null });
+      expect(paged).toBe(1);
+      const want = await search(exact, q, 10);
+      expect(first.map((hit) => hit.distance)).toEqual(want.map((hit) => expect.closeTo(hit.distance, 5)));
+      // A write (through the store, as the API writes) commits after the build's start.
+      const tx = kernel.fork();
+      await tx.getConnection().execute('BEGIN', [], 'run');
+      await insert(tx, [{ id: late, vector: q }]);
+      await background.upsert(tx, [{ id: late, collectionId, vector: q, tags: [], metadata: {} }]);
+      await tx.getConnection().execute('COMMIT', [], 'run');
+      expect((await background.search(kernel.fork(), { collectionId, vector: q, limit: 1, filter: null }))[0]!.id).toBe(late);
+    } finally {
+      release();
+      await background.idle();
+      connection.execute = execute;
+    }
+    // Installed, caught up with the write made during the build, and exact.
+    for (const query of [q, vector(), vector()]) {
+      for (const limit of [1, 10]) expect(await background.search(kernel.fork(), { collectionId, vector: query, limit, filter: null })).toEqual(await search(exact, query, limit));
+    }
+    expect((await background.search(kernel.fork(), { collectionId, vector: q, limit: 1, filter: null }))[0]).toEqual({ id: late, distance: expect.closeTo(0, 6) });
+    await background.close();
+  });
+
   it('searches the vec0 mirror when a collection exceeds the memory budget', async () => {
     const small = new SqliteVecVectorStore({ memoryIndexBytes: 1000 });
     // The mirror follows the store's own upserts; rows written in SQL here reach it by a sync.

@@ -154,9 +154,12 @@ function compareVersions(a: number[], b: number[]): number {
   return 0;
 }
 
-/** `pnpm pack` of every package of the checkout into `destination` (pnpm from PATH, else through npx). */
+/**
+ * `pnpm pack` of every published package of the checkout into `destination` (pnpm from PATH, else
+ * through npx). The console (`packages/console`, private) is not one: the host's build carries it.
+ */
 async function packCheckout(checkout: string, destination: string): Promise<void> {
-  const args = ['-r', '--filter', './packages/**', 'pack', '--pack-destination', destination];
+  const args = ['-r', '--filter', './packages/**', '--filter', '!./packages/console', 'pack', '--pack-destination', destination];
   const pnpm = await run('pnpm', ['--version'], checkout).then(
     (result) => (result.code === 0 ? { command: 'pnpm', prefix: [] as string[] } : undefined),
     () => undefined,

@@ -1465,6 +1465,83 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/conversation/{convId}/turns/{turnId}/model-calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the model calls of a conversation turn, oldest first
+         * @description The AI provider calls the turn made (one per model call: a `tool_auto` turn makes one per tool round), with the model, the messages and tool definitions sent (unless `ai.records.messageBodies` is off), the tool calls returned, the tokens the provider reported, the credits, the latencies and the status. The turn id is the `turnId` of `POST /conversation/{convId}/turn/stop` and of the conversation's `turn-end` events. Records are kept for `ai.records.retentionDays` days. See docs/observability.md.
+         */
+        get: operations["getConversationByConvIdTurnsByTurnIdModelCalls"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/datasets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Datasets: those of one block, or those you created */
+        get: operations["getDatasets"];
+        put?: never;
+        /** Create a dataset of cases for a block */
+        post: operations["postDatasets"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/datasets/{datasetId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One dataset */
+        get: operations["getDatasetsByDatasetId"];
+        put?: never;
+        post?: never;
+        /** Delete a dataset, its cases and its evaluations */
+        delete: operations["deleteDatasetsByDatasetId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/datasets/{datasetId}/cases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A dataset's cases, oldest first */
+        get: operations["getDatasetsByDatasetIdCases"];
+        put?: never;
+        /**
+         * Add cases: given ones, or taken from earlier runs of the block
+         * @description Send `cases`, or `fromRuns` (run ids of the dataset's block; each run's inputs become a case, and with `expectOutput` its output the expectation).
+         */
+        post: operations["postDatasetsByDatasetIdCases"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/dev/app": {
         parameters: {
             query?: never;
@@ -2226,6 +2303,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/documents/{documentId}/runs/{runId}/children": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the runs a run's sub-workflow blocks started
+         * @description Trellis addition (docs/runs.md, "Sub-workflows"): the child runs of this run, oldest first, each with `parentRunId` and `parentBlockId`. A child's own children are listed the same way from the child (its `documentId` is the deployed block's). Read permission on the parent's document.
+         */
+        get: operations["getDocumentsByDocumentIdRunsByRunIdChildren"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/documents/{documentId}/runs/{runId}/events": {
         parameters: {
             query?: never;
@@ -2238,6 +2335,26 @@ export interface paths {
          * @description Answers the events whose sequence number is above `Last-Event-ID` (or `after`, default 0: the whole log), each exactly once, then the live tail from whichever process executes the run. Ends after run_complete, or at run_waiting while the run waits for an answer. A finished run replays its whole log; once the client has all of it (`Last-Event-ID` or `after` at or past its last event) the answer is 204, so an EventSource stops reconnecting.
          */
         get: operations["getDocumentsByDocumentIdRunsByRunIdEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/documents/{documentId}/runs/{runId}/model-calls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the model calls of a run, oldest first
+         * @description The AI provider calls the run's blocks made, from every attempt (a call made by an attempt that was lost is listed, with `attempt`, and charged once): the model, the block, the messages and tool definitions sent (unless `ai.records.messageBodies` is off), the tool calls returned, the tokens the provider reported, the credits, the latencies, retries and the status. Readable by whoever may read the run. Records are kept for `ai.records.retentionDays` days. See docs/observability.md.
+         */
+        get: operations["getDocumentsByDocumentIdRunsByRunIdModelCalls"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2477,6 +2594,95 @@ export interface paths {
          * @description Copies a document, or a folder with everything below it, next to the original, labelled `[Copy] …` (`[Copy-2] …` when the label already starts with `[Copy]`). JWT only.
          */
         post: operations["postDocumentsByProjectIdDuplicate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/evaluations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Evaluations of a block or a dataset (or those you started), newest first */
+        get: operations["getEvaluations"];
+        put?: never;
+        /**
+         * Evaluate a deployed version over a dataset
+         * @description Queues one run of the version per case (at most `concurrency` at once) and scores each output with the evaluators. Follow it with GET /evaluations/{evaluationId}.
+         */
+        post: operations["postEvaluations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/evaluations/{evaluationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One evaluation with its summary */
+        get: operations["getEvaluationsByEvaluationId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/evaluations/{evaluationId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Cancel an evaluation (its runs going on are cancelled; no further case starts) */
+        post: operations["postEvaluationsByEvaluationIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/evaluations/{evaluationId}/results": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An evaluation's per-case results, in dataset order */
+        get: operations["getEvaluationsByEvaluationIdResults"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/evaluations/compare": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Compare two evaluations of the same dataset case by case */
+        get: operations["getEvaluationsCompare"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3635,6 +3841,15 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description Either `cases`, or `fromRuns` (and optionally `expectOutput`). */
+        AddDatasetCasesRequest: {
+            /** @description Cases to add. */
+            cases?: components["schemas"]["DatasetCaseInput"][];
+            /** @description With `fromRuns`: each run's output becomes the case's expectation (the runs must have completed). */
+            expectOutput?: boolean;
+            /** @description Ids of earlier runs of the dataset's block: each becomes a case with that run's inputs. */
+            fromRuns?: string[];
+        };
         AddMemberRequest: {
             /**
              * Format: email
@@ -4018,6 +4233,64 @@ export interface components {
              */
             percentOff?: number;
         };
+        CreateDatasetRequest: {
+            /**
+             * Format: uuid
+             * @description The block whose deployment the cases are for (the write permission in its project).
+             */
+            blockId: string;
+            /** @description The first cases (more with POST /datasets/{datasetId}/cases). */
+            cases?: components["schemas"]["DatasetCaseInput"][];
+            name: string;
+        };
+        CreateEvaluationRequest: {
+            /**
+             * Format: uuid
+             * @description The dataset's block (the write permission in its project: the runs spend its team's credits).
+             */
+            blockId: string;
+            /** @description Runs going on at once (default `evaluations.defaultConcurrency`, at most `evaluations.maxConcurrency`). */
+            concurrency?: number;
+            /** Format: uuid */
+            datasetId: string;
+            /** @description 1 to 20 evaluators; a case passes when all of them pass (docs/evaluations.md). */
+            evaluators: {
+                /** @description `exact` (strings), `contains`: false compares without case (default true). */
+                caseSensitive?: boolean;
+                /** @description `regex`: any of i, m, s, u. */
+                flags?: string;
+                /**
+                 * Format: uuid
+                 * @description `judge`: the AI model that grades (one you can use, as in an LLM block).
+                 */
+                modelId?: string;
+                /** @description Which field of the output is judged: keys and array indexes separated by dots (`answer.items.0`). Absent: the whole output. */
+                path?: string;
+                /** @description `regex`: a JavaScript regular expression, tested against the value (text, or JSON text). */
+                pattern?: string;
+                /** @description `numeric`: the tolerance is a fraction of the expectation (0.05: 5 %). */
+                relative?: boolean;
+                /** @description `judge`: what a good output is; the model answers a score from 0 to 1 and a reason. */
+                rubric?: string;
+                /** @description `jsonSchema`: the JSON Schema (draft 2020-12 or 07) the value must match (a string holding JSON is parsed first). */
+                schema?: Record<string, unknown>;
+                /** @description `judge`: the lowest score that passes (default 0.5). */
+                threshold?: number;
+                /** @description `numeric`: the largest difference that passes (default 0). */
+                tolerance?: number;
+                /** @enum {string} */
+                type: "exact" | "contains" | "regex" | "jsonSchema" | "numeric" | "judge";
+                /** @description `exact`, `contains`, `numeric`: the expectation; absent: the case's `expected` (at `path` when it holds it). */
+                value?: unknown;
+                /** @description The evaluator's share of the case's score (default 1). */
+                weight?: number;
+            }[];
+            /**
+             * @description The deployed version to run, such as `2`.
+             * @example 1
+             */
+            version: string;
+        };
         CreateFolderRequest: {
             label: string;
             /** @description Key of the folder to create it in (default: the top of the tree). */
@@ -4144,6 +4417,16 @@ export interface components {
             version?: string | null;
             /** @description How long `wait` mode waits (capped by `triggers.webhooks.maxWaitSeconds`). */
             waitSeconds?: number;
+        };
+        DatasetCaseInput: {
+            /** @description What the output should be, for the evaluators that compare (exact, contains, numeric); any JSON value. */
+            expected?: unknown;
+            /** @description The inputs of the run, by input name (checked against the deployment's inputs when the case runs). */
+            inputs: {
+                [key: string]: unknown;
+            };
+            /** @description A name to tell the case by in results and comparisons. */
+            name?: string;
         };
         DeployBlockRequest: {
             /**
@@ -11521,9 +11804,22 @@ export interface operations {
                         /** Format: uuid */
                         runId: string;
                         sessions: {
+                            /** @description Trellis addition: the failed attempts of a block with a failure policy (`retry`, `timeoutMs`, `fallback` attrs), in order. */
+                            attempts?: {
+                                attempt: number;
+                                code: string;
+                                message: string;
+                            }[];
                             blockId: string;
                             blockName: string;
                             blockType: string;
+                            /** @description Inside a branch or parallel block: the innermost case or branch name. */
+                            branch?: string;
+                            /**
+                             * Format: uuid
+                             * @description Trellis addition: the run a sub-workflow block started.
+                             */
+                            childRunId?: string;
                             /** @description What a code block wrote to its console. */
                             console?: {
                                 level?: string;
@@ -11533,8 +11829,16 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            /** @description Trellis addition: true when the output is the block's `fallback` (every attempt failed). */
+                            fallback?: boolean;
+                            /** @description Inside a loop or repeat block: the innermost iteration (from 0). */
+                            iteration?: number;
                             /** @description The output as text (JSON for other values). */
                             output: string;
+                            /** @description Reserved for blocks run by a sub-workflow: the run that started it. */
+                            parentRunId?: string;
+                            /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
+                            path?: string;
                             /** @enum {unknown} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
@@ -11547,6 +11851,16 @@ export interface operations {
                         } | null;
                     };
                     "application/x-ndjson": {
+                        /** @description Block events inside a branch or parallel block: the innermost case or branch. */
+                        branch?: string;
+                        /** @description Block events inside a loop or repeat block: the innermost iteration. */
+                        iteration?: number;
+                        /** @description Reserved for sub-workflows: the run that started this one. */
+                        parentRunId?: string;
+                        /** @description Block events inside a container: where the block ran (`loop[2]`, `group.branch`). */
+                        path?: string;
+                        /** @description `block_error` of an expression: the 0-based offset in the expression. */
+                        position?: number;
                         seq: number;
                         type: string;
                     } & {
@@ -13342,9 +13656,22 @@ export interface operations {
                         /** Format: uuid */
                         runId: string;
                         sessions: {
+                            /** @description Trellis addition: the failed attempts of a block with a failure policy (`retry`, `timeoutMs`, `fallback` attrs), in order. */
+                            attempts?: {
+                                attempt: number;
+                                code: string;
+                                message: string;
+                            }[];
                             blockId: string;
                             blockName: string;
                             blockType: string;
+                            /** @description Inside a branch or parallel block: the innermost case or branch name. */
+                            branch?: string;
+                            /**
+                             * Format: uuid
+                             * @description Trellis addition: the run a sub-workflow block started.
+                             */
+                            childRunId?: string;
                             /** @description What a code block wrote to its console. */
                             console?: {
                                 level?: string;
@@ -13354,8 +13681,16 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            /** @description Trellis addition: true when the output is the block's `fallback` (every attempt failed). */
+                            fallback?: boolean;
+                            /** @description Inside a loop or repeat block: the innermost iteration (from 0). */
+                            iteration?: number;
                             /** @description The output as text (JSON for other values). */
                             output: string;
+                            /** @description Reserved for blocks run by a sub-workflow: the run that started it. */
+                            parentRunId?: string;
+                            /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
+                            path?: string;
                             /** @enum {unknown} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
@@ -13368,6 +13703,16 @@ export interface operations {
                         } | null;
                     };
                     "application/x-ndjson": {
+                        /** @description Block events inside a branch or parallel block: the innermost case or branch. */
+                        branch?: string;
+                        /** @description Block events inside a loop or repeat block: the innermost iteration. */
+                        iteration?: number;
+                        /** @description Reserved for sub-workflows: the run that started this one. */
+                        parentRunId?: string;
+                        /** @description Block events inside a container: where the block ran (`loop[2]`, `group.branch`). */
+                        path?: string;
+                        /** @description `block_error` of an expression: the 0-based offset in the expression. */
+                        position?: number;
                         seq: number;
                         type: string;
                     } & {
@@ -13989,9 +14334,22 @@ export interface operations {
                         /** Format: uuid */
                         runId: string;
                         sessions: {
+                            /** @description Trellis addition: the failed attempts of a block with a failure policy (`retry`, `timeoutMs`, `fallback` attrs), in order. */
+                            attempts?: {
+                                attempt: number;
+                                code: string;
+                                message: string;
+                            }[];
                             blockId: string;
                             blockName: string;
                             blockType: string;
+                            /** @description Inside a branch or parallel block: the innermost case or branch name. */
+                            branch?: string;
+                            /**
+                             * Format: uuid
+                             * @description Trellis addition: the run a sub-workflow block started.
+                             */
+                            childRunId?: string;
                             /** @description What a code block wrote to its console. */
                             console?: {
                                 level?: string;
@@ -14001,8 +14359,16 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            /** @description Trellis addition: true when the output is the block's `fallback` (every attempt failed). */
+                            fallback?: boolean;
+                            /** @description Inside a loop or repeat block: the innermost iteration (from 0). */
+                            iteration?: number;
                             /** @description The output as text (JSON for other values). */
                             output: string;
+                            /** @description Reserved for blocks run by a sub-workflow: the run that started it. */
+                            parentRunId?: string;
+                            /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
+                            path?: string;
                             /** @enum {unknown} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
@@ -14015,6 +14381,16 @@ export interface operations {
                         } | null;
                     };
                     "application/x-ndjson": {
+                        /** @description Block events inside a branch or parallel block: the innermost case or branch. */
+                        branch?: string;
+                        /** @description Block events inside a loop or repeat block: the innermost iteration. */
+                        iteration?: number;
+                        /** @description Reserved for sub-workflows: the run that started this one. */
+                        parentRunId?: string;
+                        /** @description Block events inside a container: where the block ran (`loop[2]`, `group.branch`). */
+                        path?: string;
+                        /** @description `block_error` of an expression: the 0-based offset in the expression. */
+                        position?: number;
                         seq: number;
                         type: string;
                     } & {
@@ -16314,6 +16690,744 @@ export interface operations {
                 };
             };
             /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getConversationByConvIdTurnsByTurnIdModelCalls: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path: {
+                convId: string;
+                turnId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description The run attempt that made the call. */
+                            attempt: number | null;
+                            /** @description The block that made the call (its id). */
+                            blockPath: string | null;
+                            /** @description The call's place in its block or turn, from 1. */
+                            callIndex: number;
+                            conversationId: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description The call's price in credits. */
+                            credits: number;
+                            durationMs: number;
+                            error: {
+                                code?: string;
+                                message?: string;
+                            } | null;
+                            finishReason: string | null;
+                            /** @description Milliseconds to the first text or tool call. */
+                            firstTokenMs: number | null;
+                            /** Format: uuid */
+                            id: string;
+                            messageCount: number;
+                            /** @description The messages sent; null when message bodies are not recorded (`ai.records.messageBodies`). */
+                            messages: Record<string, unknown>[] | null;
+                            /** @description The provider's model name from the model's conf. */
+                            model: string | null;
+                            /** @description The AI model record (`/ai/models/{id}`). */
+                            modelId: string;
+                            /** @enum {string} */
+                            operation: "chat" | "embeddings";
+                            /** @description The model's service (`openai`, `anthropic`, ...). */
+                            provider: string | null;
+                            /** @description Earlier attempts of the same call (made by attempts of the run that were lost). */
+                            retries: number;
+                            runId: string | null;
+                            /** Format: date-time */
+                            startedAt: string;
+                            /** @enum {string} */
+                            status: "completed" | "failed" | "cancelled";
+                            toolCalls: {
+                                input: unknown;
+                                toolCallId: string;
+                                toolName: string;
+                            }[];
+                            toolNames: string[];
+                            /** @description The tool definitions offered; null when message bodies are not recorded. */
+                            tools: Record<string, unknown>[] | null;
+                            turnId: string | null;
+                            /** @description Tokens as the provider reported them. */
+                            usage: {
+                                cachedTokens: number | null;
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Query invalid (validation_failed) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No conversation you are a member of has this id (conversation_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDatasets: {
+        parameters: {
+            query?: {
+                /** @description The datasets of this block (the read permission in its project); without it, the datasets you created. */
+                blockId?: string;
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: uuid */
+                            blockId: string;
+                            caseCount: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            createdBy: string;
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            /** Format: date-time */
+                            updatedAt: string;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block, or no access to it (block_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDatasets: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateDatasetRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        blockId: string;
+                        caseCount: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: uuid */
+                        createdBy: string;
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block, or no access to it (block_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description More cases than `evaluations.maxCases` (dataset_too_large); bad body (validation_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDatasetsByDatasetId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                datasetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        blockId: string;
+                        caseCount: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: uuid */
+                        createdBy: string;
+                        /** Format: uuid */
+                        id: string;
+                        name: string;
+                        /** Format: date-time */
+                        updatedAt: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such dataset, or no access to its block (dataset_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteDatasetsByDatasetId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                datasetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such dataset, or no access to its block (dataset_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDatasetsByDatasetIdCases: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path: {
+                datasetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            datasetId: string;
+                            /** @description What the output should be (any JSON value), or null. */
+                            expected: unknown;
+                            /** Format: uuid */
+                            id: string;
+                            inputs: {
+                                [key: string]: unknown;
+                            };
+                            name: string | null;
+                            /**
+                             * Format: uuid
+                             * @description The run the case was taken from (`fromRuns`).
+                             */
+                            sourceRunId: string | null;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such dataset, or no access to its block (dataset_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDatasetsByDatasetIdCases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                datasetId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["AddDatasetCasesRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            datasetId: string;
+                            /** @description What the output should be (any JSON value), or null. */
+                            expected: unknown;
+                            /** Format: uuid */
+                            id: string;
+                            inputs: {
+                                [key: string]: unknown;
+                            };
+                            name: string | null;
+                            /**
+                             * Format: uuid
+                             * @description The run the case was taken from (`fromRuns`).
+                             */
+                            sourceRunId: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such dataset, or no access to its block (dataset_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description A run is not of this block, or did not complete with expectOutput (run_not_usable); More cases than `evaluations.maxCases` (dataset_too_large); bad body (validation_failed) */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -21557,9 +22671,22 @@ export interface operations {
                         /** Format: uuid */
                         runId: string;
                         sessions: {
+                            /** @description Trellis addition: the failed attempts of a block with a failure policy (`retry`, `timeoutMs`, `fallback` attrs), in order. */
+                            attempts?: {
+                                attempt: number;
+                                code: string;
+                                message: string;
+                            }[];
                             blockId: string;
                             blockName: string;
                             blockType: string;
+                            /** @description Inside a branch or parallel block: the innermost case or branch name. */
+                            branch?: string;
+                            /**
+                             * Format: uuid
+                             * @description Trellis addition: the run a sub-workflow block started.
+                             */
+                            childRunId?: string;
                             /** @description What a code block wrote to its console. */
                             console?: {
                                 level?: string;
@@ -21569,8 +22696,16 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            /** @description Trellis addition: true when the output is the block's `fallback` (every attempt failed). */
+                            fallback?: boolean;
+                            /** @description Inside a loop or repeat block: the innermost iteration (from 0). */
+                            iteration?: number;
                             /** @description The output as text (JSON for other values). */
                             output: string;
+                            /** @description Reserved for blocks run by a sub-workflow: the run that started it. */
+                            parentRunId?: string;
+                            /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
+                            path?: string;
                             /** @enum {unknown} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
@@ -21583,6 +22718,16 @@ export interface operations {
                         } | null;
                     };
                     "application/x-ndjson": {
+                        /** @description Block events inside a branch or parallel block: the innermost case or branch. */
+                        branch?: string;
+                        /** @description Block events inside a loop or repeat block: the innermost iteration. */
+                        iteration?: number;
+                        /** @description Reserved for sub-workflows: the run that started this one. */
+                        parentRunId?: string;
+                        /** @description Block events inside a container: where the block ran (`loop[2]`, `group.branch`). */
+                        path?: string;
+                        /** @description `block_error` of an expression: the 0-based offset in the expression. */
+                        position?: number;
                         seq: number;
                         type: string;
                     } & {
@@ -21721,6 +22866,8 @@ export interface operations {
                             attempts?: number;
                             /** Format: date-time */
                             createdAt: string;
+                            /** @description Trellis addition: 0 for a run started otherwise, the parent's depth plus 1 for a sub-workflow's run. */
+                            depth?: number;
                             documentId: string | null;
                             duration?: number | null;
                             error: {
@@ -21740,12 +22887,27 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             output: unknown;
+                            parentBlockId?: string | null;
+                            parentRunId?: string | null;
                             projectId: string | null;
                             reservedCredits?: number;
                             sessions: {
+                                /** @description Trellis addition: the failed attempts of a block with a failure policy (`retry`, `timeoutMs`, `fallback` attrs), in order. */
+                                attempts?: {
+                                    attempt: number;
+                                    code: string;
+                                    message: string;
+                                }[];
                                 blockId: string;
                                 blockName: string;
                                 blockType: string;
+                                /** @description Inside a branch or parallel block: the innermost case or branch name. */
+                                branch?: string;
+                                /**
+                                 * Format: uuid
+                                 * @description Trellis addition: the run a sub-workflow block started.
+                                 */
+                                childRunId?: string;
                                 /** @description What a code block wrote to its console. */
                                 console?: {
                                     level?: string;
@@ -21755,8 +22917,16 @@ export interface operations {
                                     code: string;
                                     message: string;
                                 };
+                                /** @description Trellis addition: true when the output is the block's `fallback` (every attempt failed). */
+                                fallback?: boolean;
+                                /** @description Inside a loop or repeat block: the innermost iteration (from 0). */
+                                iteration?: number;
                                 /** @description The output as text (JSON for other values). */
                                 output: string;
+                                /** @description Reserved for blocks run by a sub-workflow: the run that started it. */
+                                parentRunId?: string;
+                                /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
+                                path?: string;
                                 /** @enum {unknown} */
                                 status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                             }[];
@@ -21864,6 +23034,8 @@ export interface operations {
                         attempts?: number;
                         /** Format: date-time */
                         createdAt: string;
+                        /** @description Trellis addition: 0 for a run started otherwise, the parent's depth plus 1 for a sub-workflow's run. */
+                        depth?: number;
                         documentId: string | null;
                         duration?: number | null;
                         error: {
@@ -21883,12 +23055,27 @@ export interface operations {
                             [key: string]: unknown;
                         };
                         output: unknown;
+                        parentBlockId?: string | null;
+                        parentRunId?: string | null;
                         projectId: string | null;
                         reservedCredits?: number;
                         sessions: {
+                            /** @description Trellis addition: the failed attempts of a block with a failure policy (`retry`, `timeoutMs`, `fallback` attrs), in order. */
+                            attempts?: {
+                                attempt: number;
+                                code: string;
+                                message: string;
+                            }[];
                             blockId: string;
                             blockName: string;
                             blockType: string;
+                            /** @description Inside a branch or parallel block: the innermost case or branch name. */
+                            branch?: string;
+                            /**
+                             * Format: uuid
+                             * @description Trellis addition: the run a sub-workflow block started.
+                             */
+                            childRunId?: string;
                             /** @description What a code block wrote to its console. */
                             console?: {
                                 level?: string;
@@ -21898,8 +23085,16 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            /** @description Trellis addition: true when the output is the block's `fallback` (every attempt failed). */
+                            fallback?: boolean;
+                            /** @description Inside a loop or repeat block: the innermost iteration (from 0). */
+                            iteration?: number;
                             /** @description The output as text (JSON for other values). */
                             output: string;
+                            /** @description Reserved for blocks run by a sub-workflow: the run that started it. */
+                            parentRunId?: string;
+                            /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
+                            path?: string;
                             /** @enum {unknown} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
@@ -22072,6 +23267,181 @@ export interface operations {
             };
         };
     };
+    getDocumentsByDocumentIdRunsByRunIdChildren: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                documentId: string;
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            attempts?: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description Trellis addition: 0 for a run started otherwise, the parent's depth plus 1 for a sub-workflow's run. */
+                            depth?: number;
+                            documentId: string | null;
+                            duration?: number | null;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            finishedAt?: string | null;
+                            globalCtx?: {
+                                blockId: string;
+                                blockType: string;
+                                name: string;
+                                value: unknown;
+                            }[];
+                            /** Format: uuid */
+                            id: string;
+                            inputs: {
+                                [key: string]: unknown;
+                            };
+                            output: unknown;
+                            parentBlockId?: string | null;
+                            parentRunId?: string | null;
+                            projectId: string | null;
+                            reservedCredits?: number;
+                            sessions: {
+                                /** @description Trellis addition: the failed attempts of a block with a failure policy (`retry`, `timeoutMs`, `fallback` attrs), in order. */
+                                attempts?: {
+                                    attempt: number;
+                                    code: string;
+                                    message: string;
+                                }[];
+                                blockId: string;
+                                blockName: string;
+                                blockType: string;
+                                /** @description Inside a branch or parallel block: the innermost case or branch name. */
+                                branch?: string;
+                                /**
+                                 * Format: uuid
+                                 * @description Trellis addition: the run a sub-workflow block started.
+                                 */
+                                childRunId?: string;
+                                /** @description What a code block wrote to its console. */
+                                console?: {
+                                    level?: string;
+                                    text?: string;
+                                }[];
+                                error?: {
+                                    code: string;
+                                    message: string;
+                                };
+                                /** @description Trellis addition: true when the output is the block's `fallback` (every attempt failed). */
+                                fallback?: boolean;
+                                /** @description Inside a loop or repeat block: the innermost iteration (from 0). */
+                                iteration?: number;
+                                /** @description The output as text (JSON for other values). */
+                                output: string;
+                                /** @description Reserved for blocks run by a sub-workflow: the run that started it. */
+                                parentRunId?: string;
+                                /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
+                                path?: string;
+                                /** @enum {unknown} */
+                                status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
+                            }[];
+                            /** @enum {unknown} */
+                            source: "document" | "block" | "test" | "api";
+                            startedAt?: string | null;
+                            /** @enum {unknown} */
+                            status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
+                            timedOut: boolean;
+                            /** @description Seconds. */
+                            timeout?: number;
+                            /** Format: date-time */
+                            updatedAt: string;
+                            usage: {
+                                models?: {
+                                    [key: string]: {
+                                        calls?: number;
+                                        inputTokens?: number;
+                                        outputTokens?: number;
+                                    };
+                                };
+                                sandboxMs?: number;
+                            };
+                            usedCredits?: number | null;
+                            /** Format: uuid */
+                            userId?: string;
+                            version?: string | null;
+                            waiting?: {
+                                blockId: string;
+                                question: string;
+                            } | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such document, or no access to it (document_not_found); no such run of this document (run_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getDocumentsByDocumentIdRunsByRunIdEvents: {
         parameters: {
             query?: {
@@ -22105,6 +23475,16 @@ export interface operations {
                 };
                 content: {
                     "application/x-ndjson": {
+                        /** @description Block events inside a branch or parallel block: the innermost case or branch. */
+                        branch?: string;
+                        /** @description Block events inside a loop or repeat block: the innermost iteration. */
+                        iteration?: number;
+                        /** @description Reserved for sub-workflows: the run that started this one. */
+                        parentRunId?: string;
+                        /** @description Block events inside a container: where the block ran (`loop[2]`, `group.branch`). */
+                        path?: string;
+                        /** @description `block_error` of an expression: the 0-based offset in the expression. */
+                        position?: number;
                         seq: number;
                         type: string;
                     } & {
@@ -22119,6 +23499,143 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such document, or no access to it (document_not_found); no such run of this document (run_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getDocumentsByDocumentIdRunsByRunIdModelCalls: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path: {
+                documentId: string;
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** @description The run attempt that made the call. */
+                            attempt: number | null;
+                            /** @description The block that made the call (its id). */
+                            blockPath: string | null;
+                            /** @description The call's place in its block or turn, from 1. */
+                            callIndex: number;
+                            conversationId: string | null;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** @description The call's price in credits. */
+                            credits: number;
+                            durationMs: number;
+                            error: {
+                                code?: string;
+                                message?: string;
+                            } | null;
+                            finishReason: string | null;
+                            /** @description Milliseconds to the first text or tool call. */
+                            firstTokenMs: number | null;
+                            /** Format: uuid */
+                            id: string;
+                            messageCount: number;
+                            /** @description The messages sent; null when message bodies are not recorded (`ai.records.messageBodies`). */
+                            messages: Record<string, unknown>[] | null;
+                            /** @description The provider's model name from the model's conf. */
+                            model: string | null;
+                            /** @description The AI model record (`/ai/models/{id}`). */
+                            modelId: string;
+                            /** @enum {string} */
+                            operation: "chat" | "embeddings";
+                            /** @description The model's service (`openai`, `anthropic`, ...). */
+                            provider: string | null;
+                            /** @description Earlier attempts of the same call (made by attempts of the run that were lost). */
+                            retries: number;
+                            runId: string | null;
+                            /** Format: date-time */
+                            startedAt: string;
+                            /** @enum {string} */
+                            status: "completed" | "failed" | "cancelled";
+                            toolCalls: {
+                                input: unknown;
+                                toolCallId: string;
+                                toolName: string;
+                            }[];
+                            toolNames: string[];
+                            /** @description The tool definitions offered; null when message bodies are not recorded. */
+                            tools: Record<string, unknown>[] | null;
+                            turnId: string | null;
+                            /** @description Tokens as the provider reported them. */
+                            usage: {
+                                cachedTokens: number | null;
+                                inputTokens: number;
+                                outputTokens: number;
+                            };
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
             };
             /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
             400: {
@@ -23565,6 +25082,865 @@ export interface operations {
             };
         };
     };
+    getEvaluations: {
+        parameters: {
+            query?: {
+                /** @description Only evaluations of this block. */
+                blockId?: string;
+                /** @description Only evaluations of this dataset. */
+                datasetId?: string;
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: uuid */
+                            blockId: string;
+                            concurrency: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            createdBy: string;
+                            /** Format: uuid */
+                            datasetId: string;
+                            /** @description Why a `failed` evaluation could not run (the version or block is gone). */
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            evaluators: ({
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** Format: date-time */
+                            finishedAt: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: date-time */
+                            startedAt: string | null;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+                            summary: {
+                                cases: number;
+                                /** @description Credits of the runs and of judge calls. */
+                                credits: number;
+                                /** @description Cases whose run did not complete (failed, timed out, waited for an answer, could not start). */
+                                errored: number;
+                                /** @description Cases whose run completed and some evaluator failed. */
+                                failed: number;
+                                /** @description Run durations (nearest rank); null before any. */
+                                latencyMs: {
+                                    p50: number | null;
+                                    p95: number | null;
+                                };
+                                /** @description Mean case score (0 to 1) over completed cases; null before any. */
+                                meanScore: number | null;
+                                /** @description Cases whose run completed and every evaluator passed. */
+                                passed: number;
+                            };
+                            version: string;
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block (block_not_found) or dataset (dataset_not_found), or no access to it */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postEvaluations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateEvaluationRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        blockId: string;
+                        concurrency: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: uuid */
+                        createdBy: string;
+                        /** Format: uuid */
+                        datasetId: string;
+                        /** @description Why a `failed` evaluation could not run (the version or block is gone). */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        evaluators: ({
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        /** Format: date-time */
+                        finishedAt: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: date-time */
+                        startedAt: string | null;
+                        /** @enum {string} */
+                        status: "queued" | "running" | "completed" | "failed" | "cancelled";
+                        summary: {
+                            cases: number;
+                            /** @description Credits of the runs and of judge calls. */
+                            credits: number;
+                            /** @description Cases whose run did not complete (failed, timed out, waited for an answer, could not start). */
+                            errored: number;
+                            /** @description Cases whose run completed and some evaluator failed. */
+                            failed: number;
+                            /** @description Run durations (nearest rank); null before any. */
+                            latencyMs: {
+                                p50: number | null;
+                                p95: number | null;
+                            };
+                            /** @description Mean case score (0 to 1) over completed cases; null before any. */
+                            meanScore: number | null;
+                            /** @description Cases whose run completed and every evaluator passed. */
+                            passed: number;
+                        };
+                        version: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such block (block_not_found), dataset (dataset_not_found), deployment (deployment_not_found) or version (block_version_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description An evaluator is invalid (invalid_evaluator); the dataset is of another block (dataset_block_mismatch) or has no cases (dataset_empty); concurrency above the maximum (concurrency_too_high); bad body (validation_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEvaluationsByEvaluationId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                evaluationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        blockId: string;
+                        concurrency: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: uuid */
+                        createdBy: string;
+                        /** Format: uuid */
+                        datasetId: string;
+                        /** @description Why a `failed` evaluation could not run (the version or block is gone). */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        evaluators: ({
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        /** Format: date-time */
+                        finishedAt: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: date-time */
+                        startedAt: string | null;
+                        /** @enum {string} */
+                        status: "queued" | "running" | "completed" | "failed" | "cancelled";
+                        summary: {
+                            cases: number;
+                            /** @description Credits of the runs and of judge calls. */
+                            credits: number;
+                            /** @description Cases whose run did not complete (failed, timed out, waited for an answer, could not start). */
+                            errored: number;
+                            /** @description Cases whose run completed and some evaluator failed. */
+                            failed: number;
+                            /** @description Run durations (nearest rank); null before any. */
+                            latencyMs: {
+                                p50: number | null;
+                                p95: number | null;
+                            };
+                            /** @description Mean case score (0 to 1) over completed cases; null before any. */
+                            meanScore: number | null;
+                            /** @description Cases whose run completed and every evaluator passed. */
+                            passed: number;
+                        };
+                        version: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such evaluation, or no access to its block (evaluation_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postEvaluationsByEvaluationIdCancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                evaluationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: uuid */
+                        blockId: string;
+                        concurrency: number;
+                        /** Format: date-time */
+                        createdAt: string;
+                        /** Format: uuid */
+                        createdBy: string;
+                        /** Format: uuid */
+                        datasetId: string;
+                        /** @description Why a `failed` evaluation could not run (the version or block is gone). */
+                        error: {
+                            code: string;
+                            message: string;
+                        } | null;
+                        evaluators: ({
+                            type: string;
+                        } & {
+                            [key: string]: unknown;
+                        })[];
+                        /** Format: date-time */
+                        finishedAt: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: date-time */
+                        startedAt: string | null;
+                        /** @enum {string} */
+                        status: "queued" | "running" | "completed" | "failed" | "cancelled";
+                        summary: {
+                            cases: number;
+                            /** @description Credits of the runs and of judge calls. */
+                            credits: number;
+                            /** @description Cases whose run did not complete (failed, timed out, waited for an answer, could not start). */
+                            errored: number;
+                            /** @description Cases whose run completed and some evaluator failed. */
+                            failed: number;
+                            /** @description Run durations (nearest rank); null before any. */
+                            latencyMs: {
+                                p50: number | null;
+                                p95: number | null;
+                            };
+                            /** @description Mean case score (0 to 1) over completed cases; null before any. */
+                            meanScore: number | null;
+                            /** @description Cases whose run completed and every evaluator passed. */
+                            passed: number;
+                        };
+                        version: string;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission in the block's project (block_access_denied) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such evaluation, or no access to its block (evaluation_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The evaluation has already ended (evaluation_finished) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEvaluationsByEvaluationIdResults: {
+        parameters: {
+            query?: {
+                /** @description Same as size. */
+                limit?: number;
+                /** @description Page number, from 1. */
+                page?: number;
+                /** @description Same as size. */
+                pageSize?: number;
+                /** @description Items per page (default 20, at most 100). */
+                size?: number;
+            };
+            header?: never;
+            path: {
+                evaluationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        items: {
+                            /** Format: uuid */
+                            caseId: string;
+                            caseName: string | null;
+                            credits: number;
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            latencyMs: number | null;
+                            /** @description The run's output (any JSON value), or null. */
+                            output: unknown;
+                            /** @description The run completed and every evaluator passed. */
+                            passed: boolean;
+                            /**
+                             * Format: uuid
+                             * @description The case's run (GET /documents/{blockId}/runs/{runId}).
+                             */
+                            runId: string | null;
+                            /** @description The weighted mean of the scores. */
+                            score: number | null;
+                            scores: {
+                                /** @description Credits of a judge's model call. */
+                                credits?: number;
+                                /** @description Why it failed, or the judge's reason. */
+                                detail: string | null;
+                                /** @description The evaluator's type, with `:path` when it judges a field. */
+                                evaluator: string;
+                                passed: boolean;
+                                score: number;
+                            }[];
+                            /** @enum {string} */
+                            status: "pending" | "running" | "completed" | "errored" | "cancelled";
+                        }[];
+                        page: number;
+                        size: number;
+                        total: number;
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such evaluation, or no access to its block (evaluation_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Validation failed */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getEvaluationsCompare: {
+        parameters: {
+            query: {
+                /** @description The evaluation compared from (such as the current version's). */
+                base: string;
+                /** @description The evaluation compared with it (such as a new version's), of the same dataset. */
+                candidate: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        base: {
+                            /** Format: uuid */
+                            blockId: string;
+                            concurrency: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            createdBy: string;
+                            /** Format: uuid */
+                            datasetId: string;
+                            /** @description Why a `failed` evaluation could not run (the version or block is gone). */
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            evaluators: ({
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** Format: date-time */
+                            finishedAt: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: date-time */
+                            startedAt: string | null;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+                            summary: {
+                                cases: number;
+                                /** @description Credits of the runs and of judge calls. */
+                                credits: number;
+                                /** @description Cases whose run did not complete (failed, timed out, waited for an answer, could not start). */
+                                errored: number;
+                                /** @description Cases whose run completed and some evaluator failed. */
+                                failed: number;
+                                /** @description Run durations (nearest rank); null before any. */
+                                latencyMs: {
+                                    p50: number | null;
+                                    p95: number | null;
+                                };
+                                /** @description Mean case score (0 to 1) over completed cases; null before any. */
+                                meanScore: number | null;
+                                /** @description Cases whose run completed and every evaluator passed. */
+                                passed: number;
+                            };
+                            version: string;
+                        };
+                        candidate: {
+                            /** Format: uuid */
+                            blockId: string;
+                            concurrency: number;
+                            /** Format: date-time */
+                            createdAt: string;
+                            /** Format: uuid */
+                            createdBy: string;
+                            /** Format: uuid */
+                            datasetId: string;
+                            /** @description Why a `failed` evaluation could not run (the version or block is gone). */
+                            error: {
+                                code: string;
+                                message: string;
+                            } | null;
+                            evaluators: ({
+                                type: string;
+                            } & {
+                                [key: string]: unknown;
+                            })[];
+                            /** Format: date-time */
+                            finishedAt: string | null;
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: date-time */
+                            startedAt: string | null;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+                            summary: {
+                                cases: number;
+                                /** @description Credits of the runs and of judge calls. */
+                                credits: number;
+                                /** @description Cases whose run did not complete (failed, timed out, waited for an answer, could not start). */
+                                errored: number;
+                                /** @description Cases whose run completed and some evaluator failed. */
+                                failed: number;
+                                /** @description Run durations (nearest rank); null before any. */
+                                latencyMs: {
+                                    p50: number | null;
+                                    p95: number | null;
+                                };
+                                /** @description Mean case score (0 to 1) over completed cases; null before any. */
+                                meanScore: number | null;
+                                /** @description Cases whose run completed and every evaluator passed. */
+                                passed: number;
+                            };
+                            version: string;
+                        };
+                        cases: {
+                            base: {
+                                output: unknown;
+                                passed: boolean;
+                                score: number | null;
+                            };
+                            candidate: {
+                                output: unknown;
+                                passed: boolean;
+                                score: number | null;
+                            };
+                            /** Format: uuid */
+                            caseId: string;
+                            caseName: string | null;
+                            /** @enum {string} */
+                            change: "improved" | "regressed" | "unchanged" | "changed";
+                        }[];
+                        summary: {
+                            changed: number;
+                            improved: number;
+                            regressed: number;
+                            unchanged: number;
+                        };
+                    };
+                };
+            };
+            /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Credential kind not accepted or permission missing */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such evaluation, or no access to its block (evaluation_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The evaluations ran different datasets (evaluations_not_comparable); bad query (validation_failed) */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getHealthz: {
         parameters: {
             query?: never;
@@ -23651,9 +26027,22 @@ export interface operations {
                         /** Format: uuid */
                         runId: string;
                         sessions: {
+                            /** @description Trellis addition: the failed attempts of a block with a failure policy (`retry`, `timeoutMs`, `fallback` attrs), in order. */
+                            attempts?: {
+                                attempt: number;
+                                code: string;
+                                message: string;
+                            }[];
                             blockId: string;
                             blockName: string;
                             blockType: string;
+                            /** @description Inside a branch or parallel block: the innermost case or branch name. */
+                            branch?: string;
+                            /**
+                             * Format: uuid
+                             * @description Trellis addition: the run a sub-workflow block started.
+                             */
+                            childRunId?: string;
                             /** @description What a code block wrote to its console. */
                             console?: {
                                 level?: string;
@@ -23663,8 +26052,16 @@ export interface operations {
                                 code: string;
                                 message: string;
                             };
+                            /** @description Trellis addition: true when the output is the block's `fallback` (every attempt failed). */
+                            fallback?: boolean;
+                            /** @description Inside a loop or repeat block: the innermost iteration (from 0). */
+                            iteration?: number;
                             /** @description The output as text (JSON for other values). */
                             output: string;
+                            /** @description Reserved for blocks run by a sub-workflow: the run that started it. */
+                            parentRunId?: string;
+                            /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
+                            path?: string;
                             /** @enum {unknown} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];

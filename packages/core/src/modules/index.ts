@@ -17,6 +17,7 @@ import { runsModule } from './runs/runs.module.js';
 import { blocksModule } from './blocks/blocks.module.js';
 import { toolsModule } from './tools/tools.module.js';
 import { triggersModule } from './triggers/triggers.module.js';
+import { evaluationsModule } from './evaluations/evaluations.module.js';
 import { openAiCompatModule } from './openai-compat/openai-compat.module.js';
 import { mcpModule } from './mcp/mcp.module.js';
 import { knowledgeModule } from './knowledge/knowledge.module.js';
@@ -24,4 +25,4 @@ import { knowledgeModule } from './knowledge/knowledge.module.js';
 /**
  * Every built-in area, in load order. A new area is a folder under `modules/` and one line here.
  */
-export const coreModules: readonly TrellisModule[] = [systemModule, identityModule, billingModule, realtimeModule, botsModule, conversationsModule, aiModule, auditModule, developerModule, adminModule, oauthModule, projectsModule, documentsModule, collabModule, blocksModule, runsModule, toolsModule, triggersModule, openAiCompatModule, mcpModule, knowledgeModule];
+export const coreModules: readonly TrellisModule[] = [systemModule, identityModule, billingModule, realtimeModule, botsModule, conversationsModule, aiModule, auditModule, developerModule, adminModule, oauthModule, projectsModule, documentsModule, collabModule, blocksModule, runsModule, toolsModule, triggersModule, evaluationsModule, openAiCompatModule, mcpModule, knowledgeModule];

@@ -1,3 +1,4 @@
+import type { ModelCallFrame } from '../modules/ai/services/model-call-scope.js';
 import type { ServiceIdentifier } from 'inversify';
 import { TrellisError } from '../kernel/errors.js';
 
@@ -70,6 +71,12 @@ export interface AiChatRequest {
   /** Overrides of the model's conf for this call. */
   temperature?: number;
   maxOutputTokens?: number;
+  /**
+   * Asks for a JSON answer matching `schema` (structured output). Adapters use the vendor's native
+   * JSON mode (`response_format` `json_schema` or `json_object`) where they have one and ignore it
+   * otherwise; the caller states the schema in the prompt too and validates the answer itself.
+   */
+  responseFormat?: { type: 'json'; schema: JsonSchemaObject; name?: string };
   signal?: AbortSignal;
   /** Opaque id of the caller's conversation or run, for providers that keep their own thread (Dify). */
   threadId?: string;
@@ -142,7 +149,8 @@ export const aiErrors = {
  */
 export interface AiGateway {
   /** Streams one model turn with the model `modelId`, which `userId` must be allowed to use. */
-  chat(input: { userId: string; modelId: string; request: AiChatRequest }): AsyncIterable<AiStreamPart>;
+  /** `scope`: who the call is recorded for (a model call frame of modules/ai, passed down explicitly). */
+  chat(input: { userId: string; modelId: string; request: AiChatRequest; scope?: ModelCallFrame }): AsyncIterable<AiStreamPart>;
   /** Credits that `usage` on model `modelId` costs (configuration: credits per 1,000 tokens). */
   price(modelId: string, usage: AiUsage): Promise<number>;
   /** A conservative reservation for one turn of `modelId` before its usage is known. */
@@ -150,7 +158,7 @@ export interface AiGateway {
   /** The function definitions of the given AI tools' actions, as offered to a model. */
   toolDefinitions(input: { userId: string; toolIds: readonly string[] }): Promise<AiToolDefinition[]>;
   /** Runs the action a model named (a name from `toolDefinitions`) with the model's input; the result is JSON. */
-  callTool(input: { userId: string; toolIds: readonly string[]; toolName: string; args: unknown; signal?: AbortSignal }): Promise<unknown>;
+  callTool(input: { userId: string; toolIds: readonly string[]; toolName: string; args: unknown; signal?: AbortSignal; idempotencyKey?: string; toolCallId?: string }): Promise<unknown>;
 }
 
 export const aiGatewayServiceIdentifier: ServiceIdentifier<AiGateway> = Symbol.for('@trellis/core/AiGateway');

@@ -79,6 +79,16 @@ export const aiConfigSchema = s.object({
         "How long a conversation's turn log (`GET /conversation/{id}/events`, the replay after a reconnect) keeps events; older batches are deleted hourly, except each conversation's newest batch (so numbering goes on). A reader asking for events before the oldest kept one gets the log from there. The stored messages are not affected.",
       ),
   }),
+  records: s.object({
+    enabled: s.boolean().default(true).describe('Record every AI provider call (runs, conversation turns, embeddings) as a model call record (docs/observability.md). A run\'s model usage is charged from its records: keep it on where credits matter.'),
+    messageBodies: s
+      .string()
+      .oneOf(['auto', 'on', 'off'] as const)
+      .default('auto')
+      .describe('Whether a model call record keeps the messages and tool definitions sent: `on`, `off`, or `auto` (off when NODE_ENV is `production`, on otherwise). Counts, tool names, tool calls returned and usage are always kept.'),
+    retentionDays: s.int().range(0, 36_500).default(30).describe('Model call records older than this many days are deleted by the `ai.records.prune` job (0 keeps them forever).'),
+    pruneIntervalMs: s.int().range(1_000, 86_400_000).default(3_600_000).describe('How often the pruning job runs.'),
+  }),
   tools: s.object({
     allowPrivateNetworks: s
       .boolean()

@@ -6,11 +6,14 @@ import { aiGatewayServiceIdentifier, aiProvidersServiceIdentifier } from '../../
 import { aiConfigSchema, type AiConfig } from './ai.config.js';
 import { AiModelSchema } from './entities/ai-model.entity.js';
 import { AiToolSchema } from './entities/ai-tool.entity.js';
+import { ModelCallSchema } from './entities/model-call.entity.js';
 import { migrations } from './migrations/index.js';
 import { aiRoutes } from './routes.js';
 import { AiGatewayService } from './services/ai-gateway.service.js';
 import { AiModelService } from './services/ai-model.service.js';
 import { AiToolService } from './services/ai-tool.service.js';
+import { ModelCallRecorder } from './services/model-call-recorder.js';
+import { ModelCallReader } from './services/model-call-reader.js';
 import { SecretBox, decodeKey, deriveKey } from './services/secret-box.js';
 import { aiConfigServiceIdentifier, secretBoxServiceIdentifier } from './tokens.js';
 
@@ -23,7 +26,7 @@ export const aiModule = defineModule({
   name: 'ai',
   dependsOn: ['identity'],
   config: aiConfigSchema,
-  entities: [AiModelSchema, AiToolSchema],
+  entities: [AiModelSchema, AiToolSchema, ModelCallSchema],
   migrations,
   container: ({ config, section, log }) =>
     new ContainerModule(({ bind }) => {
@@ -40,10 +43,22 @@ export const aiModule = defineModule({
       bind(aiProvidersServiceIdentifier).toConstantValue([]);
       bind(AiModelService).toSelf();
       bind(AiToolService).toSelf();
+      bind(ModelCallRecorder).toSelf().inSingletonScope();
+      bind(ModelCallReader).toSelf();
       bind(AiGatewayService).toSelf();
       bind(aiGatewayServiceIdentifier).toService(AiGatewayService);
     }),
   routes: aiRoutes,
+  jobs: [
+    {
+      name: 'ai.records.prune',
+      intervalMs: (config) => (config['ai'] as AiConfig).records.pruneIntervalMs,
+      async run(ctx) {
+        const removed = await ctx.get(ModelCallReader).prune(ctx.em);
+        if (removed) ctx.log.info({ removed }, 'model call records past their retention deleted');
+      },
+    },
+  ],
   async onStart(ctx) {
     const service = ctx.get(AiModelService);
     const section = ctx.section as AiConfig;

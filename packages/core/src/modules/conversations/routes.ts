@@ -1,6 +1,7 @@
 import { Reply } from '../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
-import { pageOf, paging } from '../../kernel/http/dto/paging.js';
+import { PageQuery, pageOf, paging } from '../../kernel/http/dto/paging.js';
+import { ModelCallReader, modelCallPageSchema, toModelCallView } from '../ai/services/model-call-reader.js';
 import {
   ConversationCreateBody,
   ConversationEventsQuery,
@@ -14,6 +15,7 @@ import {
   ToolAnswerBody,
   ToolExecuteBody,
   ToolExecuteParams,
+  TurnParams,
 } from './dto/conversation.dto.js';
 import { ConversationService } from './services/conversation.service.js';
 import { ConversationTurnService, type TurnOptions, type TurnResult } from './services/conversation-turn.service.js';
@@ -247,6 +249,25 @@ export const conversationRoutes: RouteDefinition[] = [
       if (!batches) return Reply.empty(204);
       const convId = ctx.params.convId;
       return Reply.stream(sseOf(convId, batches), 'text/event-stream; charset=utf-8', { 'x-accel-buffering': 'no' });
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/conversation/:convId/turns/:turnId/model-calls',
+    summary: 'List the model calls of a conversation turn, oldest first',
+    description:
+      'The AI provider calls the turn made (one per model call: a `tool_auto` turn makes one per tool round), with the model, the messages and tool definitions sent (unless `ai.records.messageBodies` is off), the tool calls returned, the tokens the provider reported, the credits, the latencies and the status. The turn id is the `turnId` of `POST /conversation/{convId}/turn/stop` and of the conversation\'s `turn-end` events. Records are kept for `ai.records.retentionDays` days. See docs/observability.md.',
+    tags,
+    auth,
+    params: TurnParams,
+    query: PageQuery,
+    validationError: badRequest,
+    response: { schema: modelCallPageSchema },
+    errors: { 400: 'Query invalid (validation_failed)', 404: notFound },
+    async handler(ctx) {
+      await ctx.get(ConversationService).requireMember(ctx.em, ctx.requirePrincipal().userId, ctx.params.convId);
+      const page = await ctx.get(ModelCallReader).forTurn(ctx.em, ctx.params.convId, ctx.params.turnId, paging(ctx.query));
+      return { ...page, items: page.items.map(toModelCallView) };
     },
   }),
   defineRoute({

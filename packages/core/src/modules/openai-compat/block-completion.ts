@@ -3,6 +3,7 @@ import { TrellisError } from '../../kernel/errors.js';
 import type { BlockRunTarget } from '../blocks/services/block.service.js';
 import { DeploymentService, type DeploymentCaller } from '../blocks/services/deployment.service.js';
 import { definitionsOf, runAs } from '../runs/block-routes.js';
+import { Run } from '../runs/entities/run.entity.js';
 import { RunService, type StartedRun } from '../runs/services/run.service.js';
 import type { CompletionPart, PreparedCompletion } from './completion.js';
 
@@ -72,7 +73,8 @@ export async function startDeploymentRun(em: EntityManager, get: Get, caller: De
  * A run of a deployed block, as `POST /block/{bid}/api` starts it (same access rules, inputs
  * checked against the deployment, credits held from the project's team, recorded with source
  * `api`). The answer's text is what the run's blocks stream (`block_chunk`), or the run's output
- * as text when nothing was streamed. A run that fails answers the run's error.
+ * as text when nothing was streamed. A run that fails answers the run's error. The usage is the
+ * tokens of the run's model calls (every LLM block, all models summed).
  */
 export async function prepareBlockCompletion(em: EntityManager, get: Get, caller: DeploymentCaller, model: string, text: string, signal: AbortSignal): Promise<PreparedCompletion> {
   const { bid, version } = parseBlockModel(model);
@@ -97,7 +99,14 @@ export async function prepareBlockCompletion(em: EntityManager, get: Get, caller
     } else if (!streamed && result.output !== null && result.output !== undefined) {
       yield { type: 'text', delta: typeof result.output === 'string' ? result.output : JSON.stringify(result.output) };
     }
-    yield { type: 'finish', reason: 'stop', usage: { inputTokens: 0, outputTokens: 0 } };
+    // The tokens of the run's model calls, all models together (the run records them per model).
+    const run = await em.fork().findOne(Run, { id: started.runId });
+    const usage = { inputTokens: 0, outputTokens: 0 };
+    for (const model of Object.values(run?.usage?.models ?? {})) {
+      usage.inputTokens += model.inputTokens ?? 0;
+      usage.outputTokens += model.outputTokens ?? 0;
+    }
+    yield { type: 'finish', reason: 'stop', usage };
   }
   return { parts: parts() };
 }

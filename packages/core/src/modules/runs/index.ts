@@ -17,4 +17,5 @@ export { BlockKinds } from './blocks/registry.js';
 export { blockKindModule } from './blocks/module.js';
 export { builtinBlockKinds } from './blocks/kinds/index.js';
 export { renderTemplate, renderValue, renderDeep } from './blocks/template.js';
+export { toolCallIdempotencyKey, blockToolCallKey, type ToolCallPlace } from './services/tool-effects.js';
 export { runResultSchema, runRecordSchema, runPageSchema, runSessionSchema, runEventSchema } from './schemas.js';

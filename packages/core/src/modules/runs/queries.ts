@@ -47,6 +47,9 @@ const runColumns: ReadonlyArray<readonly [string, (run: Run) => SqlValue]> = [
   ['idempotency_key', (r) => r.idempotencyKey ?? null],
   ['idempotency_scope', (r) => r.idempotencyScope ?? null],
   ['request_hash', (r) => r.requestHash ?? null],
+  ['parent_run_id', (r) => r.parentRunId ?? null],
+  ['parent_block_id', (r) => r.parentBlockId ?? null],
+  ['depth', (r) => r.depth ?? 0],
   ['created_at', (r) => r.createdAt],
   ['updated_at', (r) => r.updatedAt],
 ];

@@ -1,4 +1,5 @@
-import { paging } from '../../kernel/http/dto/paging.js';
+import { PageQuery, paging } from '../../kernel/http/dto/paging.js';
+import { ModelCallReader, modelCallPageSchema, toModelCallView } from '../ai/services/model-call-reader.js';
 import { Reply } from '../../kernel/http/reply.js';
 import { defineRoute, type RequestContext, type RouteDefinition, type RouteResponseSpec } from '../../kernel/http/route.js';
 import { terminalRunStatuses } from './entities/run.entity.js';
@@ -172,6 +173,22 @@ export function runRoutes(): RouteDefinition[] {
     }),
     defineRoute({
       method: 'GET',
+      path: '/documents/:documentId/runs/:runId/children',
+      summary: 'List the runs a run\'s sub-workflow blocks started',
+      description:
+        'Trellis addition (docs/runs.md, "Sub-workflows"): the child runs of this run, oldest first, each with `parentRunId` and `parentBlockId`. A child\'s own children are listed the same way from the child (its `documentId` is the deployed block\'s). Read permission on the parent\'s document.',
+      tags,
+      auth: combinedAuth,
+      params: RunParams,
+      response: { schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: runRecordSchema } } } },
+      errors: { 404: `${missing}; no such run of this document (run_not_found)` },
+      async handler(ctx) {
+        const children = await ctx.get(RunService).children(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId);
+        return { items: children.map(toRunView) };
+      },
+    }),
+    defineRoute({
+      method: 'GET',
       path: '/documents/:documentId/runs/:runId/events',
       summary: 'Replay a run\'s events and follow it live (reconnect with Last-Event-ID or ?after=)',
       description:
@@ -190,6 +207,25 @@ export function runRoutes(): RouteDefinition[] {
         // Nothing more will come: 204 tells an EventSource to stop reconnecting.
         if (!events) return Reply.empty(204);
         return ctx.query.format === 'ndjson' ? ndjsonOf(events) : sseOf(events);
+      },
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/documents/:documentId/runs/:runId/model-calls',
+      summary: 'List the model calls of a run, oldest first',
+      description:
+        'The AI provider calls the run\'s blocks made, from every attempt (a call made by an attempt that was lost is listed, with `attempt`, and charged once): the model, the block, the messages and tool definitions sent (unless `ai.records.messageBodies` is off), the tool calls returned, the tokens the provider reported, the credits, the latencies, retries and the status. Readable by whoever may read the run. Records are kept for `ai.records.retentionDays` days. See docs/observability.md.',
+      tags,
+      auth: combinedAuth,
+      params: RunParams,
+      query: PageQuery,
+      validationError: documentValidation,
+      response: { schema: modelCallPageSchema },
+      errors: { 404: `${missing}; no such run of this document (run_not_found)` },
+      async handler(ctx) {
+        const run = await ctx.get(RunService).get(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId);
+        const page = await ctx.get(ModelCallReader).forRun(ctx.em, run.id, paging(ctx.query));
+        return { ...page, items: page.items.map(toModelCallView) };
       },
     }),
     defineRoute({

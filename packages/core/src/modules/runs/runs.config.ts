@@ -32,6 +32,11 @@ export const runsConfigSchema = s.object({
     .range(60, 30 * 86_400)
     .default(7 * 86_400)
     .describe('Lifetime of a run\'s credit reservation; covers runs waiting for an answer. An unsettled reservation is released after it.'),
+  maxSubworkflowDepth: s
+    .int()
+    .range(1, 32)
+    .default(5)
+    .describe('How deep sub-workflow blocks may nest: a run at this depth (the top run is depth 0) cannot start another; its sub-workflow block fails with `subworkflow_depth_exceeded` (docs/runs.md, "Sub-workflows").'),
   maxToolRounds: s.int().range(1, 100).default(8).describe('Model turns an LLM block may take while it calls tools.'),
   codeTimeoutMs: s.int().range(10, 600_000).default(10_000).describe('Time limit of one code block (also bounded by the run\'s remaining time).'),
   codeMemoryBytes: s

@@ -5,7 +5,7 @@ const failure = { type: 'object', required: ['code', 'message'], properties: { c
 
 export const runSessionSchema = {
   type: 'object',
-  description: 'The spec\'s Run session. status: pending, running, completed, failed, waiting.',
+  description: 'The spec\'s Run session. status: pending, running, completed, failed, waiting, skipped (a `when` that did not hold).',
   required: ['blockId', 'blockType', 'blockName', 'status', 'output'],
   properties: {
     blockId: { type: 'string' },
@@ -15,6 +15,17 @@ export const runSessionSchema = {
     output: { type: 'string', description: 'The output as text (JSON for other values).' },
     error: failure,
     console: { type: 'array', description: 'What a code block wrote to its console.', items: { type: 'object', properties: { level: { type: 'string' }, text: { type: 'string' } } } },
+    path: { type: 'string', description: 'Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`.' },
+    iteration: { type: 'integer', minimum: 0, description: 'Inside a loop or repeat block: the innermost iteration (from 0).' },
+    branch: { type: 'string', description: 'Inside a branch or parallel block: the innermost case or branch name.' },
+    parentRunId: { type: 'string', description: 'Reserved for blocks run by a sub-workflow: the run that started it.' },
+    attempts: {
+      type: 'array',
+      description: 'Trellis addition: the failed attempts of a block with a failure policy (`retry`, `timeoutMs`, `fallback` attrs), in order.',
+      items: { type: 'object', required: ['attempt', 'code', 'message'], properties: { attempt: { type: 'integer' }, code: { type: 'string' }, message: { type: 'string' } } },
+    },
+    fallback: { type: 'boolean', description: 'Trellis addition: true when the output is the block\'s `fallback` (every attempt failed).' },
+    childRunId: { type: 'string', format: 'uuid', description: 'Trellis addition: the run a sub-workflow block started.' },
   },
 };
 
@@ -49,9 +60,17 @@ export const runResultSchema = {
 export const runEventSchema = {
   type: 'object',
   description:
-    'One event. SSE: `id:` is seq, `event:` is type, `data:` the fields as JSON. NDJSON: one object per line with seq, type and the fields. Types: run_start, block_start, block_chunk, block_complete, block_end, block_error, tool_start, tool_result, run_waiting, run_error, run_complete (docs/runs.md).',
+    'One event. SSE: `id:` is seq, `event:` is type, `data:` the fields as JSON. NDJSON: one object per line with seq, type and the fields. Types: run_start, block_start, block_chunk, block_complete, block_end, block_error, tool_start, tool_result, run_waiting, run_error, run_complete (docs/runs.md). Block events of a block inside a branch, loop or parallel block add `path`, `iteration` and `branch` (docs/runs.md, "Control flow"); a `block_error` of an expression adds `position`.',
   required: ['seq', 'type'],
-  properties: { seq: { type: 'integer' }, type: { type: 'string' } },
+  properties: {
+    seq: { type: 'integer' },
+    type: { type: 'string' },
+    path: { type: 'string', description: 'Block events inside a container: where the block ran (`loop[2]`, `group.branch`).' },
+    iteration: { type: 'integer', minimum: 0, description: 'Block events inside a loop or repeat block: the innermost iteration.' },
+    branch: { type: 'string', description: 'Block events inside a branch or parallel block: the innermost case or branch.' },
+    parentRunId: { type: 'string', description: 'Reserved for sub-workflows: the run that started this one.' },
+    position: { type: 'integer', minimum: 0, description: '`block_error` of an expression: the 0-based offset in the expression.' },
+  },
   additionalProperties: true,
 };
 
@@ -84,6 +103,9 @@ export const runRecordSchema = {
     timeout: { type: 'integer', description: 'Seconds.' },
     timedOut: { type: 'boolean' },
     attempts: { type: 'integer' },
+    parentRunId: nullable({ type: 'string', format: 'uuid', description: 'Trellis addition: the run whose sub-workflow block started this run (null for a run started otherwise).' }),
+    parentBlockId: nullable({ type: 'string', description: 'Trellis addition: the sub-workflow block of the parent run that started this run.' }),
+    depth: { type: 'integer', description: 'Trellis addition: 0 for a run started otherwise, the parent\'s depth plus 1 for a sub-workflow\'s run.' },
     startedAt: nullable(dateTime),
     finishedAt: nullable(dateTime),
     duration: nullable({ type: 'integer', description: 'Milliseconds.' }),

@@ -1,14 +1,17 @@
+import type { ModelCallFrame } from './model-call-scope.js';
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { networkGuardServiceIdentifier, type NetworkGuard } from '../../../kernel/net/network-guard.js';
 import { entityManagerServiceIdentifier } from '../../../kernel/tokens.js';
-import { aiErrors, type AiChatRequest, type AiEmbedResult, type AiGateway, type AiStreamPart, type AiToolDefinition, type AiUsage } from '../../../ports/ai-provider.js';
+import { aiErrors, type AiChatRequest, type AiEmbedResult, type AiFinishReason, type AiGateway, type AiStreamPart, type AiToolCall, type AiToolDefinition, type AiUsage } from '../../../ports/ai-provider.js';
 import { redactProviderError } from '../../../ports/provider-errors.js';
 import type { AiConfig, AiPrice } from '../ai.config.js';
 import { AiModel } from '../entities/ai-model.entity.js';
 import { aiConfigServiceIdentifier } from '../tokens.js';
 import { AiModelService, modelNotFound } from './ai-model.service.js';
 import { AiToolService } from './ai-tool.service.js';
+import { ModelCallRecorder, type ModelCallModel } from './model-call-recorder.js';
+import { SpanKind, withSpan } from '../../../kernel/observability/tracing.js';
 
 const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 
@@ -25,34 +28,59 @@ export class AiGatewayService implements AiGateway {
     @inject(AiToolService) private readonly tools: AiToolService,
     @inject(aiConfigServiceIdentifier) private readonly config: AiConfig,
     @inject(networkGuardServiceIdentifier) private readonly guard: NetworkGuard,
+    @inject(ModelCallRecorder) private readonly recorder: ModelCallRecorder,
   ) {}
 
-  async *chat(input: { userId: string; modelId: string; request: AiChatRequest }): AsyncIterable<AiStreamPart> {
+  async *chat(input: { userId: string; modelId: string; request: AiChatRequest; scope?: ModelCallFrame }): AsyncIterable<AiStreamPart> {
     const model = await this.models.usable(this.root.fork(), input.userId, input.modelId);
     const provider = this.models.requireProvider(model);
     const conf = provider.parseConf(this.models.openConf(model));
+    // Every provider call is recorded (docs/observability.md): its record, its GenAI span, its counters.
+    const call = this.recorder.chat(describe(model, input.userId), input.request, input.scope);
+    const toolCalls: AiToolCall[] = [];
+    let usage: AiUsage | null = null;
+    let finishReason: AiFinishReason | null = null;
     try {
       // The provider's HTTP calls go through the network guard (a model's baseURL is checked on every connection).
-      yield* provider.chat(conf, { ...input.request, fetch: this.guard.fetch });
+      for await (const part of provider.chat(conf, { ...input.request, fetch: this.guard.fetch })) {
+        if (part.type === 'finish') {
+          usage = part.usage;
+          finishReason = part.finishReason;
+        } else {
+          call.firstToken();
+          if (part.type === 'tool-call') toolCalls.push({ toolCallId: part.toolCallId, toolName: part.toolName, input: part.input });
+        }
+        yield part;
+      }
     } catch (error) {
       // Whatever the adapter let through, no secret of the model and no request body goes further.
-      throw redactProviderError(error, this.models.secretTexts(model));
+      const redacted = redactProviderError(error, this.models.secretTexts(model));
+      await call.fail(redacted, { toolCalls, usage, credits: usage ? priceOf(this.priceFor(model), usage) : 0, cancelled: input.request.signal?.aborted === true });
+      throw redacted;
     }
+    const reported = usage ?? { inputTokens: 0, outputTokens: 0 };
+    await call.finish({ toolCalls, usage: reported, finishReason, credits: priceOf(this.priceFor(model), reported) });
   }
 
   /**
    * Embeds `texts` with the model `modelId` for the deployment itself (the vector database's
    * configured embedder), not on a user's behalf: no ownership check, the operator named the model.
    */
-  async embed(input: { modelId: string; texts: string[]; signal?: AbortSignal }): Promise<AiEmbedResult> {
+  async embed(input: { modelId: string; texts: string[]; signal?: AbortSignal; scope?: ModelCallFrame }): Promise<AiEmbedResult> {
     const model = await this.model(input.modelId);
     const provider = this.models.requireProvider(model);
     if (!provider.embed) throw aiErrors.badRequest(`The AI provider "${provider.service}" of model ${model.id} does not offer embeddings.`);
+    const started = Date.now();
+    let result: AiEmbedResult;
     try {
-      return await provider.embed(provider.parseConf(this.models.openConf(model)), { texts: input.texts, signal: input.signal, fetch: this.guard.fetch });
+      result = await provider.embed(provider.parseConf(this.models.openConf(model)), { texts: input.texts, signal: input.signal, fetch: this.guard.fetch });
     } catch (error) {
-      throw redactProviderError(error, this.models.secretTexts(model));
+      const redacted = redactProviderError(error, this.models.secretTexts(model));
+      await this.recorder.embeddings(describe(model), input.texts.length, started, { usage: null, credits: 0, error: redacted }, input.scope);
+      throw redacted;
     }
+    await this.recorder.embeddings(describe(model), input.texts.length, started, { usage: result.usage, credits: priceOf(this.priceFor(model), { inputTokens: result.usage.inputTokens, outputTokens: 0 }) }, input.scope);
+    return result;
   }
 
   /** Checks, before any credit is reserved, that the model exists for the user and has a provider. */
@@ -77,9 +105,14 @@ export class AiGatewayService implements AiGateway {
     return this.tools.definitions(await this.tools.usable(this.root.fork(), input.userId, input.toolIds));
   }
 
-  async callTool(input: { userId: string; toolIds: readonly string[]; toolName: string; args: unknown; signal?: AbortSignal }): Promise<unknown> {
-    const tools = await this.tools.usable(this.root.fork(), input.userId, input.toolIds);
-    return this.tools.call(tools, input.toolName, input.args, {}, input.signal);
+  async callTool(input: { userId: string; toolIds: readonly string[]; toolName: string; args: unknown; signal?: AbortSignal; idempotencyKey?: string; toolCallId?: string }): Promise<unknown> {
+    const attributes: Record<string, string> = { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': input.toolName, 'gen_ai.tool.type': 'function' };
+    if (input.toolCallId) attributes['gen_ai.tool.call.id'] = input.toolCallId;
+    // One GenAI `execute_tool` span per tool execution (a tool block's, or a model's tool call).
+    return withSpan(`execute_tool ${input.toolName}`, attributes, async () => {
+      const tools = await this.tools.usable(this.root.fork(), input.userId, input.toolIds);
+      return this.tools.call(tools, input.toolName, input.args, input.idempotencyKey ? { idempotencyKey: input.idempotencyKey } : {}, input.signal);
+    }, SpanKind.INTERNAL);
   }
 
   /** The price entry of a model: by AI model id, then `<service>/<conf.model>`, then `<service>`, then the default. */
@@ -94,6 +127,11 @@ export class AiGatewayService implements AiGateway {
     if (!model) throw modelNotFound(modelId);
     return model;
   }
+}
+
+/** What a record and a span say of a model. */
+function describe(model: Pick<AiModel, 'id' | 'service' | 'conf'>, userId?: string): ModelCallModel {
+  return { modelId: model.id, provider: model.service ?? null, model: typeof model.conf.model === 'string' ? model.conf.model : null, userId: userId ?? null };
 }
 
 /** Whole credits, rounded up: `input / 1000 * price.input + output / 1000 * price.output`. */

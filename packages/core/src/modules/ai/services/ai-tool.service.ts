@@ -46,6 +46,8 @@ export interface ActionContext {
   data?: Record<string, unknown>;
   /** The tool's owner: a `knowledge` action searches the knowledge bases of the owner's team. */
   ownerId?: string;
+  /** The call's idempotency key (a run's tool call): `Idempotency-Key` of an http action, `_meta.idempotencyKey` of an MCP call. */
+  idempotencyKey?: string;
 }
 
 /** One action resolved for calling: the function name offered to a model and what runs it. */
@@ -137,8 +139,10 @@ export class AiToolService {
         return;
       }
       const url = conf.url;
-      if (typeof url !== 'string' || !/^https?:\/\//i.test(url) || url.length > 4096) {
-        issues.push({ field: `${at}.conf.url`, constraint: 'isUrl', message: 'conf.url is an http or https URL (it may hold {{placeholders}} for http actions).' });
+      // An http action's URL may start with a placeholder: a base URL given as an argument (checked when called).
+      const baseFromArgs = action.type === 'http' && typeof url === 'string' && /^\{\{\s*[A-Za-z0-9_$.-]+\s*\}\}/.test(url);
+      if (typeof url !== 'string' || (!baseFromArgs && !/^https?:\/\//i.test(url)) || url.length > 4096) {
+        issues.push({ field: `${at}.conf.url`, constraint: 'isUrl', message: 'conf.url is an http or https URL, or for http actions starts with a {{placeholder}} of the base URL (it may hold {{placeholders}} for http actions).' });
       }
       if (conf.headers !== undefined && (!isObject(conf.headers) || Object.values(conf.headers).some((v) => typeof v !== 'string'))) {
         issues.push({ field: `${at}.conf.headers`, constraint: 'isObject', message: 'conf.headers maps header names to strings.' });
@@ -268,10 +272,10 @@ export class AiToolService {
       return runHttpAction(
         { method: String(conf.method ?? 'GET'), url: String(conf.url), headers: (conf.headers ?? {}) as Record<string, string>, body: conf.body, timeoutMs: conf.timeoutMs as number | undefined, response: conf.response as HttpActionConf['response'] },
         scope,
-        { ...this.callOptions(signal), maxResponseBytes: this.config.tools.maxResponseBytes },
+        { ...this.callOptions(signal), maxResponseBytes: this.config.tools.maxResponseBytes, idempotencyKey: context.idempotencyKey },
       );
     }
-    if (action.type === 'mcp') return runMcpAction(conf as unknown as McpActionConf, args, this.callOptions(signal));
+    if (action.type === 'mcp') return runMcpAction(conf as unknown as McpActionConf, args, { ...this.callOptions(signal), idempotencyKey: context.idempotencyKey });
     if (action.type === 'knowledge') return this.retrieve(conf, args, context, signal);
     throw new TrellisError('bad_request', 'invalid_tool_action', `Unknown action type ${action.type}.`);
   }

@@ -11,6 +11,18 @@ export interface HttpActionConf {
   response?: { path?: string };
 }
 
+/**
+ * The URL of an http action: placeholders are URL-encoded, but for one that starts the URL (a base
+ * URL given as an argument, `{{baseUrl}}/items`), which is inserted as it is. The result must still
+ * be an http(s) URL, and the network guard checks where it goes.
+ */
+export function renderUrl(template: string, context: Record<string, unknown>): string {
+  const leading = /^\{\{\s*([A-Za-z0-9_$.-]+)\s*\}\}/.exec(template);
+  if (!leading) return renderText(template, context, encodeURIComponent);
+  const base = lookupPath(context, leading[1]!);
+  return `${base === undefined || base === null ? '' : String(base)}${renderText(template.slice(leading[0].length), context, encodeURIComponent)}`;
+}
+
 export const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'] as const;
 
 export const toolCallFailed = (message: string, cause?: unknown) =>
@@ -22,6 +34,8 @@ export interface HttpCallOptions {
   timeoutMs: number;
   maxResponseBytes: number;
   signal?: AbortSignal;
+  /** Sent as `Idempotency-Key` (unless the action sets that header itself): the same on every attempt of a run's call. */
+  idempotencyKey?: string;
 }
 
 /**
@@ -31,7 +45,7 @@ export interface HttpCallOptions {
  * fails with `tool_call_failed`.
  */
 export async function runHttpAction(conf: HttpActionConf, context: Record<string, unknown>, options: HttpCallOptions): Promise<unknown> {
-  const url = new URL(renderText(conf.url, context, encodeURIComponent));
+  const url = new URL(renderUrl(conf.url, context));
   if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TrellisError('bad_request', 'invalid_tool_action', 'An http action URL must be http or https.');
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(conf.headers ?? {})) headers[key.toLowerCase()] = renderText(value, context).replace(/[\r\n]/g, ' ');
@@ -43,6 +57,7 @@ export async function runHttpAction(conf: HttpActionConf, context: Record<string
   }
   headers['accept'] ??= 'application/json, text/plain;q=0.9, */*;q=0.1';
   headers['user-agent'] ??= 'trellis-tool/1';
+  if (options.idempotencyKey) headers['idempotency-key'] ??= options.idempotencyKey;
   const timeoutMs = Math.min(conf.timeoutMs ?? options.timeoutMs, options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
 

@@ -17,6 +17,8 @@ export interface McpCallOptions {
   guard: NetworkGuard;
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Sent in the call's `_meta` as `idempotencyKey` (the same on every attempt of a run's call). */
+  idempotencyKey?: string;
 }
 
 /** One MCP session over Streamable HTTP for the length of `work`, closed afterwards. */
@@ -57,7 +59,8 @@ export async function describeMcpTool(conf: McpActionConf, options: McpCallOptio
  */
 export async function runMcpAction(conf: McpActionConf, args: unknown, options: McpCallOptions): Promise<unknown> {
   return withClient(conf, options, async (client, requestOptions) => {
-    const result = await client.callTool({ name: conf.tool, arguments: (args ?? {}) as Record<string, unknown> }, undefined, requestOptions);
+    const params = { name: conf.tool, arguments: (args ?? {}) as Record<string, unknown>, ...(options.idempotencyKey ? { _meta: { idempotencyKey: options.idempotencyKey } } : {}) };
+    const result = await client.callTool(params, undefined, requestOptions);
     const content = Array.isArray(result.content) ? (result.content as Array<{ type: string; text?: string }>) : [];
     const texts = content.filter((c) => c.type === 'text').map((c) => c.text ?? '');
     if (result.isError) throw toolCallFailed(`The MCP tool "${conf.tool}" reported an error: ${texts.join('\n').slice(0, 500)}`);

@@ -1,5 +1,6 @@
+import type { ModelCallFrame } from './model-call-scope.js';
 import { isTrellisError } from '../../../kernel/errors.js';
-import type { AiGateway, AiMessage, AiToolCall, AiToolDefinition, AiUsage } from '../../../ports/ai-provider.js';
+import type { AiChatRequest, AiGateway, AiMessage, AiToolCall, AiToolDefinition, AiUsage } from '../../../ports/ai-provider.js';
 
 /** A credit hold for one model call: reserved before the call, closed from its usage after. */
 export interface ModelCallCredits<Hold = unknown> {
@@ -34,11 +35,22 @@ export interface ModelTurnSink {
   stepEnd?(outcome: ModelStep): void | Promise<void>;
   toolStart?(call: AiToolCall): void | Promise<void>;
   /** `result` is what the model is told: the tool's answer, or `{ error, message }` when it failed. */
-  toolResult?(call: AiToolCall, result: unknown, failed: boolean): void | Promise<void>;
+  toolResult?(call: AiToolCall, result: unknown, failed: boolean, key?: string): void | Promise<void>;
+}
+
+/**
+ * Exactly-once tool calls (see `callToolOnce`): the idempotency key of the turn's `index`-th tool
+ * call (0-based, counted over the whole turn), and the result an earlier attempt recorded under a key.
+ */
+export interface ToolCallEffects {
+  key(index: number): string;
+  recall(key: string): Promise<{ result: unknown } | undefined>;
 }
 
 export interface ModelTurnInput {
   gateway: AiGateway;
+  /** Who its model calls are recorded for (a run's block, a conversation turn). */
+  scope?: ModelCallFrame;
   /** Whose models and tools the turn uses. */
   userId: string;
   modelId: string;
@@ -54,6 +66,10 @@ export interface ModelTurnInput {
   /** Whether the turn runs the model's tool calls itself (false: it ends `waiting_tool`). */
   runTools: boolean;
   credits?: ModelCallCredits<any>;
+  /** Structured output: the JSON answer asked for (the vendor's JSON mode where it has one). */
+  responseFormat?: AiChatRequest['responseFormat'];
+  /** Idempotency keys for the tool calls, and answers from an earlier attempt's log. */
+  effects?: ToolCallEffects;
   sink: ModelTurnSink;
 }
 
@@ -91,6 +107,7 @@ export async function runModelTurn(input: ModelTurnInput): Promise<ModelTurnOutc
   const { gateway, sink, signal, messages, credits } = input;
   const tools = input.toolIds.length ? await gateway.toolDefinitions({ userId: input.userId, toolIds: input.toolIds }) : [];
   const steps: ModelStep[] = [];
+  let callIndex = 0;
   for (let step = 1; ; step++) {
     signal.throwIfAborted();
     const hold = credits ? await credits.reserve(step) : undefined;
@@ -103,7 +120,8 @@ export async function runModelTurn(input: ModelTurnInput): Promise<ModelTurnOutc
       const stream = gateway.chat({
         userId: input.userId,
         modelId: input.modelId,
-        request: { messages: sent, tools: tools.length ? tools : undefined, temperature: input.temperature, signal, threadId: input.threadId },
+        request: { messages: sent, tools: tools.length ? tools : undefined, temperature: input.temperature, signal, threadId: input.threadId, responseFormat: input.responseFormat },
+        scope: input.scope,
       });
       for await (const part of stream) {
         if (part.type === 'text-delta') {
@@ -132,18 +150,31 @@ export async function runModelTurn(input: ModelTurnInput): Promise<ModelTurnOutc
     messages.push({ role: 'assistant', content: text, toolCalls: calls });
     for (const call of calls) {
       await sink.toolStart?.(call);
-      let result: unknown;
-      let failed = false;
-      try {
-        result = await gateway.callTool({ userId: input.userId, toolIds: input.toolIds, toolName: call.toolName, args: call.input, signal });
-      } catch (error) {
-        if (signal.aborted) throw error;
-        result = toolFailure(error);
-        failed = true;
-      }
-      await sink.toolResult?.(call, result, failed);
+      const { result, failed, key } = await callToolOnce(input, call, callIndex++);
+      await sink.toolResult?.(call, result, failed, key);
       messages.push({ role: 'tool', toolCallId: call.toolCallId, toolName: call.toolName, content: typeof result === 'string' ? result : JSON.stringify(result ?? null) });
     }
     if (step >= input.maxSteps) return { status: 'step_limit', text, steps, tools };
+  }
+}
+
+/**
+ * One tool call of a turn, at most once per idempotency key: with `effects`, a result an earlier
+ * attempt recorded under the call's key answers it without calling again; otherwise the tool is
+ * called with the key (the `Idempotency-Key` of an http action, `_meta` of an MCP call). A failed
+ * call answers `toolFailure(error)` and no key (a failure is not recorded, a later attempt calls again).
+ */
+export async function callToolOnce(input: Pick<ModelTurnInput, 'gateway' | 'userId' | 'toolIds' | 'signal' | 'effects'>, call: AiToolCall, index: number): Promise<{ result: unknown; failed: boolean; key?: string }> {
+  const key = input.effects?.key(index);
+  if (key !== undefined) {
+    const recorded = await input.effects!.recall(key);
+    if (recorded) return { result: recorded.result, failed: false, key };
+  }
+  try {
+    const result = await input.gateway.callTool({ userId: input.userId, toolIds: input.toolIds, toolName: call.toolName, args: call.input, signal: input.signal, idempotencyKey: key, toolCallId: call.toolCallId });
+    return { result, failed: false, key };
+  } catch (error) {
+    if (input.signal.aborted) throw error;
+    return { result: toolFailure(error), failed: true };
   }
 }

@@ -13,6 +13,11 @@ export class ConversationParams {
   convId!: string;
 }
 
+export class TurnParams extends ConversationParams {
+  @IsUUID('all')
+  turnId!: string;
+}
+
 export class MessageParams extends ConversationParams {
   @IsUUID('all')
   msgId!: string;

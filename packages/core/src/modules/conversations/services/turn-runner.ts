@@ -7,6 +7,7 @@ import type { AiMessage } from '../../../ports/ai-provider.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import type { AiConfig } from '../../ai/ai.config.js';
 import { AiGatewayService } from '../../ai/services/ai-gateway.service.js';
+import { modelCallFrame } from '../../ai/services/model-call-scope.js';
 import { runModelTurn, type ModelCallCredits, type ModelStep } from '../../ai/services/model-turn.js';
 import { aiConfigServiceIdentifier } from '../../ai/tokens.js';
 import type { CreditReservation } from '../../billing/entities/credit-reservation.entity.js';
@@ -139,11 +140,14 @@ export class TurnRunner {
       release: async (hold, reason) => void (await this.credits.release(this.root.fork(), hold.id, reason)),
     };
     try {
+      const history = await this.history(em, turn, assistantId);
+      // Its calls are recorded as this turn's (docs/observability.md).
       const outcome = await runModelTurn({
+        scope: modelCallFrame({ conversationId: convId, turnId: turn.id, teamId: turn.teamId, userId: turn.userId }),
         gateway: this.gateway,
         userId: turn.bot.owner.id,
         modelId: turn.modelId,
-        messages: await this.history(em, turn, assistantId),
+        messages: history,
         toolIds: turn.toolIds,
         signal: turn.abort.signal,
         threadId: convId,

@@ -69,3 +69,22 @@ export const richDocument: fc.Arbitrary<DocumentContent> = fc
     });
     return normalizeDocument({ type: 'doc', content });
   });
+
+/** A CEL-ish expression with the characters markdown-ir escapes. */
+const expression = fc.oneof(fc.constantFrom('x > 1', 'inputs.n == 2', '"a:::b" in [item]', 'size(xs) > 0 && xs[0].k == "{{v}}"', '\\[x]'), richText);
+const leafBlock = fc.record({ type: fc.constantFrom('toolBlock', 'llmBlock', 'codeBlock'), attrs: fc.record({ name: fc.stringMatching(/^[a-z]{1,6}$/), when: fc.option(expression, { nil: undefined }) }, { requiredKeys: ['name'] }), content: fc.option(fc.array(textNode, { minLength: 1, maxLength: 2 }), { nil: undefined }) }, { requiredKeys: ['type', 'attrs'] });
+const controlBlock: fc.Memo<RichNode> = fc.memo((depth) => {
+  const children = fc.array(depth <= 1 ? leafBlock : fc.oneof(leafBlock, controlBlock(depth - 1)), { minLength: 1, maxLength: 3 }) as fc.Arbitrary<RichNode[]>;
+  const arms = (type: string) => fc.array(fc.record({ type: fc.constant(type), attrs: fc.record({ name: fc.stringMatching(/^[a-z]{1,6}$/), when: fc.option(expression, { nil: undefined }) }, { requiredKeys: ['name'] }), content: children }), { minLength: 1, maxLength: 3 });
+  return fc.oneof(
+    fc.record({ type: fc.constant('loopBlock'), attrs: fc.record({ name: fc.constant('l'), items: expression, concurrency: fc.integer({ min: 1, max: 16 }) }), content: children }),
+    fc.record({ type: fc.constant('repeatBlock'), attrs: fc.record({ name: fc.constant('r'), until: expression, maxIterations: fc.integer({ min: 1, max: 1000 }) }), content: children }),
+    fc.record({ type: fc.constant('branchBlock'), attrs: fc.record({ name: fc.constant('b') }), content: arms('branchCase') }),
+    fc.record({ type: fc.constant('parallelBlock'), attrs: fc.record({ name: fc.constant('p') }), content: arms('parallelBranch') }),
+  ) as fc.Arbitrary<RichNode>;
+});
+
+/** Workflow documents with control-flow containers (docs/runs.md, "Control flow"), nested, in normal form. */
+export const controlFlowDocument: fc.Arbitrary<DocumentContent> = fc
+  .array(controlBlock(3), { minLength: 1, maxLength: 3 })
+  .map((blocks) => normalizeDocument({ type: 'doc', content: blocks.map((b, i) => ({ ...b, attrs: { ...b.attrs, id: `c${i}` } })) }));

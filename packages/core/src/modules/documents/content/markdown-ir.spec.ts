@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { richDocument } from './arbitraries.js';
+import { controlFlowDocument, richDocument } from './arbitraries.js';
 import { hasComments, stripComments } from './comments.js';
 import { fromMarkdownIr, MarkdownIrError, toMarkdownIr } from './markdown-ir.js';
 import { normalizeDocument, type DocumentContent } from './rich-text.js';
@@ -14,6 +14,17 @@ describe('markdown-ir', () => {
         expect(roundTrip(doc)).toEqual(doc);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it('round-trips control-flow workflows (loop, repeat, branch and parallel containers, nested, with expressions)', () => {
+    fc.assert(
+      fc.property(controlFlowDocument, (doc) => {
+        const text = toMarkdownIr(doc);
+        expect(normalizeDocument(fromMarkdownIr(text))).toEqual(doc);
+        expect(toMarkdownIr(roundTrip(doc))).toBe(text);
+      }),
+      { numRuns: 300 },
     );
   });
 

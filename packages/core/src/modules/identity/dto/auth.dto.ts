@@ -4,6 +4,20 @@ import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
 
+/**
+ * A URL as WHATWG serializes it: non-ASCII characters percent-encoded (a host in punycode), so what
+ * is stored matches the `uri` format the answers document (an IRI such as `https://example.com/ü`
+ * was stored as given and answered against the schema). Not a URL: left for the validator.
+ */
+const normalizeUrl = ({ value }: { value: unknown }) => {
+  if (typeof value !== 'string') return value;
+  try {
+    return new URL(value.trim()).href;
+  } catch {
+    return value;
+  }
+};
+
 @Schema({ name: 'RegisterRequest' })
 export class RegisterBody {
   @Transform(trim)
@@ -51,6 +65,7 @@ export class UpdateProfileBody {
   name?: string;
 
   @ValidateIf(presentAndNotNull)
+  @Transform(normalizeUrl)
   @IsUrl({ require_protocol: true, protocols: ['http', 'https'] })
   @MaxLength(2048)
   @Doc({ nullable: true, description: '`null` removes the avatar.' })

@@ -24,8 +24,13 @@ const instructions =
 export class Reranker {
   constructor(@inject(AiGatewayService) private readonly gateway: AiGatewayService) {}
 
+  /** Refuses (404 `model_not_found`) a model the user may not use, or one without a provider. */
+  async check(em: EntityManager, userId: string, modelId: string): Promise<void> {
+    await this.gateway.check(em, userId, modelId);
+  }
+
   async rerank(em: EntityManager, userId: string, query: string, passages: Passage[], options: RerankOptions, signal?: AbortSignal): Promise<Passage[]> {
-    await this.gateway.check(em, userId, options.modelId);
+    await this.check(em, userId, options.modelId);
     const judged = passages.slice(0, options.candidates ?? 20);
     if (!judged.length) return passages;
     const listing = judged.map((passage, index) => `[${index + 1}] ${passage.text.slice(0, 2000)}`).join('\n\n');

@@ -81,6 +81,8 @@ export class RetrievalService {
     const limit = Math.min(request.limit ?? this.config.retrieval.defaultLimit, this.config.retrieval.maxLimit);
     const candidates = Math.max(this.config.retrieval.candidates, limit * 2);
     const filter = request.filter ?? null;
+    // The rerank model is checked first, so that one the user may not use is refused whatever the search finds.
+    if (request.rerank) await this.reranker.check(em, request.userId, request.rerank.modelId);
     const [keyword, vector] = await Promise.all([
       mode === 'vector' ? null : keywordSearch(em, { baseId: base.id, query: request.query, limit: candidates, filter }),
       mode === 'keyword' ? null : this.vectorSearch(em, base, request.query, candidates, filter, request.signal),

@@ -1,3 +1,4 @@
+import type { ModelCallFrame } from '../../ai/services/model-call-scope.js';
 import type { AiUsage } from '../../../ports/ai-provider.js';
 import type { BlockKind, WorkflowBlock } from './workflow.js';
 
@@ -14,8 +15,23 @@ export interface BlockIo {
   ctx: ReadonlyMap<string, unknown>;
   /** The validated inputs by input block name. */
   inputs: Readonly<Record<string, unknown>>;
+  /** The attempt of the block under a retry policy (2 and up; absent on the first). See blocks/failure-policy.ts. */
+  attempt?: number;
   /** Milliseconds left before the run's timeout. */
   remainingMs(): number;
+  /**
+   * Where the block runs, for idempotency keys (`blockToolCallKey`): its path in the workflow
+   * (default: its id, a top-level block) and the iteration of an enclosing loop (default 0).
+   */
+  path?: string;
+  iteration?: number;
+  /**
+   * The result an earlier attempt of this run recorded for a tool call's idempotency key (from
+   * the run's log), or undefined: a call answered here is not made again.
+   */
+  recall(key: string): Promise<{ result: unknown } | undefined>;
+  /** Who the block's model calls are recorded for (the run's attempt; see docs/observability.md). */
+  modelCalls?: ModelCallFrame;
   /**
    * Output of the block. `chunk` emits a `block_chunk` delta, `toolStart` and `toolResult` their
    * events. Each throws `output_limit_exceeded` once the block or the run passed a quota on its
@@ -25,7 +41,11 @@ export interface BlockIo {
    */
   chunk(delta: string): Promise<void> | undefined;
   toolStart(toolCallId: string, toolName: string): Promise<void> | undefined;
-  toolResult(toolCallId: string, result: unknown): Promise<void> | undefined;
+  /**
+   * With `idempotencyKey`, the `tool_result` carries it and is stored before the promise answered
+   * settles: a later attempt finds the result in the log (`recall`) instead of calling again.
+   */
+  toolResult(toolCallId: string, result: unknown, idempotencyKey?: string): Promise<void> | undefined;
   modelUsage(modelId: string, usage: AiUsage): void;
   sandboxTime(ms: number): void;
 }

@@ -46,6 +46,7 @@ describe('built-in block kinds', () => {
       ['tool', 'toolBlock', false],
       ['ask', 'askBlock', false],
       ['output', 'outputBlock', true],
+      ['subworkflow', 'subworkflowBlock', false],
     ]);
     for (const kind of builtinBlockKinds) expect(kind.attrs.type).toBe('object');
   });
@@ -105,7 +106,7 @@ describe('the block kind registry', () => {
 
   it('makes one executor per kind that runs with the typed attrs', async () => {
     const executors = kinds.executors({ get: () => ({ maxToolRounds: 1, codeTimeoutMs: 1, codeMemoryBytes: 1 }) as never, optional: () => undefined });
-    expect([...executors.keys()]).toEqual(['input', 'llm', 'code', 'tool', 'ask', 'output', 'shout']);
+    expect([...executors.keys()]).toEqual(['input', 'llm', 'code', 'tool', 'ask', 'output', 'subworkflow', 'shout']);
     const [block] = parseWorkflow(doc({ type: 'shoutBlock', attrs: { id: 's', times: 3, suffix: '?' }, content: text('hey') }), fail, kinds);
     await expect(executors.get('shout')!.execute(block!, {} as never)).resolves.toEqual({ output: 'HEY???' });
   });

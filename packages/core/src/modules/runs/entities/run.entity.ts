@@ -24,9 +24,24 @@ export interface BlockSession {
   output: string;
   error?: { code: string; message: string };
   console?: Array<{ level: string; text: string }>;
+  /** Failed attempts of a block with a retry policy or a fallback (blocks/failure-policy.ts). */
+  attempts?: Array<{ attempt: number; code: string; message: string }>;
+  /** The block's output is its fallback: every attempt failed. */
+  fallback?: boolean;
+  /** A sub-workflow block: the child run it started. */
+  childRunId?: string;
   startedAt?: string;
   finishedAt?: string;
   durationMs?: number;
+  /**
+   * Set on the execution of a block inside a branch, loop or parallel block: where it ran
+   * (docs/runs.md, "Control flow"), as its events say. Top-level blocks have none.
+   */
+  path?: string;
+  iteration?: number;
+  branch?: string;
+  /** A block inside a container, once done (completed, skipped, or failed and continued): its output, for a continuation. Not public. */
+  value?: unknown;
 }
 
 /** One entry of the run's context: an input, a block's output, or a text block's text. */
@@ -100,6 +115,10 @@ export class Run {
   idempotencyKey!: string | null;
   idempotencyScope!: string | null;
   requestHash!: string | null;
+  /** A sub-workflow's run: the run and block that started it (blocks/kinds/subworkflow.ts); its depth below the top run. */
+  parentRunId!: string | null;
+  parentBlockId!: string | null;
+  depth!: number;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -107,7 +126,7 @@ export class Run {
 export const RunSchema = new EntitySchema<Run>({
   class: Run,
   tableName: 'runs',
-  indexes: [{ properties: ['documentId', 'createdAt'] }, { properties: ['projectId', 'createdAt'] }, { properties: ['status', 'heartbeatAt'] }],
+  indexes: [{ properties: ['documentId', 'createdAt'] }, { properties: ['parentRunId'] }, { properties: ['projectId', 'createdAt'] }, { properties: ['status', 'heartbeatAt'] }],
   uniques: [{ properties: ['idempotencyScope', 'idempotencyKey'] }],
   properties: {
     id: { type: 'uuid', primary: true },
@@ -145,6 +164,9 @@ export const RunSchema = new EntitySchema<Run>({
     idempotencyKey: { type: 'string', length: 255, nullable: true },
     idempotencyScope: { type: 'string', length: 128, nullable: true },
     requestHash: { type: 'string', length: 64, nullable: true },
+    parentRunId: { type: 'uuid', nullable: true },
+    parentBlockId: { type: 'string', length: 128, nullable: true },
+    depth: { type: 'integer', default: 0 },
     createdAt: { type: 'datetime' },
     updatedAt: { type: 'datetime' },
   },

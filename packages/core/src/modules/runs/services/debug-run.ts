@@ -1,4 +1,6 @@
 import type { WorkflowBlock } from '../blocks/workflow.js';
+import { modelCallFrame } from '../../ai/services/model-call-scope.js';
+import { runSpan } from './run-span.js';
 import { LocalEventSink } from './event-sink.js';
 import type { RunContext } from './run-context.js';
 import type { RunCredits } from './run-credits.js';
@@ -35,8 +37,11 @@ export function startDebugRun(ctx: RunContext, credits: RunCredits, args: DebugR
       events.emit('run_complete', completion(final, durationMs));
     },
   };
-  const done = ctx.engine
-    .execute(state, sink, persistence, { heartbeatMs: ctx.config.heartbeatSeconds * 1000 })
+  // Its model calls are recorded (charged to its hold) and traced under its span, as a stored run's.
+  const scope = { runId, attempt: 1, reservationId: args.reservationId, teamId: args.teamId, userId: input.userId };
+  const done = runSpan({ id: runId, attempt: 1, documentId: input.documentId ?? null }, () =>
+    ctx.engine.execute(state, sink, persistence, { heartbeatMs: ctx.config.heartbeatSeconds * 1000, modelCalls: modelCallFrame(scope) }),
+  state)
     .then(async () => {
       // A debug run stopped at an ask block cannot be resumed: its credits are settled now.
       if (state.status === 'waiting') await credits.settle(args.reservationId, args.amount, state);

@@ -1,3 +1,4 @@
+import type { RunMetrics } from './run-metrics.js';
 import type { EntityManager } from '@mikro-orm/core';
 import type { Logger } from 'pino';
 import type { Hooks, TrellisHooks } from '../../../kernel/hooks.js';
@@ -45,6 +46,8 @@ export interface RunContext {
   readonly local: Map<string, LocalRun>;
   /** This process consumes the run queue. */
   consuming: boolean;
+  /** The runs' Prometheus metrics (absent when the kernel keeps none). */
+  readonly metrics?: RunMetrics;
 }
 
 export const activeStatuses: RunStatus[] = ['queued', 'running'];

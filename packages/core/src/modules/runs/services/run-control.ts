@@ -54,6 +54,19 @@ export class RunControl {
   }
 
   /**
+   * Stops a run without a permission check (the runtime's own cancel: a sub-workflow's run whose
+   * parent was cancelled or timed out). Nothing happens to a finished or unknown run.
+   */
+  async cancelById(runId: string): Promise<void> {
+    const em = this.ctx.fork();
+    const run = await em.findOne(Run, { id: runId });
+    if (!run || terminalRunStatuses.has(run.status)) return;
+    await em.nativeUpdate(Run, { id: run.id }, { cancelRequested: true, updatedAt: this.ctx.clock.now() });
+    if (run.status === 'running') await this.ctx.pubsub.publish(runControlTopic(run.id), 'cancel');
+    else await this.recorder.endWithoutEngine(run, 'cancelled');
+  }
+
+  /**
    * Finds runs whose executing process went away (queued or running, no heartbeat for
    * `staleAfterSeconds`) and queues them again: the next attempt continues from the last
    * completed block. A run out of attempts fails with `run_error` `worker_lost`.

@@ -1,10 +1,12 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { TrellisError } from '../../../kernel/errors.js';
 import { RunAlone } from '../../../kernel/group-commit.js';
-import type { AiGateway } from '../../../ports/ai-provider.js';
+import type { AiGateway, AiUsage } from '../../../ports/ai-provider.js';
+import type { ModelCallReader } from '../../ai/services/model-call-reader.js';
 import type { RowSink } from '../../../ports/database.js';
 import type { RunSettlement } from '../../../ports/run-store.js';
 import type { CreditService } from '../../billing/services/credit.service.js';
+import { renderTemplate } from '../blocks/template.js';
 import type { WorkflowBlock } from '../blocks/workflow.js';
 import { runErrors } from '../errors.js';
 import type { RunContext } from './run-context.js';
@@ -25,6 +27,8 @@ export interface CreditClose {
   reservationId: string;
   used: number;
   release: boolean;
+  /** Credits used beyond what was reserved (a lost attempt's calls and their retry): charged after the close (`chargeOverflow`). */
+  overflow?: number;
 }
 
 /** What a run's hold takes. */
@@ -41,17 +45,19 @@ export class RunCredits {
     private readonly ctx: RunContext,
     private readonly credits: CreditService,
     private readonly gateway: () => AiGateway | undefined,
+    private readonly records: () => ModelCallReader | undefined = () => undefined,
   ) {}
 
-  /** Credits a run reserves: `creditsPerRun` plus one model turn's estimate per LLM block. */
-  async estimate(blocks: readonly WorkflowBlock[]): Promise<number> {
+  /** Credits a run reserves: `creditsPerRun` plus one model turn's estimate per LLM block (a templated model id read from `inputs`). */
+  async estimate(blocks: readonly WorkflowBlock[], inputs: Readonly<Record<string, unknown>> = {}): Promise<number> {
     let amount = this.ctx.config.creditsPerRun;
     const gateway = this.gateway();
     if (gateway) {
       for (const block of blocks) {
         if (block.kind !== 'llm') continue;
         try {
-          amount += Math.max(0, Math.ceil(await gateway.estimate(block.attrs.model as string)));
+          const model = renderTemplate(block.attrs.model as string, new Map(Object.entries(inputs)));
+          amount += Math.max(0, Math.ceil(await gateway.estimate(model)));
         } catch {
           // An unknown model fails its block when it runs; it reserves nothing.
         }
@@ -79,20 +85,69 @@ export class RunCredits {
     return runErrors.balanceCheckFailed(error);
   }
 
-  /** What closing the reservation of a run that ends with `state` does: settle its real usage (at most what was reserved), or release it. */
+  /**
+   * What closing the reservation of a run that ends with `state` does. Its model usage is what the
+   * model call records charged to this hold, from every attempt (a lost attempt's calls included,
+   * each once), priced per model; where a model has more usage in `state` than in the records (a
+   * record that could not be written, a gateway that records nothing), the state's counts. A
+   * completed (or waiting) run adds `creditsPerRun`; a run that ended otherwise pays only the
+   * tokens its calls used, and is released when they used none. At most what was reserved.
+   */
   async close(reservationId: string | null, reserved: number, state: RunState): Promise<CreditClose | null> {
     if (!reservationId) return null;
-    if (state.status !== 'completed' && state.status !== 'waiting') return { reservationId, used: 0, release: true };
-    let used = this.ctx.config.creditsPerRun;
+    const usage = await this.modelUsage(reservationId, state);
+    const succeeded = state.status === 'completed' || state.status === 'waiting';
+    if (!succeeded && usage.size === 0) return { reservationId, used: 0, release: true };
+    let used = succeeded ? this.ctx.config.creditsPerRun : 0;
     const gateway = this.gateway();
-    for (const [modelId, usage] of Object.entries(state.usage.models)) {
+    for (const [modelId, entry] of usage) {
       try {
-        used += gateway ? Math.ceil(await gateway.price(modelId, usage)) : 0;
+        used += gateway ? Math.ceil(await gateway.price(modelId, entry)) : 0;
       } catch {
         used = reserved;
       }
     }
-    return { reservationId, used: Math.min(Math.max(0, used), reserved), release: false };
+    if (!succeeded && used <= 0) return { reservationId, used: 0, release: true };
+    const charged = Math.min(Math.max(0, used), reserved);
+    return { reservationId, used: charged, release: false, ...(used > charged && usage.size ? { overflow: used - charged } : {}) };
+  }
+
+  /**
+   * Charges the credits a run used beyond its hold (model calls of a lost attempt and of its
+   * retry), once its reservation was closed: a reservation of that amount settled at once. A team
+   * without that many credits left is charged nothing more (logged): a balance never goes below 0.
+   */
+  async chargeOverflow(close: CreditClose | null, state: RunState): Promise<void> {
+    if (!close?.overflow || !state.teamId) return;
+    const em = this.ctx.fork();
+    try {
+      const extra = await this.credits.reserve(em, { teamId: state.teamId, amount: close.overflow, reason: `run ${state.id}: model usage beyond its reservation`, userId: state.userId });
+      await this.credits.settleOnly(em, extra.id, close.overflow, `run ${state.id}`);
+    } catch (error) {
+      this.ctx.log.warn({ err: error, runId: state.id, credits: close.overflow }, 'could not charge the model usage of a run beyond its reservation');
+    }
+  }
+
+  /** The model usage a run's hold pays for, per model: the records' sums, or the state's where it counts more. */
+  private async modelUsage(reservationId: string, state: RunState): Promise<Map<string, AiUsage>> {
+    let recorded = new Map<string, AiUsage>();
+    const records = this.records();
+    // A workflow whose blocks never call a model has no records to read (the trivial run's path).
+    if (records && (Object.keys(state.usage.models).length > 0 || mayCallModels(state.blocks))) {
+      try {
+        recorded = await records.usageOfHold(this.ctx.fork(), reservationId);
+      } catch (error) {
+        this.ctx.log.warn({ err: error, runId: state.id }, 'could not read the model call records of a run: its own usage counts are charged');
+      }
+    }
+    const total = (u: AiUsage) => u.inputTokens + u.outputTokens;
+    for (const [modelId, counted] of Object.entries(state.usage.models)) {
+      const entry = { inputTokens: counted.inputTokens, outputTokens: counted.outputTokens };
+      const found = recorded.get(modelId);
+      if (!found || total(entry) > total(found)) recorded.set(modelId, entry);
+    }
+    for (const [modelId, entry] of recorded) if (total(entry) === 0) recorded.delete(modelId);
+    return recorded;
   }
 
   /** `close`'s answer as the settlement of the run's final write (see `RunStore.finishWork`). */
@@ -118,10 +173,19 @@ export class RunCredits {
   async settle(reservationId: string | null, reserved: number, state: RunState): Promise<void> {
     const close = await this.close(reservationId, reserved, state);
     if (close) await this.ctx.store.write((tx, rows) => this.apply(tx, rows, close, state), { concurrent: true });
+    await this.chargeOverflow(close, state);
   }
 
   /** Releases a reservation outside any run write (a debug run that failed). */
   async release(reservationId: string, reason: string): Promise<void> {
     await this.credits.release(this.ctx.fork(), reservationId, reason);
   }
+}
+
+/** Block kinds that never call a model themselves (a sub-workflow's child run bills its own calls). */
+const modelFree = new Set(['input', 'output', 'code', 'text', 'ask', 'tool', 'subworkflow', 'branch', 'loop', 'repeat', 'parallel']);
+
+/** Whether any block of a workflow (inside containers too) is of a kind that may call a model. */
+function mayCallModels(blocks: readonly WorkflowBlock[]): boolean {
+  return blocks.some((block) => !modelFree.has(block.kind) || mayCallModels(block.children ?? []) || (block.arms ?? []).some((arm) => mayCallModels(arm.blocks)));
 }

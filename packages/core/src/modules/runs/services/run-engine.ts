@@ -1,11 +1,16 @@
+import type { ModelCallFrame } from '../../ai/services/model-call-scope.js';
 import { TrellisError } from '../../../kernel/errors.js';
-import type { AiUsage } from '../../../ports/ai-provider.js';
-import type { BlockExecutor, BlockIo } from '../blocks/executor.js';
+import type { BlockExecutor } from '../blocks/executor.js';
 import { asText } from '../blocks/template.js';
 import type { BlockKind, WorkflowBlock } from '../blocks/workflow.js';
-import { runErrors, runFailure } from '../errors.js';
+import { runFailure } from '../errors.js';
+import { runControl } from './engine/control.js';
+import { RunOutput, unlimited, type OutputLimits } from './engine/output-meter.js';
+import { AttemptEnded, step, type EngineRun } from './engine/step.js';
 import type { RunEventSink } from './event-sink.js';
 import { outputOf, type RunState } from './run-state.js';
+
+export type { OutputLimits } from './engine/output-meter.js';
 
 export { completion, initialState, outputOf, publicSession, type RunState } from './run-state.js';
 
@@ -22,6 +27,8 @@ export interface RunPersistence {
    */
   finish(state: RunState, sink: RunEventSink): Promise<void>;
   heartbeat(): Promise<void>;
+  /** A tool result an earlier attempt recorded in the run's log under an idempotency key (see tool-effects.ts). */
+  recall?(key: string): Promise<{ result: unknown } | undefined>;
 }
 
 export class RunSuperseded extends Error {}
@@ -49,52 +56,6 @@ function checkpointSnapshot(state: RunState): RunState {
   return { ...state, sessions: structuredClone(state.sessions), ctx: state.ctx.slice(), usage: structuredClone(state.usage), waiting: state.waiting && { ...state.waiting } };
 }
 
-/**
- * Quotas on the output of a block and of a run's execution (`runs.max*` settings): `block_chunk`,
- * `tool_start` and `tool_result` events, counted and measured (UTF-8 bytes of the delta, or of
- * the tool result's JSON). The block that passes one fails with `output_limit_exceeded`.
- */
-export interface OutputLimits {
-  blockEvents: number;
-  blockBytes: number;
-  runEvents: number;
-  runBytes: number;
-}
-
-const unlimited: OutputLimits = { blockEvents: Infinity, blockBytes: Infinity, runEvents: Infinity, runBytes: Infinity };
-
-/** What a block's and its execution's output used so far; `exceeded` is set (and stays) once a quota struck. */
-class OutputMeter {
-  blockEvents = 0;
-  blockBytes = 0;
-  runEvents = 0;
-  runBytes = 0;
-  exceeded: TrellisError | null = null;
-
-  constructor(private readonly limits: OutputLimits) {}
-
-  /** Counts one event of `bytes`; throws `output_limit_exceeded` when it passes a quota (and for any event after). */
-  charge(bytes: number): void {
-    if (this.exceeded) throw this.exceeded;
-    this.blockEvents += 1;
-    this.blockBytes += bytes;
-    this.runEvents += 1;
-    this.runBytes += bytes;
-    const { limits } = this;
-    if (this.blockEvents > limits.blockEvents) this.exceeded = runErrors.outputLimit('block\'s output events', limits.blockEvents, 'maxBlockEvents');
-    else if (this.blockBytes > limits.blockBytes) this.exceeded = runErrors.outputLimit('block\'s output bytes', limits.blockBytes, 'maxBlockOutputBytes');
-    else if (this.runEvents > limits.runEvents) this.exceeded = runErrors.outputLimit('run\'s output events', limits.runEvents, 'maxRunEvents');
-    else if (this.runBytes > limits.runBytes) this.exceeded = runErrors.outputLimit('run\'s output bytes', limits.runBytes, 'maxRunOutputBytes');
-    if (this.exceeded) throw this.exceeded;
-  }
-
-  startBlock(): void {
-    this.blockEvents = 0;
-    this.blockBytes = 0;
-    this.exceeded = null;
-  }
-}
-
 /** Why an execution was stopped from outside. */
 export type StopReason = 'timeout' | 'cancel' | 'shutdown';
 
@@ -104,12 +65,9 @@ export interface ExecuteOptions {
   /** Returns why `signal` aborted ('shutdown' when not known). */
   stopReason?: () => StopReason;
   heartbeatMs?: number;
+  /** Who the blocks' model calls are recorded for (the run's attempt and credit hold). */
+  modelCalls?: ModelCallFrame;
 }
-
-const errorOf = (error: unknown): { code: string; message: string } => {
-  if (error instanceof TrellisError) return { code: error.code, message: error.message };
-  return { code: 'block_failed', message: error instanceof Error ? error.message : String(error) };
-};
 
 /**
  * Executes a run's blocks from its cursor, top to bottom, through one `BlockExecutor` per kind,
@@ -137,7 +95,26 @@ export class RunEngine {
     const heartbeat = setInterval(() => void persistence.heartbeat().catch(() => undefined), options.heartbeatMs ?? 10_000);
     heartbeat.unref?.();
     state.status = 'running';
-    const meter = new OutputMeter(this.limits);
+    // Checkpoints asked for inside control blocks: one at a time; a call while one waits shares it.
+    let saving: Promise<void> = Promise.resolve();
+    let queued: Promise<void> | null = null;
+    const save = (): Promise<void> => {
+      if (queued) return queued;
+      const write = saving.then(async () => {
+        queued = null;
+        savedAt = Date.now();
+        try {
+          await persistence.checkpoint(checkpointSnapshot(state), sink);
+        } catch (error) {
+          if (error instanceof RunCancelled) stop('cancel');
+          throw new AttemptEnded(error);
+        }
+      });
+      queued = write;
+      saving = write.catch(() => undefined);
+      return write;
+    };
+    const run: EngineRun = { state, sink, signal: controller.signal, executors: this.executors, output: new RunOutput(this.limits), save, runContainer: runControl, recall: persistence.recall?.bind(persistence), modelCalls: options.modelCalls };
     let savedAt = Date.now();
     // A skipped checkpoint, written after DEFERRED_CHECKPOINT_MS unless the next boundary comes first.
     let deferred: { timer: ReturnType<typeof setTimeout>; write: Promise<void> | null } | null = null;
@@ -181,7 +158,15 @@ export class RunEngine {
           state.cursor++;
           continue;
         }
-        const outcome = await this.runBlock(state, block, sink, controller.signal, meter);
+        let outcome: 'done' | 'wait' | 'stop';
+        try {
+          outcome = await this.runBlock(run, block);
+        } catch (error) {
+          // A checkpoint inside a control block failed: cancelled (stopped above) or superseded.
+          if (!(error instanceof AttemptEnded)) throw error;
+          if (error.cause instanceof RunCancelled) break;
+          throw error.cause;
+        }
         if (outcome === 'wait') {
           await settleDeferred();
           // Published once the checkpoint that stores the waiting state committed: a client that
@@ -242,7 +227,7 @@ export class RunEngine {
 
   /** The continuation of an ask block: its answer is its output. */
   private answerAsk(state: RunState, sink: RunEventSink): void {
-    const session = state.sessions.find((s) => s.blockId === state.waiting!.blockId)!;
+    const session = state.sessions.find((s) => s.blockId === state.waiting!.blockId && s.path === undefined)!;
     const block = state.blocks[state.cursor]!;
     session.status = 'completed';
     session.output = asText(state.answer);
@@ -256,91 +241,17 @@ export class RunEngine {
     state.cursor++;
   }
 
-  private async runBlock(state: RunState, block: WorkflowBlock, sink: RunEventSink, signal: AbortSignal, meter: OutputMeter): Promise<'done' | 'wait' | 'stop'> {
-    const session = state.sessions.find((s) => s.blockId === block.id)!;
-    const started = Date.now();
-    session.status = 'running';
-    session.startedAt = new Date(started).toISOString();
-    delete session.error;
-    sink.emit('block_start', { blockId: block.id, blockType: block.type, blockName: block.name });
-    const ctx = new Map(state.ctx.map((entry) => [entry.name, entry.value]));
-    meter.startBlock();
-    const io: BlockIo = {
-      runId: state.id,
-      userId: state.userId,
-      tenant: state.teamId ?? state.userId,
-      signal,
-      ctx,
-      inputs: state.inputs,
-      remainingMs: () => Math.max(0, state.deadline - Date.now()),
-      chunk: (delta) => {
-        meter.charge(Buffer.byteLength(delta));
-        sink.emitChunk(block.id, delta);
-        return sink.backlog();
-      },
-      toolStart: (toolCallId, toolName) => {
-        meter.charge(Buffer.byteLength(toolName));
-        sink.emit('tool_start', { blockId: block.id, toolCallId, toolName });
-        return sink.backlog();
-      },
-      toolResult: (toolCallId, result) => {
-        meter.charge(Buffer.byteLength(JSON.stringify(result ?? null)));
-        sink.emit('tool_result', { blockId: block.id, toolCallId, result: result ?? null });
-        return sink.backlog();
-      },
-      modelUsage: (modelId: string, usage: AiUsage) => {
-        const entry = (state.usage.models[modelId] ??= { inputTokens: 0, outputTokens: 0, calls: 0 });
-        entry.inputTokens += usage.inputTokens;
-        entry.outputTokens += usage.outputTokens;
-        entry.calls += 1;
-      },
-      sandboxTime: (ms) => void (state.usage.sandboxMs += Math.round(ms)),
-    };
-    const finish = () => {
-      session.finishedAt = new Date().toISOString();
-      session.durationMs = Date.now() - started;
-    };
-    try {
-      const executor = this.executors.get(block.kind);
-      if (!executor) throw new TrellisError('not_implemented', 'block_kind_unsupported', `No executor handles ${block.kind} blocks.`);
-      const outcome = await executor.execute(block, io);
-      if (signal.aborted) throw signal.reason;
-      // A quota struck and the executor went on regardless: the block fails all the same.
-      if (meter.exceeded) throw meter.exceeded;
-      if ('wait' in outcome) {
-        session.status = 'waiting';
-        state.status = 'waiting';
-        state.waiting = { blockId: block.id, question: outcome.wait.question };
-        return 'wait';
-      }
-      finish();
-      session.status = 'completed';
-      session.output = asText(outcome.output);
-      if (outcome.console?.length) session.console = outcome.console;
-      state.ctx.push({ name: block.name, blockId: block.id, blockType: block.type, value: outcome.output ?? null });
-      sink.emit('block_complete', { blockId: block.id, output: outcome.output ?? null });
-      sink.emit('block_end', { blockId: block.id });
+  /** Runs a top-level block; its output (null when skipped or failed and continued) joins the run's context. */
+  private async runBlock(run: EngineRun, block: WorkflowBlock): Promise<'done' | 'wait' | 'stop'> {
+    const { state } = run;
+    const session = state.sessions.find((s) => s.blockId === block.id && s.path === undefined)!;
+    const vars = new Map(state.ctx.map((entry) => [entry.name, entry.value]));
+    const result = await step(run, block, session, { where: {}, vars });
+    if (result.kind === 'done') {
+      state.ctx.push({ name: block.name, blockId: block.id, blockType: block.type, value: result.value });
       return 'done';
-    } catch (error) {
-      finish();
-      if (signal.aborted && signal.reason instanceof TrellisError && signal.reason.code === 'run_interrupted') {
-        // The process is stopping: the block runs again in the next attempt, from this checkpoint.
-        session.status = 'pending';
-        return 'stop';
-      }
-      const failure = signal.aborted ? errorOf(signal.reason) : errorOf(meter.exceeded ?? error);
-      if (signal.aborted) failure.message = signal.reason instanceof TrellisError && signal.reason.code === runFailure.timeout.code ? runFailure.timeout.message : failure.message;
-      session.status = 'failed';
-      session.error = failure;
-      sink.emit('block_error', { blockId: block.id, error: failure.message, code: failure.code });
-      sink.emit('block_end', { blockId: block.id });
-      if (signal.aborted) return 'stop';
-      if ((block.onError ?? state.onError) === 'continue') {
-        state.ctx.push({ name: block.name, blockId: block.id, blockType: block.type, value: null });
-        return 'done';
-      }
-      state.error = failure;
-      return 'stop';
     }
+    if (result.kind === 'failed') state.error = result.error;
+    return result.kind === 'wait' ? 'wait' : 'stop';
   }
 }

@@ -6,6 +6,9 @@ import type { RunRecorder } from './run-recorder.js';
 import { runResult, type RunResult } from './run-result.js';
 import { runControlTopic } from './event-text.js';
 import { StoredEventSink, SEQ_BLOCK } from './stored-event-sink.js';
+import { modelCallFrame } from '../../ai/services/model-call-scope.js';
+import { endedBlocks } from './run-metrics.js';
+import { runSpan } from './run-span.js';
 
 /** Executing queued runs: the RunQueue's handler claims an attempt and runs the engine over it. */
 export class RunExecutor {
@@ -78,13 +81,18 @@ export class RunExecutor {
     signal.addEventListener('abort', onShutdown);
     const persistence = this.recorder.persistence(run, sink);
     try {
-      await this.ctx.engine.execute(state, sink, persistence, { signal: cancel.signal, stopReason: () => why, heartbeatMs: this.ctx.config.heartbeatSeconds * 1000 });
+      const before = endedBlocks(state);
+      // Model calls made inside are recorded for this run's attempt and charged to its hold; the
+      // run's span is the parent of their GenAI spans (docs/observability.md).
+      const modelCalls = modelCallFrame({ runId: run.id, attempt: run.attempt, reservationId: run.reservationId, teamId: run.teamId ?? null, userId: run.userId });
+      await runSpan(run, () => this.ctx.engine.execute(state, sink, persistence, { signal: cancel.signal, stopReason: () => why, heartbeatMs: this.ctx.config.heartbeatSeconds * 1000, modelCalls }), state);
       await sink.close();
       // A run that goes on later (waiting for an answer, or stopped by a shutdown) numbers its
       // events right after the last stored one; a finished run keeps its reservation.
       if (!terminalRunStatuses.has(state.status)) await this.ctx.store.setSeqCeiling({ id: run.id, attempt: run.attempt }, sink.lastSeq);
       if (state.status === 'running' || state.status === 'queued') return null;
       const durationMs = persistence.durationMs ?? this.ctx.clock.nowMs() - state.startedAt;
+      this.ctx.metrics?.ended(state, durationMs, before);
       await this.recorder.notifyEnd(run, state, durationMs);
       const waiting = state.status === 'waiting';
       return runResult({ ...state, durationMs, output: waiting ? run.output : state.output, waiting: waiting ? state.waiting : null });

@@ -1,3 +1,4 @@
+import { whereOf } from './engine/scope.js';
 import { parseWorkflow } from '../blocks/workflow.js';
 import { Run, terminalRunStatuses, type BlockSession } from '../entities/run.entity.js';
 import { runErrors, runFailure } from '../errors.js';
@@ -5,6 +6,7 @@ import { notify, subjectOf, type RunContext } from './run-context.js';
 import type { RunCredits } from './run-credits.js';
 import { completion, outputOf, RunCancelled, RunSuperseded, type RunPersistence, type RunState } from './run-engine.js';
 import { StoredEventSink } from './stored-event-sink.js';
+import { logRecall } from './tool-effects.js';
 
 /** A stored run's persistence, with the duration its final record stored once it finished. */
 export type StoredRunPersistence = RunPersistence & { durationMs: number | null };
@@ -66,7 +68,8 @@ export class RunRecorder {
     const announced = new Set(run.sessions.filter(ended).map((s) => s.blockId));
     return async (state) => {
       for (const session of state.sessions) {
-        if (!ended(session) || announced.has(session.blockId)) continue;
+        // Executions inside a container are not top-level blocks.
+        if (session.path !== undefined || !ended(session) || announced.has(session.blockId)) continue;
         announced.add(session.blockId);
         const status = session.status as 'completed' | 'failed';
         await notify(this.ctx, 'run.blockFinished', { ...subjectOf(run), blockId: session.blockId, status, durationMs: blockDuration(session) });
@@ -104,6 +107,8 @@ export class RunRecorder {
           throw new RunCancelled();
         }
       },
+      // Tool results of earlier attempts, read from the log at the first tool call (none before the run's first event).
+      recall: logRecall(run.seqCeiling === 0, (after) => ctx.store.read(run.id, after)),
       heartbeat: async () => {
         await ctx.fork().nativeUpdate(Run, fence, { heartbeatAt: ctx.clock.now() });
       },
@@ -117,6 +122,7 @@ export class RunRecorder {
         const final = { cursor: s.cursor, sessions: s.sessions, ctx: s.ctx, usage: s.usage, status: s.status, output: s.output ?? null, error: s.error, timedOut: s.timedOut, finishedAt: now, durationMs, updatedAt: now };
         const changed = await sink.flushWith(ctx.store.finishWork(fence, final, this.credits.settlement(close, s)), (count) => count > 0);
         if (!changed) throw new RunSuperseded();
+        await this.credits.chargeOverflow(close, s);
         persistence.durationMs = durationMs;
         await blocksStored(s);
       },
@@ -148,8 +154,9 @@ export class RunRecorder {
         // Its block_start went out: the block ends on the stream too, as a block the engine stopped does.
         session.status = 'failed';
         session.error = failure;
-        sink.emit('block_error', { blockId: session.blockId, error: failure.message, code: failure.code });
-        sink.emit('block_end', { blockId: session.blockId });
+        const where = whereOf(session);
+        sink.emit('block_error', { blockId: session.blockId, error: failure.message, code: failure.code, ...where });
+        sink.emit('block_end', { blockId: session.blockId, ...where });
       }
     }
     state.status = status;

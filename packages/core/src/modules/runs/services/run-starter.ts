@@ -43,6 +43,8 @@ export interface StartRunInput {
    * by the same caller within `runs.idempotencyKeyHours` is attached to instead of starting another.
    */
   idempotency?: RunIdempotency;
+  /** A sub-workflow's run: the run and block that start it, and its depth (blocks/kinds/subworkflow.ts). */
+  parent?: { runId: string; blockId: string; depth: number };
   /**
    * true: a stored run (record, event log, queue, resumable, reconnectable). false: a debug run
    * executed in this process, with its events on the returned stream only and nothing stored.
@@ -110,6 +112,9 @@ function newRunRecord(a: { runId: string; input: StartRunInput; content: unknown
     idempotencyKey: idempotency?.key ?? null,
     idempotencyScope: idempotency?.scope ?? null,
     requestHash: idempotency?.requestHash ?? null,
+    parentRunId: input.parent?.runId ?? null,
+    parentBlockId: input.parent?.blockId ?? null,
+    depth: input.parent?.depth ?? 0,
     createdAt: now,
     updatedAt: now,
   } as Run;
@@ -162,7 +167,7 @@ export class RunStarter {
     if (issues.length) throw runErrors.invalidInputs(issues);
     if (!input.teamId) throw runErrors.noTeam();
     const runId = this.ctx.ids.next();
-    const amount = await this.credits.estimate(blocks);
+    const amount = await this.credits.estimate(blocks, values);
     const teamId = input.teamId;
     const held = { runId, teamId, userId: input.userId, amount };
     const hold = (tx: EntityManager, alone: boolean, rows: RowSink, id?: string) => this.credits.hold(tx, alone, rows, held, id);

@@ -94,5 +94,11 @@ export function publicSession(session: BlockSession): Record<string, unknown> {
     output: session.output,
     ...(session.error ? { error: session.error } : {}),
     ...(session.console?.length ? { console: session.console } : {}),
+    ...(session.path !== undefined ? { path: session.path } : {}),
+    ...(session.iteration !== undefined ? { iteration: session.iteration } : {}),
+    ...(session.branch !== undefined ? { branch: session.branch } : {}),
+    ...(session.attempts?.length ? { attempts: session.attempts } : {}),
+    ...(session.fallback ? { fallback: true } : {}),
+    ...(session.childRunId ? { childRunId: session.childRunId } : {}),
   };
 }

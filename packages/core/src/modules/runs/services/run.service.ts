@@ -17,13 +17,16 @@ import { CreditService } from '../../billing/services/credit.service.js';
 import { DocumentService } from '../../documents/services/document.service.js';
 import { BlockKinds } from '../blocks/registry.js';
 import type { InputDefinition } from '../blocks/workflow.js';
-import type { Run, RunSource, RunStatus } from '../entities/run.entity.js';
+import { Run as RunEntity, type Run, type RunSource, type RunStatus } from '../entities/run.entity.js';
 import type { RunResultFields } from '../queries.js';
 import type { RunsConfig } from '../runs.config.js';
 import { runsConfigServiceIdentifier } from '../tokens.js';
 import type { RunEventRecord, RunEventText } from './event-text.js';
 import type { RunContext } from './run-context.js';
 import { RunControl } from './run-control.js';
+import { ModelCallReader } from '../../ai/services/model-call-reader.js';
+import { metricsServiceIdentifier } from '../../../kernel/observability/metrics.js';
+import { RunMetrics } from './run-metrics.js';
 import { RunCredits } from './run-credits.js';
 import { RunEngine } from './run-engine.js';
 import { RunExecutor } from './run-executor.js';
@@ -89,8 +92,9 @@ export class RunService {
       kinds,
       local: new Map(),
       consuming: false,
+      metrics: kernel.container.isBound(metricsServiceIdentifier) ? new RunMetrics(kernel.container.get(metricsServiceIdentifier), fork) : undefined,
     };
-    const runCredits = new RunCredits(ctx, credits, () => optional(aiGatewayServiceIdentifier));
+    const runCredits = new RunCredits(ctx, credits, () => optional(aiGatewayServiceIdentifier), () => optional(ModelCallReader));
     const recorder = new RunRecorder(ctx, runCredits);
     this.reader = new RunReader(ctx, documents);
     this.starter = new RunStarter(ctx, runCredits, this.reader, documents);
@@ -140,6 +144,17 @@ export class RunService {
 
   cancel(em: EntityManager, principal: Principal, documentId: string, runId: string): Promise<Run> {
     return this.control.cancel(em, principal, documentId, runId);
+  }
+
+  /** Cancels a run without a permission check (a sub-workflow's run, when its parent stops). */
+  cancelRun(runId: string): Promise<void> {
+    return this.control.cancelById(runId);
+  }
+
+  /** The runs a run's sub-workflow blocks started (read permission on the parent's document), oldest first. */
+  async children(em: EntityManager, principal: Principal, documentId: string, runId: string): Promise<Run[]> {
+    const parent = await this.reader.get(em, principal, documentId, runId);
+    return em.find(RunEntity, { parentRunId: parent.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
   }
 
   recoverLostRuns(): Promise<number> {

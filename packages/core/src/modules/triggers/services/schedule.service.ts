@@ -85,9 +85,17 @@ export class ScheduleService {
     const schedule = await em.findOne(Schedule, { id: scheduleId });
     if (!schedule) return this.timer?.remove(scheduleId);
     if (schedule.paused) return;
-    const late = dueAt.getTime() < this.clock.nowMs() - this.config.schedules.graceSeconds * 1000;
+    const cutoff = new Date(this.clock.nowMs() - this.config.schedules.graceSeconds * 1000);
+    const late = dueAt.getTime() < cutoff.getTime();
     if (late && schedule.missed === 'skip') return;
-    await em.nativeUpdate(Schedule, { id: schedule.id }, { cursorAt: dueAt, nextDueAt: nextDue(cronOf(schedule.cron, schedule.timezone), new Date(Math.max(dueAt.getTime(), this.clock.nowMs()))) });
+    const cron = cronOf(schedule.cron, schedule.timezone);
+    // BullMQ computes a scheduler's next due time when a worker takes its job, from the later of
+    // then and the job's due time: a job taken late (a saturated machine) leaves the due times
+    // in between without a job. They run here, those within the grace window (a fire is unique
+    // per due time: two workers filling the same gap start each run once).
+    const skipped = late ? [] : dueTimes(cron, schedule.cursorAt, new Date(dueAt.getTime() - 1), cutoff).recent;
+    await em.nativeUpdate(Schedule, { id: schedule.id, cursorAt: { $lt: dueAt } }, { cursorAt: dueAt, nextDueAt: nextDue(cron, new Date(Math.max(dueAt.getTime(), this.clock.nowMs()))) });
+    for (const time of skipped) await this.fire(em, schedule, time);
     await this.fire(em, schedule, dueAt);
   }
 

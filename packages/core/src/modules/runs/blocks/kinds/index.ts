@@ -5,10 +5,11 @@ import { codeKind } from './code.js';
 import { inputKind } from './input.js';
 import { llmKind } from './llm.js';
 import { outputKind } from './output.js';
+import { subworkflowKind } from './subworkflow.js';
 import { toolKind } from './tool.js';
 
 /** The block kinds Trellis ships, which the runs module registers. */
-export const builtinBlockKinds: readonly BlockKindDefinition[] = [inputKind, llmKind, codeKind, toolKind, askKind, outputKind];
+export const builtinBlockKinds: readonly BlockKindDefinition[] = [inputKind, llmKind, codeKind, toolKind, askKind, outputKind, subworkflowKind];
 
 /** A registry of the built-in kinds alone (tests, and code that parses without a container). */
 export const builtinBlockKindRegistry = new BlockKinds(builtinBlockKinds);

@@ -3,9 +3,10 @@ import { aiGatewayServiceIdentifier, type AiGateway } from '../../../../ports/ai
 import { attrIssue } from '../attrs.js';
 import type { BlockExecutor, BlockIo, BlockOutcome } from '../executor.js';
 import { defineBlockKind } from '../kind.js';
-import { renderDeep } from '../template.js';
+import { renderDeep, renderTemplate } from '../template.js';
 import type { WorkflowBlock } from '../workflow.js';
 import { noGateway } from './gateway.js';
+import { blockToolCallKey } from '../../services/tool-effects.js';
 
 export const ToolAttrs = Type.Object({
   tool: Type.String({ minLength: 1, ...attrIssue('required', 'a tool block needs an AI tool id') }),
@@ -30,9 +31,12 @@ export class ToolBlockExecutor implements BlockExecutor<ToolAttrs> {
     const toolName = block.attrs.action;
     const toolCallId = `${block.id}:${toolName}`;
     const args = renderDeep(block.attrs.args ?? {}, io.ctx);
+    // The same key on every attempt; a result an earlier attempt recorded answers without calling again.
+    const idempotencyKey = blockToolCallKey(io, block.id, 0);
     await io.toolStart(toolCallId, toolName);
-    const result = await gateway.callTool({ userId: io.userId, toolIds: [block.attrs.tool], toolName, args, signal: io.signal });
-    await io.toolResult(toolCallId, result);
+    const recorded = await io.recall(idempotencyKey);
+    const result = recorded ? recorded.result : await gateway.callTool({ userId: io.userId, toolIds: [renderTemplate(block.attrs.tool, io.ctx)], toolName, args, signal: io.signal, idempotencyKey, toolCallId });
+    await io.toolResult(toolCallId, result, idempotencyKey);
     return { output: result ?? null };
   }
 }
