@@ -62,6 +62,19 @@ describe('createKernel', () => {
     expect(runs).toBe(seen);
   });
 
+  it('stops within server.shutdownTimeoutMs when a job does not heed its signal', async () => {
+    // A job stuck on a database that stopped answering held the stop until the driver gave up (60 s).
+    let started = false;
+    const stuck = defineModule({ name: 'stuck', jobs: [{ name: 'stuck', intervalMs: 5, run: () => { started = true; return new Promise<void>(() => undefined); } }] });
+    const { logger, lines } = capturingLogger();
+    const kernel = createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: [...coreModules, stuck], config: { auth: { jwtSecret: 'k'.repeat(32) }, server: { shutdownTimeoutMs: 300 } }, logger });
+    await kernel.start();
+    while (!started) await new Promise((resolve) => setTimeout(resolve, 5));
+    const stopped = await Promise.race([kernel.stop().then(() => 'stopped'), new Promise((resolve) => setTimeout(() => resolve('held'), 10_000))]);
+    expect(stopped).toBe('stopped');
+    expect(lines.some((l) => l['level'] === 40 && l['jobs'] === 1 && String(l['msg']).includes('jobs still running'))).toBe(true);
+  });
+
   it('stops a kernel that never started, and one whose migrations were only inspected', async () => {
     const idle = createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: coreModules, config: { auth: { jwtSecret: 'k'.repeat(32) } }, logger: pino({ level: 'silent' }) });
     await expect(idle.stop()).resolves.toBeUndefined();

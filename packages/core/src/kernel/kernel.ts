@@ -316,12 +316,18 @@ export function createKernel(options: KernelOptions): Kernel {
         const wasReady = ready;
         ready = false;
         if (wasReady) await hooks.emit('kernel.stopping', {});
+        // One deadline for the requests in flight and the jobs running: a stop never waits longer.
+        const deadline = Date.now() + config.server.shutdownTimeoutMs;
         const drained = await kernel.http.drain(config.server.shutdownTimeoutMs);
         if (!drained) log.warn('shutdown timeout reached with requests still in flight; their streams were stopped');
         kernel.ws.closeAll();
         for (const timer of timers) clearInterval(timer);
         jobsAbort.abort();
-        await Promise.allSettled(runningJobs);
+        // A job that does not heed its signal (one waiting on a database that stopped answering)
+        // is left behind rather than holding the stop.
+        if (runningJobs.size > 0 && !(await settledBy(Promise.allSettled(runningJobs), deadline))) {
+          log.warn({ jobs: runningJobs.size }, 'shutdown timeout reached with jobs still running; stopping without them');
+        }
         for (const module of started.splice(0).reverse()) await module.onStop?.({ ...moduleContext(module), get });
         await revocations.stop();
         await container.get(pubSubServiceIdentifier).close();
@@ -386,6 +392,19 @@ export function createKernel(options: KernelOptions): Kernel {
 }
 
 /** Orders modules so each comes after the ones it depends on; refuses unknown or circular dependencies. */
+/** Whether `work` settles before `deadline` (epoch ms). */
+async function settledBy(work: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([work.then(() => true as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 function orderModules(modules: readonly TrellisModule[]): TrellisModule[] {
   const byName = new Map(modules.map((m) => [m.name, m]));
   if (byName.size !== modules.length) throw new Error('Two modules share a name.');
