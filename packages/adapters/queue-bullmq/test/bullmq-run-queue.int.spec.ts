@@ -69,7 +69,7 @@ describe.skipIf(!url)(`BullMqRunQueue (real Redis${url ? '' : ': skipped, TRELLI
       stdio: ['ignore', 'inherit', 'inherit'],
     });
     children.push(child);
-    await waitFor(`worker ${name} to start`, async () => ((await readLog(prefix)).some((e) => e.worker === name && e.event === 'ready') ? true : undefined), 30_000);
+    await waitFor(`worker ${name} to start`, async () => ((await readLog(prefix)).some((e) => e.worker === name && e.event === 'ready') ? true : undefined), 60_000);
     return child;
   }
 
