@@ -60,8 +60,9 @@ describe.each(testDatabases())('output quotas and a fair sandbox on $name', (db)
     // Both sandbox workers started (one per team at once), so no run below waits for a worker to load.
     await Promise.all([start(attacker, attackersTrivial.documentId), start(victim, trivial.documentId)]);
     const order: string[] = [];
-    // Each loop is stopped by its run's timeout (the wait for a worker counts against it).
-    const attack = Array.from({ length: 8 }, (_, i) => start(attacker, loops.documentId, { timeout: 8 }).then((r) => {
+    // Each loop is stopped by its run's timeout (the wait for a worker counts against it): 20 s, as
+    // the victim's five runs took over 8 s at load 25 (they end in well under a second when quiet).
+    const attack = Array.from({ length: 8 }, (_, i) => start(attacker, loops.documentId, { timeout: 20 }).then((r) => {
       order.push(`loop${i}`);
       return r;
     }));
@@ -78,5 +79,5 @@ describe.each(testDatabases())('output quotas and a fair sandbox on $name', (db)
       expect(answer.body.status).toBe('timed_out');
       expect(answer.body.error).toMatchObject({ code: 'run_timeout' });
     }
-  });
+  }, 90_000);
 });
