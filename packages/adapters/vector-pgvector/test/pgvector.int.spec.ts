@@ -20,7 +20,8 @@ beforeAll(async () => {
   server = new PGLiteSocketServer({ db, port: 0, host: '127.0.0.1', maxConnections: 8 });
   await server.start();
   url = `postgres://postgres@${server.getServerConn()}/postgres`;
-});
+  // PGlite compiles and initialises PostgreSQL in WebAssembly: a few seconds when quiet, over 60 s at load 25.
+}, 240_000);
 
 afterAll(async () => {
   await server?.stop();

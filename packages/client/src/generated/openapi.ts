@@ -4420,7 +4420,7 @@ export interface components {
         };
         DatasetCaseInput: {
             /** @description What the output should be, for the evaluators that compare (exact, contains, numeric); any JSON value. */
-            expected?: unknown;
+            expected?: Record<string, unknown> | unknown[] | string | number | boolean | null;
             /** @description The inputs of the run, by input name (checked against the deployment's inputs when the case runs). */
             inputs: {
                 [key: string]: unknown;

@@ -26,7 +26,8 @@ describe('markdown-ir', () => {
       }),
       { numRuns: 300 },
     );
-  });
+    // Nested containers make large documents: 5 s when quiet, over 30 s at load 25.
+  }, 120_000);
 
   it('is stable: writing the read-back document gives the same text', () => {
     fc.assert(
