@@ -3,6 +3,7 @@ import { TrellisError } from '../../../../kernel/errors.js';
 import { destinationRefused } from '../../../../kernel/net/network-guard.js';
 import { blockToolCallKey } from '../../services/tool-effects.js';
 import type { BlockIo } from '../executor.js';
+import { executeWithPolicy } from '../failure-policy.js';
 import { parseWorkflow, type WorkflowBlock } from '../workflow.js';
 import { HttpBlockExecutor, renderHttpUrl, type HttpAttrs } from './http.js';
 
@@ -170,5 +171,21 @@ describe('http block execution', () => {
       throw new TypeError('fetch failed', { cause: destinationRefused('127.0.0.1', 'a loopback address') });
     });
     await expect(refused.executor.execute(block({ url: 'http://127.0.0.1/' }), io({}).io)).rejects.toMatchObject({ code: 'destination_refused' });
+  });
+});
+
+describe('http block under a retry policy', () => {
+  it('retries an http_error with the same key but never a refused destination', async () => {
+    const policyIo = () => ({ session: { status: 'running' } as never, emit: () => undefined });
+    const flaky = executor(() => new Response('busy', { status: 503 }));
+    const b = block({ url: 'http://svc.test/', retry: { maxAttempts: 3, delayMs: 0 } } as HttpAttrs);
+    await expect(executeWithPolicy(flaky.executor, b as never, io({}).io, policyIo())).rejects.toMatchObject({ code: 'http_error' });
+    expect(flaky.sent).toHaveLength(3);
+    expect(new Set(flaky.sent.map((s) => s.headers['idempotency-key'])).size).toBe(1);
+    const refused = executor(() => {
+      throw new TypeError('fetch failed', { cause: destinationRefused('10.0.0.1', 'a private address') });
+    });
+    await expect(executeWithPolicy(refused.executor, b as never, io({}).io, policyIo())).rejects.toMatchObject({ code: 'destination_refused' });
+    expect(refused.sent).toHaveLength(1);
   });
 });
