@@ -13,8 +13,8 @@ import { conformingRequests } from './openapi-conformance.js';
 /**
  * Runs every example under examples/workflows/ (see its README for the convention) against a real
  * host on each test database: `POST /documents/{id}/run` with `stream: false`, then compares the
- * `globalCtx` entries named in expected.json. Tool blocks call a local echo server through an
- * http AI tool the runner creates; LLM blocks a local OpenAI-compatible server.
+ * `globalCtx` entries named in expected.json. Http blocks call a local echo server (`toolUrl`), LLM
+ * blocks a local OpenAI-compatible server (`modelId`); children are created and deployed first.
  */
 const root = join(dirname(fileURLToPath(import.meta.url)), '../../../examples/workflows');
 const examples = readdirSync(root, { withFileTypes: true })
@@ -23,9 +23,9 @@ const examples = readdirSync(root, { withFileTypes: true })
   .sort();
 const readJson = (...parts: string[]) => JSON.parse(readFileSync(join(root, ...parts), 'utf8')) as Record<string, unknown>;
 
-/** `{{tools.<name>}}` and `{{children.<name>}}` placeholders of a workflow.json, replaced by ids. */
+/** `{{children.<name>}}` placeholders of a workflow.json, replaced by the deployed children's ids. */
 const substitute = (text: string, ids: Record<string, string>) =>
-  text.replace(/\{\{\s*((?:tools|children)\.[A-Za-z0-9_-]+)\s*\}\}/g, (match, key: string) => {
+  text.replace(/\{\{\s*(children\.[A-Za-z0-9_-]+)\s*\}\}/g, (match, key: string) => {
     if (!(key in ids)) throw new Error(`no ${key} for the placeholder ${match}`);
     return ids[key]!;
   });
@@ -88,22 +88,7 @@ describe.each(testDatabases())('workflow examples on $name', (db) => {
     const project = await createProject(t, user.token);
     const model = await t.request('POST', '/ai/models', { token: user.token, body: { name: 'Wire', service: 'openai', conf: { model: 'gpt-test', baseURL: wire.baseURL, apiKey: 'sk-test' } } });
     expect(model.status, model.text).toBe(201);
-    const tool = await t.request('POST', '/ai/tools', {
-      token: user.token,
-      body: {
-        name: 'Example HTTP',
-        desc: 'POSTs body to url',
-        actions: [
-          {
-            name: 'call',
-            type: 'http',
-            conf: { method: 'POST', url: '{{url}}', body: '{{body}}', parameters: { type: 'object', properties: { url: { type: 'string' }, body: { type: 'object' } }, required: ['url'] } },
-          },
-        ],
-      },
-    });
-    expect(tool.status, tool.text).toBe(201);
-    const ids: Record<string, string> = { 'tools.http': tool.body.id };
+    const ids: Record<string, string> = {};
     // Children first: each is created as a workflow block of the project and deployed.
     const childrenDir = join(root, name, 'children');
     if (existsSync(childrenDir)) {

@@ -1,5 +1,6 @@
 import { TrellisError } from '../../../kernel/errors.js';
-import { refusalOf, type NetworkGuard } from '../../../kernel/net/network-guard.js';
+import { parseResponseBody, sendGuardedRequest, type GuardedRequestFailures } from '../../../kernel/net/guarded-request.js';
+import type { NetworkGuard } from '../../../kernel/net/network-guard.js';
 import { lookupPath, renderJson, renderText } from './template.js';
 
 export interface HttpActionConf {
@@ -59,35 +60,11 @@ export async function runHttpAction(conf: HttpActionConf, context: Record<string
   headers['user-agent'] ??= 'trellis-tool/1';
   if (options.idempotencyKey) headers['idempotency-key'] ??= options.idempotencyKey;
   const timeoutMs = Math.min(conf.timeoutMs ?? options.timeoutMs, options.timeoutMs);
-  const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeoutMs)]) : AbortSignal.timeout(timeoutMs);
-
-  let status: number;
-  let contentType: string;
-  let body: Buffer;
-  try {
-    // Through the guard's dispatcher: the destination is checked when the connection opens.
-    const response = await options.guard.fetch(url, { method: conf.method, headers, body: payload, signal, redirect: 'manual' });
-    status = response.status;
-    contentType = response.headers.get('content-type') ?? '';
-    body = await readLimited(response, options.maxResponseBytes);
-  } catch (error) {
-    const refused = refusalOf(error);
-    if (refused) throw toolDestinationRefused(refused);
-    if (error instanceof TrellisError) throw error;
-    if (options.signal?.aborted) throw options.signal.reason ?? error;
-    if (signal.aborted) throw toolCallFailed(`The tool did not answer within ${timeoutMs} ms.`, error);
-    const code = (error as { cause?: { code?: string } }).cause?.code;
-    throw toolCallFailed(`The tool's endpoint cannot be reached${code ? ` (${code})` : ''}.`, error);
-  }
-
-  let parsed: unknown = body.toString('utf8');
-  if (/json/i.test(contentType) && body.length > 0) {
-    try {
-      parsed = JSON.parse(body.toString('utf8'));
-    } catch {
-      /* answered as text */
-    }
-  }
+  const { status, contentType, body } = await sendGuardedRequest(
+    { method: conf.method, url, headers, body: payload },
+    { guard: options.guard, timeoutMs, maxResponseBytes: options.maxResponseBytes, signal: options.signal, failures: toolCallFailures },
+  );
+  const parsed = parseResponseBody(contentType, body);
   if (status < 200 || status >= 300) {
     throw toolCallFailed(`The tool's endpoint answered ${status}.`);
   }
@@ -98,21 +75,10 @@ export async function runHttpAction(conf: HttpActionConf, context: Record<string
 export const toolDestinationRefused = (refused: TrellisError) =>
   new TrellisError('bad_request', 'tool_destination_refused', `The tool action may not reach its destination. ${refused.message}`, { cause: refused });
 
-/** The body, failing with `tool_call_failed` past `limit` bytes (the rest is not read). */
-async function readLimited(response: Response, limit: number): Promise<Buffer> {
-  if (!response.body) return Buffer.alloc(0);
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw toolCallFailed(`The tool's response is larger than ai.tools.maxResponseBytes (${limit} bytes).`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks);
-}
+/** A tool action's failures: all `tool_call_failed` but a refused destination. */
+const toolCallFailures: GuardedRequestFailures = {
+  refused: toolDestinationRefused,
+  timedOut: (timeoutMs, cause) => toolCallFailed(`The tool did not answer within ${timeoutMs} ms.`, cause),
+  unreachable: (code, cause) => toolCallFailed(`The tool's endpoint cannot be reached${code ? ` (${code})` : ''}.`, cause),
+  tooLarge: (limit) => toolCallFailed(`The tool's response is larger than ai.tools.maxResponseBytes (${limit} bytes).`),
+};

@@ -73,8 +73,28 @@ export const richDocument: fc.Arbitrary<DocumentContent> = fc
 /** A CEL-ish expression with the characters markdown-ir escapes. */
 const expression = fc.oneof(fc.constantFrom('x > 1', 'inputs.n == 2', '"a:::b" in [item]', 'size(xs) > 0 && xs[0].k == "{{v}}"', '\\[x]'), richText);
 const leafBlock = fc.record({ type: fc.constantFrom('toolBlock', 'llmBlock', 'codeBlock'), attrs: fc.record({ name: fc.stringMatching(/^[a-z]{1,6}$/), when: fc.option(expression, { nil: undefined }) }, { requiredKeys: ['name'] }), content: fc.option(fc.array(textNode, { minLength: 1, maxLength: 2 }), { nil: undefined }) }, { requiredKeys: ['type', 'attrs'] });
+/** An http block: method, a URL template, header templates and a JSON body with the characters markdown-ir escapes. */
+const httpBlock = fc.record(
+  {
+    type: fc.constant('httpBlock'),
+    attrs: fc.record(
+      {
+        name: fc.stringMatching(/^[a-z]{1,6}$/),
+        method: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'),
+        url: fc.constantFrom('{{ toolUrl }}/echo', 'https://example.com/a?q={{ q }}&r=:::', 'http://h/{{x.y.0}}'),
+        headers: fc.option(fc.dictionary(fc.stringMatching(/^[A-Za-z][A-Za-z0-9-]{0,8}$/), fc.oneof(richText, expression), { maxKeys: 3 }), { nil: undefined }),
+        body: fc.option(fc.jsonValue({ maxDepth: 2 }), { nil: undefined }),
+        responseType: fc.option(fc.constantFrom('auto', 'json', 'text'), { nil: undefined }),
+        when: fc.option(expression, { nil: undefined }),
+      },
+      { requiredKeys: ['name', 'method', 'url'] },
+    ),
+  },
+  { requiredKeys: ['type', 'attrs'] },
+);
+const anyLeaf = fc.oneof(leafBlock, httpBlock) as fc.Arbitrary<RichNode>;
 const controlBlock: fc.Memo<RichNode> = fc.memo((depth) => {
-  const children = fc.array(depth <= 1 ? leafBlock : fc.oneof(leafBlock, controlBlock(depth - 1)), { minLength: 1, maxLength: 3 }) as fc.Arbitrary<RichNode[]>;
+  const children = fc.array(depth <= 1 ? anyLeaf : fc.oneof(anyLeaf, controlBlock(depth - 1)), { minLength: 1, maxLength: 3 }) as fc.Arbitrary<RichNode[]>;
   const arms = (type: string) => fc.array(fc.record({ type: fc.constant(type), attrs: fc.record({ name: fc.stringMatching(/^[a-z]{1,6}$/), when: fc.option(expression, { nil: undefined }) }, { requiredKeys: ['name'] }), content: children }), { minLength: 1, maxLength: 3 });
   return fc.oneof(
     fc.record({ type: fc.constant('loopBlock'), attrs: fc.record({ name: fc.constant('l'), items: expression, concurrency: fc.integer({ min: 1, max: 16 }) }), content: children }),

@@ -87,8 +87,8 @@ export interface FailedAttempt {
 const failureOf = (error: unknown): { code: string; message: string } =>
   error instanceof TrellisError ? { code: error.code, message: error.message } : { code: 'block_failed', message: error instanceof Error ? error.message : String(error) };
 
-/** Failures a retry cannot help (the run's own stop, a quota on output that stays struck). */
-const RETRY_USELESS = new Set(['output_limit_exceeded', 'run_cancelled', 'run_timeout', 'run_interrupted', 'subworkflow_cycle', 'subworkflow_depth_exceeded']);
+/** Failures a retry cannot help (the run's own stop, a quota on output that stays struck, a destination the guard refuses or a URL that is none). */
+const RETRY_USELESS = new Set(['output_limit_exceeded', 'run_cancelled', 'run_timeout', 'run_interrupted', 'subworkflow_cycle', 'subworkflow_depth_exceeded', 'destination_refused', 'invalid_http_url']);
 
 const sleep = (ms: number, signal: AbortSignal) =>
   new Promise<void>((resolve, reject) => {

@@ -47,6 +47,7 @@ describe('built-in block kinds', () => {
       ['ask', 'askBlock', false],
       ['output', 'outputBlock', true],
       ['subworkflow', 'subworkflowBlock', false],
+      ['http', 'httpBlock', false],
     ]);
     for (const kind of builtinBlockKinds) expect(kind.attrs.type).toBe('object');
   });
@@ -106,7 +107,7 @@ describe('the block kind registry', () => {
 
   it('makes one executor per kind that runs with the typed attrs', async () => {
     const executors = kinds.executors({ get: () => ({ maxToolRounds: 1, codeTimeoutMs: 1, codeMemoryBytes: 1 }) as never, optional: () => undefined });
-    expect([...executors.keys()]).toEqual(['input', 'llm', 'code', 'tool', 'ask', 'output', 'subworkflow', 'shout']);
+    expect([...executors.keys()]).toEqual(['input', 'llm', 'code', 'tool', 'ask', 'output', 'subworkflow', 'http', 'shout']);
     const [block] = parseWorkflow(doc({ type: 'shoutBlock', attrs: { id: 's', times: 3, suffix: '?' }, content: text('hey') }), fail, kinds);
     await expect(executors.get('shout')!.execute(block!, {} as never)).resolves.toEqual({ output: 'HEY???' });
   });
@@ -137,6 +138,7 @@ describe('block nodes in markdown-ir', () => {
         { type: 'codeBlock', attrs: { id: 'c', name: 'count', language: 'javascript' }, content: text('return blocks.draft.length;\n// {{ not a template }}') },
         { type: 'toolBlock', attrs: { id: 't', name: 'fetch', tool: 't1', action: 'get', args: { q: '{{ topic }}', n: [1, { deep: null }] } } },
         { type: 'askBlock', attrs: { id: 'a', name: 'ok' }, content: text('Publish [{{ draft }}]?') },
+        { type: 'httpBlock', attrs: { id: 'h', name: 'post', method: 'PUT', url: '{{ toolUrl }}/items?q={{ topic }}', headers: { 'X-Note': ':::{{ draft }}' }, body: { text: '{{ draft }}', tags: ['a', { n: 1 }] }, responseType: 'text' } },
         { type: 'shoutBlock', attrs: { id: 's', name: 'loud', times: 2 }, content: text('done: {yes}') },
         { type: 'outputBlock', attrs: { id: 'o', name: 'result', value: '{{ draft }}' } },
       ),
@@ -145,6 +147,6 @@ describe('block nodes in markdown-ir', () => {
     expect(back).toEqual(content);
     const strip = (blocks: ReturnType<typeof parseWorkflow>) => blocks.map(({ kind, name, attrs, text: body, replayable }) => ({ kind, name, attrs, body, replayable }));
     expect(strip(parseWorkflow(back, fail, kinds))).toEqual(strip(parseWorkflow(content, fail, kinds)));
-    expect(parseWorkflow(back, fail, kinds).map((b) => b.kind)).toEqual(['input', 'llm', 'code', 'tool', 'ask', 'shout', 'output']);
+    expect(parseWorkflow(back, fail, kinds).map((b) => b.kind)).toEqual(['input', 'llm', 'code', 'tool', 'ask', 'http', 'shout', 'output']);
   });
 });

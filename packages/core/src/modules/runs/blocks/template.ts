@@ -20,10 +20,11 @@ export const asText = (value: unknown): string => (value === undefined || value 
 
 /**
  * Renders a template: every `{{ name }}` or `{{ name.field.0 }}` is replaced by that input's or
- * block's output (strings as they are, other values as JSON, missing fields as nothing).
+ * block's output (strings as they are, other values as JSON, missing fields as nothing), passed
+ * through `encode` when given (`encodeURIComponent` in a URL).
  */
-export function renderTemplate(template: string, ctx: ReadonlyMap<string, unknown>): string {
-  return template.replace(REFERENCE, (_match, name: string, path: string) => asText(lookup(ctx, name, path)));
+export function renderTemplate(template: string, ctx: ReadonlyMap<string, unknown>, encode?: (text: string) => string): string {
+  return template.replace(REFERENCE, (_match, name: string, path: string) => (encode ? encode(asText(lookup(ctx, name, path))) : asText(lookup(ctx, name, path))));
 }
 
 /** Like `renderTemplate`, but a template that is one reference alone gives the referenced value itself (any JSON). */

@@ -183,7 +183,7 @@ export class RunCredits {
 }
 
 /** Block kinds that never call a model themselves (a sub-workflow's child run bills its own calls). */
-const modelFree = new Set(['input', 'output', 'code', 'text', 'ask', 'tool', 'subworkflow', 'branch', 'loop', 'repeat', 'parallel']);
+const modelFree = new Set(['input', 'output', 'code', 'text', 'ask', 'tool', 'http', 'subworkflow', 'branch', 'loop', 'repeat', 'parallel']);
 
 /** Whether any block of a workflow (inside containers too) is of a kind that may call a model. */
 function mayCallModels(blocks: readonly WorkflowBlock[]): boolean {
