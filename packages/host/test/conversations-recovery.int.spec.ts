@@ -68,5 +68,6 @@ describe.each(testDatabases())('a conversation turn cut by a crash on $name', (b
     const again = await b.request('POST', `/conversation/${conv.body.id}/messages`, { token: login.body.token, body: { content: 'Once more?' } });
     expect(again.status).toBe(200);
     expect(again.body.messages[1].content).toBe('Again.');
-  });
+    // It starts a second host inside the test: 5 s when quiet, over 30 s on a loaded machine.
+  }, 120_000);
 });
