@@ -1,13 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
-import { fileURLToPath } from 'node:url';
 import { Queue } from 'bullmq';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest';
 import { describeWithRedis, testDatabases, type TestHost } from '@trellis/test-support';
 import { conformingRequests } from './openapi-conformance.js';
 import { sharedDatabase, wf } from './runs.fixtures.js';
+import { overHttp, spawnTrellis, waitFor, type TrellisProcess } from './support/processes.js';
 
 vi.setConfig({ testTimeout: 300_000, hookTimeout: 420_000 });
 
@@ -19,94 +16,8 @@ vi.setConfig({ testTimeout: 300_000, hookTimeout: 420_000 });
  * downtime.
  */
 
-const cliBin = fileURLToPath(new URL('../../cli/dist/bin.js', import.meta.url));
-
 type Json = Record<string, any>;
-
-/** `read` until `done` holds, for at most `ms`. */
-async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, what: string, ms = 60_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > until) throw new Error(`gave up waiting for ${what}: ${JSON.stringify(value).slice(0, 2000)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-type Child = { child: ChildProcess; output: () => string; stop(): Promise<void> };
-
-/** `trellis <args>` (the built CLI) in a child process, resolved once its output matches `ready`. */
-async function spawnTrellis(args: string[], env: Record<string, string>, ready: RegExp): Promise<Child & { match: RegExpMatchArray }> {
-  if (!existsSync(cliBin)) throw new Error(`${cliBin} is missing: build the workspace first (pnpm build)`);
-  const childEnv: NodeJS.ProcessEnv = {};
-  for (const [name, value] of Object.entries(process.env)) if (!name.startsWith('TRELLIS_')) childEnv[name] = value;
-  Object.assign(childEnv, env);
-  const child = spawn(process.execPath, [cliBin, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
-  let output = '';
-  const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`trellis ${args[0]} did not start: ${output}`)), 180_000);
-    const read = (chunk: Buffer) => {
-      output += chunk.toString();
-      const found = ready.exec(output);
-      if (found) {
-        clearTimeout(timer);
-        resolve(found);
-      }
-    };
-    child.stdout!.on('data', read);
-    child.stderr!.on('data', read);
-    void exited.then(() => reject(new Error(`trellis ${args[0]} exited: ${output}`)));
-  });
-  return {
-    child,
-    match,
-    output: () => output,
-    async stop() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
-
-/**
- * The part of `TestHost` the conformance helper needs, over plain HTTP to a child process (one
- * connection per request: no idle keep-alive connection for the server to close under a request).
- */
-function overHttp(baseUrl: string): TestHost {
-  const request = (method: string, path: string, options: { token?: string; body?: unknown } = {}) =>
-    new Promise<{ status: number; headers: Headers; text: string; body: any }>((resolve, reject) => {
-      const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
-      const req = httpRequest(
-        `${baseUrl}${path}`,
-        {
-          method,
-          agent: false,
-          headers: { ...(payload === undefined ? {} : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }), ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('error', reject);
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let body: any = text;
-            try {
-              body = text ? JSON.parse(text) : undefined;
-            } catch {
-              // not JSON
-            }
-            const headers = new Headers();
-            for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') headers.set(name, value);
-            resolve({ status: res.statusCode ?? 0, headers, text, body });
-          });
-        },
-      );
-      req.on('error', reject);
-      req.end(payload);
-    });
-  return { request } as unknown as TestHost;
-}
+type Child = TrellisProcess;
 
 const flow = wf.doc(wf.input('n', { type: 'number', required: true }), wf.code('calc', 'return inputs.n * 7;'), wf.output('out', '{{ calc }}'));
 const postgres = testDatabases().filter((db) => db.name === 'postgres');

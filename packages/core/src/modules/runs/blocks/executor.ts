@@ -1,5 +1,6 @@
 import type { ModelCallFrame } from '../../ai/services/model-call-scope.js';
 import type { AiUsage } from '../../../ports/ai-provider.js';
+import type { RunUsage } from '../entities/run.entity.js';
 import type { BlockKind, WorkflowBlock } from './workflow.js';
 
 /** What an executing block may see and do. Everything it emits becomes run events. */
@@ -48,6 +49,11 @@ export interface BlockIo {
   toolResult(toolCallId: string, result: unknown, idempotencyKey?: string): Promise<void> | undefined;
   modelUsage(modelId: string, usage: AiUsage): void;
   sandboxTime(ms: number): void;
+  /**
+   * The run's model usage so far, as this attempt counts it (from its checkpoint on): tokens and
+   * calls per AI model id. Code blocks see it as `run.usage.models`.
+   */
+  usage?(): Readonly<RunUsage['models']>;
 }
 
 export type BlockOutcome =

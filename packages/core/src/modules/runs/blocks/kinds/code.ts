@@ -16,8 +16,9 @@ export type CodeAttrs = Static<typeof CodeAttrs>;
 
 /**
  * Code block (`codeBlock` with language javascript or js): its text is the body of a function run
- * in the CodeSandbox port. It sees `inputs` (by input name) and `blocks` (every earlier output and
- * text block by name); `emit(text)` streams `block_chunk`s; the return value is the output.
+ * in the CodeSandbox port. It sees `inputs` (by input name), `blocks` (every earlier output and
+ * text block by name) and `run.usage.models` (the run's model usage so far); `emit(text)` streams
+ * `block_chunk`s; the return value is the output.
  */
 export class CodeBlockExecutor implements BlockExecutor<CodeAttrs> {
   readonly kind = 'code' as const;
@@ -37,7 +38,8 @@ export class CodeBlockExecutor implements BlockExecutor<CodeAttrs> {
     try {
       const result = await sandbox.run({
         code: block.text,
-        globals: { inputs: { ...io.inputs }, blocks },
+        // `run.usage.models`: the run's tokens and calls per AI model so far (a copy).
+        globals: { inputs: { ...io.inputs }, blocks, run: { usage: { models: structuredClone(io.usage?.() ?? {}) } } },
         // The run's own deadline aborts `signal`, which also ends the wait for a sandbox worker
         // (the wait counts against the run's timeout); the block's limit is its own, from when
         // its code starts.

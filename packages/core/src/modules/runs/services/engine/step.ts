@@ -113,6 +113,7 @@ export async function step(run: EngineRun, block: WorkflowBlock, session: BlockS
       entry.calls += 1;
     },
     sandboxTime: (ms) => void (state.usage.sandboxMs += Math.round(ms)),
+    usage: () => state.usage.models,
   };
   const finish = () => {
     session.finishedAt = new Date().toISOString();
