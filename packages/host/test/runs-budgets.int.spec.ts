@@ -147,6 +147,44 @@ describe.each(testDatabases())('budgets on $name', (db) => {
     expect(done.body.globalCtx.find((e: { name: string }) => e.name === 'each').value).toEqual(['answer 1', 'answer 2', 'answer 3', 'answer 4']);
   });
 
+  it("a sub-workflow's calls count against its parent's budget: both wait, and raising the parent's resumes both", async () => {
+    const owner = await actor(t);
+    const modelId = await model(owner.token);
+    const project = await createProject(t, owner.token);
+    const childContent = wf.doc(wf.llm('one', modelId, 'child one'), wf.llm('two', modelId, 'child two'), wf.output('out', '{{ one }} & {{ two }}'));
+    const created = await t.request('POST', `/block/${project.id}`, { token: owner.token, body: { name: `Child ${Date.now()}`, type: 'workflow', content: childContent } });
+    expect(created.status, created.text).toBe(201);
+    const child = created.body.id as string;
+    expect((await t.request('POST', `/block/${child}/deploy`, { token: owner.token, body: { access: 'private' } })).status).toBe(201);
+    const subworkflow = { type: 'subworkflowBlock', attrs: { id: 'sub-child', name: 'viaChild', block: child, inputs: {} } };
+    const content = wf.doc(wf.llm('first', modelId, 'parent first'), subworkflow, wf.output('out', '{{ first }} | {{ viaChild }}'));
+    const { documentId } = await workflowDocument(t, owner.token, content, project);
+    script(3);
+    // parent first: 0 + 30 <= 60 (20 spent); child one: 20 + 30 <= 60 (40); child two: 40 + 30 > 60.
+    const paused = await t.request('POST', `/documents/${documentId}/run`, { token: owner.token, body: { stream: false, budget: { credits: 60 } } });
+    expect(paused.body.status).toBe('waiting');
+    expect(paused.body.waiting).toMatchObject({ blockId: 'sub-child', reason: 'budget', budget: { scope: 'run', credits: 60, spent: 40, required: 30 } });
+    expect(wire.chatRequests).toHaveLength(2);
+    const runId = paused.body.runId as string;
+    const children = await t.request('GET', `/documents/${documentId}/runs/${runId}/children`, { token: owner.token });
+    expect(children.body.items).toHaveLength(1);
+    const childRun = children.body.items[0];
+    expect(childRun).toMatchObject({ status: 'waiting', budget: null, budgetRootRunId: runId, waiting: { blockId: 'llm-two', reason: 'budget' } });
+    const inherited = await t.request('POST', `/documents/${child}/runs/${childRun.id}/budget`, { token: owner.token, body: { credits: 500 } });
+    expect(inherited.status).toBe(409);
+    expect(inherited.body.error).toBe('run_budget_inherited');
+
+    const raised = await t.request('POST', `/documents/${documentId}/runs/${runId}/budget`, { token: owner.token, body: { credits: 200 } });
+    expect(raised.status, raised.text).toBe(200);
+    expect(raised.body.resumed).toEqual([childRun.id, runId]);
+    const done = await eventually(() => runOf(owner, documentId, runId), (r) => r.body.status === 'completed' || r.body.status === 'failed', 'the parent run');
+    expect(done.body.status, JSON.stringify(done.body.error)).toBe('completed');
+    expect(done.body.output).toBe('answer 1 | answer 2 & answer 3');
+    // Nothing ran twice: one more model request, and still one child.
+    expect(wire.chatRequests).toHaveLength(3);
+    expect((await t.request('GET', `/documents/${documentId}/runs/${runId}/children`, { token: owner.token })).body.items).toHaveLength(1);
+  });
+
   it('refuses bad budgets with documented errors', async () => {
     const owner = await actor(t);
     const { documentId } = await workflowDocument(t, owner.token, wf.doc(wf.input('name'), wf.ask('q', 'Why, {{ name }}?')));
