@@ -5,6 +5,7 @@ import { OpenAiWireServer, startTestHost, testDatabases, type TestHost } from '@
 import { actor, createProject, eventually, type Actor } from './documents.fixtures.js';
 import { wf, workflowDocument } from './runs.fixtures.js';
 import { readSse } from './support/run-clients.js';
+import { conformingRequests } from './openapi-conformance.js';
 
 /*
  * Budgets (docs/runs.md, "Budgets") over HTTP on a real host, with the OpenAI adapter talking to
@@ -16,14 +17,17 @@ const pricing = { default: { input: 1000, output: 1000 }, reserveInputTokens: 20
 const answer = (text: string) => ({ text: [text], usage: { inputTokens: 10, outputTokens: 10 } });
 
 describe.each(testDatabases())('budgets on $name', (db) => {
+  let host: TestHost;
   let t: TestHost;
   let wire: OpenAiWireServer;
   beforeAll(async () => {
     wire = await new OpenAiWireServer({ apiKey: 'sk-budget' }).start();
-    t = await startTestHost(db, 'node', { adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider({ retry: { maxRetries: 0 } })])], config: { network: { allowPrivateNetworks: ['127.0.0.1'] }, ai: { pricing } } as never });
+    host = await startTestHost(db, 'node', { adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider({ retry: { maxRetries: 0 } })])], config: { network: { allowPrivateNetworks: ['127.0.0.1'] }, ai: { pricing } } as never });
+    // Every JSON answer is checked against /openapi.json.
+    t = { ...host, request: await conformingRequests(host, ['/documents', '/block', '/ai']) };
   });
   afterAll(async () => {
-    await t?.close();
+    await host?.close();
     await wire?.close();
   });
 
