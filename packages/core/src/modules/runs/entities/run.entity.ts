@@ -141,7 +141,7 @@ export class Run {
 export const RunSchema = new EntitySchema<Run>({
   class: Run,
   tableName: 'runs',
-  indexes: [{ properties: ['documentId', 'createdAt'] }, { properties: ['parentRunId'] }, { properties: ['projectId', 'createdAt'] }, { properties: ['status', 'heartbeatAt'] }],
+  indexes: [{ properties: ['documentId', 'createdAt'] }, { properties: ['parentRunId'] }, { properties: ['budgetRootId'] }, { properties: ['projectId', 'createdAt'] }, { properties: ['status', 'heartbeatAt'] }],
   uniques: [{ properties: ['idempotencyScope', 'idempotencyKey'] }],
   properties: {
     id: { type: 'uuid', primary: true },
