@@ -189,6 +189,27 @@ describe.each(testDatabases())('budgets on $name', (db) => {
     expect((await t.request('GET', `/documents/${documentId}/runs/${runId}/children`, { token: owner.token })).body.items).toHaveLength(1);
   });
 
+  it('checks a structured-output repair like any call: the block pauses before it and starts over on resume', async () => {
+    const owner = await actor(t);
+    const modelId = await model(owner.token);
+    const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+    const { documentId } = await workflowDocument(t, owner.token, wf.doc(wf.llm('num', modelId, 'A number, please', { outputSchema: schema, maxRepairs: 2 })));
+    wire.reset();
+    wire.enqueue(answer('not json'), answer('{"n": 7}'), answer('still not json'), answer('{"n": 8}'));
+    // The first try: 0 + 30 <= 40 (20 spent); its repair: 20 + 30 > 40.
+    const paused = await t.request('POST', `/documents/${documentId}/run`, { token: owner.token, body: { stream: false, budget: { credits: 40 } } });
+    expect(paused.body.status).toBe('waiting');
+    expect(paused.body.waiting).toMatchObject({ blockId: 'llm-num', reason: 'budget', budget: { spent: 20, required: 30 } });
+    expect(wire.chatRequests).toHaveLength(1);
+    const runId = paused.body.runId as string;
+    await t.request('POST', `/documents/${documentId}/runs/${runId}/budget`, { token: owner.token, body: { credits: 200 } });
+    const done = await eventually(() => runOf(owner, documentId, runId), (r) => r.body.status === 'completed' || r.body.status === 'failed', 'the structured run');
+    expect(done.body.status).toBe('completed');
+    // The block starts over: its first try is asked again (the answers queued: {"n": 7} was the second).
+    expect(done.body.output).toEqual({ n: 7 });
+    expect(wire.chatRequests).toHaveLength(2);
+  });
+
   it('refuses bad budgets with documented errors', async () => {
     const owner = await actor(t);
     const { documentId } = await workflowDocument(t, owner.token, wf.doc(wf.input('name'), wf.ask('q', 'Why, {{ name }}?')));
