@@ -116,7 +116,9 @@ describe.each(testDatabases())('workflow examples on $name', (db) => {
     // Scripted model answers (e.g. JSON for structured output), in order; else the wire server echoes.
     wire.reset();
     if (existsSync(join(root, name, 'model-replies.json'))) wire.enqueue(...(JSON.parse(readFileSync(join(root, name, 'model-replies.json'), 'utf8')) as WireReply[]));
-    const run = await t.request('POST', `/documents/${doc.body.id}/run`, { token: user.token, body: { inputs, stream: false } });
+    // run.json: more fields of the run request (a budget, a timeout, ...).
+    const extra = existsSync(join(root, name, 'run.json')) ? readJson(name, 'run.json') : {};
+    const run = await t.request('POST', `/documents/${doc.body.id}/run`, { token: user.token, body: { ...extra, inputs, stream: false } });
     expect(run.status, run.text).toBe(200);
     expect(run.body.status, JSON.stringify(run.body.error)).toBe('completed');
     const ctx = new Map((run.body.globalCtx as Array<{ name: string; value: unknown }>).map((entry) => [entry.name, entry.value]));

@@ -984,7 +984,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * Set a block's deployment: input definitions, access, deployType, cover
+         * Set a block's deployment: input definitions, access, deployType, cover, budget
          * @description On a block never deployed this publishes its first version with these settings; on a deployed block it changes the settings (who may call the deployment) without a new version.
          */
         put: operations["putBlockByBidDeployment"];
@@ -2277,6 +2277,26 @@ export interface paths {
         get: operations["getDocumentsByDocumentIdRunsByRunId"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/documents/{documentId}/runs/{runId}/budget": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a run's budget in credits (raising it resumes a run waiting for it)
+         * @description Sets the budget of a queued, running or budget-waiting run (docs/runs.md, "Budgets"); `credits: null` clears it. Raising or clearing it queues again the run and its sub-workflows' runs that wait for it: each continues from its last checkpoint, nothing completed runs again, and the continuation streams on the run's event stream. Lowering it makes the run wait at its next model call that would exceed it.
+         */
+        post: operations["postDocumentsByDocumentIdRunsByRunIdBudget"];
         delete?: never;
         options?: never;
         head?: never;
@@ -3955,6 +3975,8 @@ export interface components {
             success: false;
         };
         BlockApiRunRequest: {
+            /** @description Trellis addition: the run's budget in credits (docs/runs.md, "Budgets"). Before every model call, when what the run spent plus the call's credit hold would exceed it, the run waits (`run_waiting` with `reason: "budget"`) until the budget is raised. Absent or null: none. */
+            budget?: components["schemas"]["Budget"] | null;
             /**
              * @description `sse` (default) or `ndjson`.
              * @enum {unknown}
@@ -3985,6 +4007,8 @@ export interface components {
             version?: string;
         };
         BlockRunRequest: {
+            /** @description Trellis addition: the run's budget in credits (docs/runs.md, "Budgets"). Before every model call, when what the run spent plus the call's credit hold would exceed it, the run waits (`run_waiting` with `reason: "budget"`) until the budget is raised. Absent or null: none. */
+            budget?: components["schemas"]["Budget"] | null;
             /**
              * @description `sse` (default) or `ndjson`.
              * @enum {unknown}
@@ -4006,6 +4030,8 @@ export interface components {
         };
         /** @description A test run of inline content: nothing is stored. */
         BlockTestRequest: {
+            /** @description Trellis addition: the run's budget in credits (docs/runs.md, "Budgets"). Before every model call, when what the run spent plus the call's credit hold would exceed it, the run waits (`run_waiting` with `reason: "budget"`) until the budget is raised. Absent or null: none. */
+            budget?: components["schemas"]["Budget"] | null;
             /** @description The workflow to run: document JSON `{ "type": "doc", "content": [...] }`. */
             content: Record<string, unknown>;
             /**
@@ -4060,6 +4086,14 @@ export interface components {
                 [key: string]: unknown;
             };
             name?: string;
+        };
+        /** @description A budget in credits (docs/runs.md, "Budgets"): model calls that would spend more make the run wait. */
+        Budget: {
+            /**
+             * @description Credits, a whole number from 0 to 2000000000.
+             * @example 500
+             */
+            credits: number;
         };
         ChangePasswordRequest: {
             currentPassword: string;
@@ -4435,6 +4469,8 @@ export interface components {
              * @enum {unknown}
              */
             access: "private" | "team" | "public" | "token";
+            /** @description The deployment's budget in credits (docs/runs.md, "Budgets"): before every model call of one of its API runs, when what all its API runs spent plus the call's credit hold would exceed it, the run waits (`reason: "budget"`). Raising or clearing it resumes those runs. Absent: unchanged; null: none. */
+            budget?: components["schemas"]["Budget"] | null;
             /**
              * @description The version to publish: one to three dot-separated numbers (default: `GET /block/:blockId/next-version`). An existing version answers 409 `block_version_exists`.
              * @example 1
@@ -4592,6 +4628,8 @@ export interface components {
         };
         /** @description Every field is optional; an empty body runs the stored content with no inputs. */
         DocumentRunRequest: {
+            /** @description Trellis addition: the run's budget in credits (docs/runs.md, "Budgets"). Before every model call, when what the run spent plus the call's credit hold would exceed it, the run waits (`run_waiting` with `reason: "budget"`) until the budget is raised. Absent or null: none. */
+            budget?: components["schemas"]["Budget"] | null;
             /** @description Debug mode: run this document JSON instead of the stored content. Nothing is stored (no run record, no event log; the run cannot be resumed or reconnected to). */
             content?: Record<string, unknown>;
             /**
@@ -4883,6 +4921,13 @@ export interface components {
             /** Format: uuid */
             projectId: string;
         };
+        RunBudgetRequest: {
+            /**
+             * @description The run's new budget in credits, a whole number from 0 to 2000000000; null clears it. Required.
+             * @example 1000
+             */
+            credits?: number | null;
+        };
         RunResumeRequest: {
             /** @description The answer to the ask block the run waits at (any JSON value but null); it becomes that block's output. Required: a body without it is refused with 400 `validation_failed`. */
             answer: unknown;
@@ -5095,6 +5140,8 @@ export interface components {
              * @enum {unknown}
              */
             access?: "private" | "team" | "public" | "token";
+            /** @description The deployment's budget in credits (docs/runs.md, "Budgets"): before every model call of one of its API runs, when what all its API runs spent plus the call's credit hold would exceed it, the run waits (`reason: "budget"`). Raising or clearing it resumes those runs. Absent: unchanged; null: none. */
+            budget?: components["schemas"]["Budget"] | null;
             /** @description Cover image (a URL). */
             cover?: string;
             /**
@@ -11847,7 +11894,22 @@ export interface operations {
                         timedOut: boolean;
                         waiting?: {
                             blockId: string;
+                            /** @description The budget a model call would have exceeded: `run` (the run's, or its root run's) or `deployment`; its credits, what was spent under it, and the credit hold of the call. */
+                            budget?: {
+                                credits: number;
+                                required: number;
+                                /** @enum {unknown} */
+                                scope: "run" | "deployment";
+                                spent: number;
+                            };
+                            /** @description A budget wait inside a container: where the refused call was. */
+                            path?: string;
                             question: string;
+                            /**
+                             * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
+                             * @enum {unknown}
+                             */
+                            reason?: "budget";
                         } | null;
                     };
                     "application/x-ndjson": {
@@ -11992,6 +12054,10 @@ export interface operations {
                     "application/json": {
                         block: {
                             access: ("private" | "team" | "public" | "token") | null;
+                            /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                            budget: {
+                                credits: number;
+                            } | null;
                             /** @description FNV-1a hash of the content (the document version). */
                             contentHash: string | null;
                             cover: string | null;
@@ -13115,6 +13181,10 @@ export interface operations {
                     "application/json": {
                         block: {
                             access: ("private" | "team" | "public" | "token") | null;
+                            /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                            budget: {
+                                credits: number;
+                            } | null;
                             /** @description FNV-1a hash of the content (the document version). */
                             contentHash: string | null;
                             cover: string | null;
@@ -13370,6 +13440,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         access: ("private" | "team" | "public" | "token") | null;
+                        /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                        budget: {
+                            credits: number;
+                        } | null;
                         /** @description Document JSON (`{ "type": "doc", "content": [...] }`). */
                         content: Record<string, unknown>;
                         /** @description FNV-1a hash of the content (the document version). */
@@ -13491,6 +13565,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         access: ("private" | "team" | "public" | "token") | null;
+                        /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                        budget: {
+                            credits: number;
+                        } | null;
                         /** @description Document JSON (`{ "type": "doc", "content": [...] }`). */
                         content: Record<string, unknown>;
                         /** @description FNV-1a hash of the content (the document version). */
@@ -13699,7 +13777,22 @@ export interface operations {
                         timedOut: boolean;
                         waiting?: {
                             blockId: string;
+                            /** @description The budget a model call would have exceeded: `run` (the run's, or its root run's) or `deployment`; its credits, what was spent under it, and the credit hold of the call. */
+                            budget?: {
+                                credits: number;
+                                required: number;
+                                /** @enum {unknown} */
+                                scope: "run" | "deployment";
+                                spent: number;
+                            };
+                            /** @description A budget wait inside a container: where the refused call was. */
+                            path?: string;
                             question: string;
+                            /**
+                             * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
+                             * @enum {unknown}
+                             */
+                            reason?: "budget";
                         } | null;
                     };
                     "application/x-ndjson": {
@@ -13836,6 +13929,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         access: ("private" | "team" | "public" | "token") | null;
+                        /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                        budget: {
+                            credits: number;
+                        } | null;
                         /** @description Document JSON (`{ "type": "doc", "content": [...] }`). */
                         content: Record<string, unknown>;
                         /** @description FNV-1a hash of the content (the document version). */
@@ -14069,6 +14166,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         access: ("private" | "team" | "public" | "token") | null;
+                        /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                        budget: {
+                            credits: number;
+                        } | null;
                         /** @description Document JSON (`{ "type": "doc", "content": [...] }`). */
                         content: Record<string, unknown>;
                         /** @description FNV-1a hash of the content (the document version). */
@@ -14196,6 +14297,10 @@ export interface operations {
                     "application/json": {
                         items: {
                             access: ("private" | "team" | "public" | "token") | null;
+                            /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                            budget: {
+                                credits: number;
+                            } | null;
                             /** @description FNV-1a hash of the content (the document version). */
                             contentHash: string | null;
                             cover: string | null;
@@ -14377,7 +14482,22 @@ export interface operations {
                         timedOut: boolean;
                         waiting?: {
                             blockId: string;
+                            /** @description The budget a model call would have exceeded: `run` (the run's, or its root run's) or `deployment`; its credits, what was spent under it, and the credit hold of the call. */
+                            budget?: {
+                                credits: number;
+                                required: number;
+                                /** @enum {unknown} */
+                                scope: "run" | "deployment";
+                                spent: number;
+                            };
+                            /** @description A budget wait inside a container: where the refused call was. */
+                            path?: string;
                             question: string;
+                            /**
+                             * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
+                             * @enum {unknown}
+                             */
+                            reason?: "budget";
                         } | null;
                     };
                     "application/x-ndjson": {
@@ -22714,7 +22834,22 @@ export interface operations {
                         timedOut: boolean;
                         waiting?: {
                             blockId: string;
+                            /** @description The budget a model call would have exceeded: `run` (the run's, or its root run's) or `deployment`; its credits, what was spent under it, and the credit hold of the call. */
+                            budget?: {
+                                credits: number;
+                                required: number;
+                                /** @enum {unknown} */
+                                scope: "run" | "deployment";
+                                spent: number;
+                            };
+                            /** @description A budget wait inside a container: where the refused call was. */
+                            path?: string;
                             question: string;
+                            /**
+                             * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
+                             * @enum {unknown}
+                             */
+                            reason?: "budget";
                         } | null;
                     };
                     "application/x-ndjson": {
@@ -22864,6 +22999,10 @@ export interface operations {
                     "application/json": {
                         items: {
                             attempts?: number;
+                            budget?: {
+                                credits: number;
+                            } | null;
+                            budgetRootRunId?: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** @description Trellis addition: 0 for a run started otherwise, the parent's depth plus 1 for a sub-workflow's run. */
@@ -22956,7 +23095,22 @@ export interface operations {
                             version?: string | null;
                             waiting?: {
                                 blockId: string;
+                                /** @description The budget a model call would have exceeded: `run` (the run's, or its root run's) or `deployment`; its credits, what was spent under it, and the credit hold of the call. */
+                                budget?: {
+                                    credits: number;
+                                    required: number;
+                                    /** @enum {unknown} */
+                                    scope: "run" | "deployment";
+                                    spent: number;
+                                };
+                                /** @description A budget wait inside a container: where the refused call was. */
+                                path?: string;
                                 question: string;
+                                /**
+                                 * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
+                                 * @enum {unknown}
+                                 */
+                                reason?: "budget";
                             } | null;
                         }[];
                         page: number;
@@ -23032,6 +23186,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         attempts?: number;
+                        budget?: {
+                            credits: number;
+                        } | null;
+                        budgetRootRunId?: string | null;
                         /** Format: date-time */
                         createdAt: string;
                         /** @description Trellis addition: 0 for a run started otherwise, the parent's depth plus 1 for a sub-workflow's run. */
@@ -23124,7 +23282,22 @@ export interface operations {
                         version?: string | null;
                         waiting?: {
                             blockId: string;
+                            /** @description The budget a model call would have exceeded: `run` (the run's, or its root run's) or `deployment`; its credits, what was spent under it, and the credit hold of the call. */
+                            budget?: {
+                                credits: number;
+                                required: number;
+                                /** @enum {unknown} */
+                                scope: "run" | "deployment";
+                                spent: number;
+                            };
+                            /** @description A budget wait inside a container: where the refused call was. */
+                            path?: string;
                             question: string;
+                            /**
+                             * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
+                             * @enum {unknown}
+                             */
+                            reason?: "budget";
                         } | null;
                     };
                 };
@@ -23167,6 +23340,115 @@ export interface operations {
             };
             /** @description Validation failed */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postDocumentsByDocumentIdRunsByRunIdBudget: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                documentId: string;
+                runId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RunBudgetRequest"];
+            };
+        };
+        responses: {
+            /** @description Server error (internal_error, not_ready, busy, overloaded) */
+            "5XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        budget: {
+                            credits: number;
+                        } | null;
+                        /** @description The runs queued again by this change (this run and its sub-workflows' runs that waited for the budget). */
+                        resumed: string[];
+                        /** Format: uuid */
+                        runId: string;
+                        /** @enum {unknown} */
+                        status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
+                    };
+                };
+            };
+            /** @description credits is missing, or not null nor a whole number from 0 to 2000000000 (validation_failed) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Missing, invalid or expired credentials */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No write permission on the document (write_permission_required) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description No such document, or no access to it (document_not_found); no such run of this document (run_not_found) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description The run already ended (run_finished); it waits for an answer to an ask block (run_waiting_for_input); it is a sub-workflow's run, bounded by its root run's budget (run_budget_inherited) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description Unsupported content type */
+            415: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -23297,6 +23579,10 @@ export interface operations {
                     "application/json": {
                         items: {
                             attempts?: number;
+                            budget?: {
+                                credits: number;
+                            } | null;
+                            budgetRootRunId?: string | null;
                             /** Format: date-time */
                             createdAt: string;
                             /** @description Trellis addition: 0 for a run started otherwise, the parent's depth plus 1 for a sub-workflow's run. */
@@ -23389,7 +23675,22 @@ export interface operations {
                             version?: string | null;
                             waiting?: {
                                 blockId: string;
+                                /** @description The budget a model call would have exceeded: `run` (the run's, or its root run's) or `deployment`; its credits, what was spent under it, and the credit hold of the call. */
+                                budget?: {
+                                    credits: number;
+                                    required: number;
+                                    /** @enum {unknown} */
+                                    scope: "run" | "deployment";
+                                    spent: number;
+                                };
+                                /** @description A budget wait inside a container: where the refused call was. */
+                                path?: string;
                                 question: string;
+                                /**
+                                 * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
+                                 * @enum {unknown}
+                                 */
+                                reason?: "budget";
                             } | null;
                         }[];
                     };
@@ -23750,7 +24051,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description The run is not waiting for an answer (run_not_waiting) */
+            /** @description The run is not waiting for an answer (run_not_waiting); it waits for a budget, not an answer (run_waiting_for_budget) */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -26070,7 +26371,22 @@ export interface operations {
                         timedOut: boolean;
                         waiting?: {
                             blockId: string;
+                            /** @description The budget a model call would have exceeded: `run` (the run's, or its root run's) or `deployment`; its credits, what was spent under it, and the credit hold of the call. */
+                            budget?: {
+                                credits: number;
+                                required: number;
+                                /** @enum {unknown} */
+                                scope: "run" | "deployment";
+                                spent: number;
+                            };
+                            /** @description A budget wait inside a container: where the refused call was. */
+                            path?: string;
                             question: string;
+                            /**
+                             * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
+                             * @enum {unknown}
+                             */
+                            reason?: "budget";
                         } | null;
                     };
                 };
@@ -28389,6 +28705,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         access: ("private" | "team" | "public" | "token") | null;
+                        /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                        budget: {
+                            credits: number;
+                        } | null;
                         /** @description FNV-1a hash of the content (the document version). */
                         contentHash: string | null;
                         cover: string | null;
@@ -29180,6 +29500,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         access: ("private" | "team" | "public" | "token") | null;
+                        /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                        budget: {
+                            credits: number;
+                        } | null;
                         /** @description Document JSON (`{ "type": "doc", "content": [...] }`). */
                         content: Record<string, unknown>;
                         /** @description FNV-1a hash of the content (the document version). */
@@ -29442,6 +29766,10 @@ export interface operations {
                     "application/json": {
                         items: ({
                             access: ("private" | "team" | "public" | "token") | null;
+                            /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                            budget: {
+                                credits: number;
+                            } | null;
                             /** @description FNV-1a hash of the content (the document version). */
                             contentHash: string | null;
                             cover: string | null;
@@ -29604,6 +29932,10 @@ export interface operations {
                     "application/json": {
                         items: {
                             access: ("private" | "team" | "public" | "token") | null;
+                            /** @description The deployment's budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none. */
+                            budget: {
+                                credits: number;
+                            } | null;
                             /** @description FNV-1a hash of the content (the document version). */
                             contentHash: string | null;
                             cover: string | null;

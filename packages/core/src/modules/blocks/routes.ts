@@ -23,6 +23,7 @@ import {
 } from './schemas.js';
 import { BlockService } from './services/block.service.js';
 import { DeploymentService } from './services/deployment.service.js';
+import { RunService } from '../runs/services/run.service.js';
 import { toBlockVersionView, toBlockView, toBlockViews } from './views.js';
 
 const tags = ['Blocks'];
@@ -165,7 +166,9 @@ export const blockRoutes: RouteDefinition[] = [
       422: `${invalid}; or the version is not one to three dot-separated numbers (invalid_version)`,
     },
     async handler(ctx) {
-      const { block, version, deploymentToken } = await ctx.get(DeploymentService).deploy(ctx.em, ctx.requirePrincipal(), ctx.params.blockId, ctx.body);
+      const { block, version, deploymentToken, budget } = await ctx.get(DeploymentService).deploy(ctx.em, ctx.requirePrincipal(), ctx.params.blockId, ctx.body);
+      // A raised (or cleared) budget resumes the deployment's runs that wait for it.
+      if (budget) await ctx.get(RunService).deploymentBudgetChanged(block.id, budget.before, budget.after);
       const views = await toBlockViews(ctx.em.fork(), [block]);
       return Reply.json({ block: views[0], version: toBlockVersionView(version), ...(deploymentToken ? { deploymentToken } : {}) }, 201);
     },
@@ -187,7 +190,7 @@ export const blockRoutes: RouteDefinition[] = [
   defineRoute({
     method: 'PUT',
     path: '/block/:bid/deployment',
-    summary: "Set a block's deployment: input definitions, access, deployType, cover",
+    summary: "Set a block's deployment: input definitions, access, deployType, cover, budget",
     description: 'On a block never deployed this publishes its first version with these settings; on a deployed block it changes the settings (who may call the deployment) without a new version.',
     tags,
     auth: blockAuth,
@@ -196,7 +199,9 @@ export const blockRoutes: RouteDefinition[] = [
     response: { schema: deploymentSettingsResultSchema },
     errors: { 403: noWrite, 404: missing, 422: invalid },
     async handler(ctx) {
-      const { block, version, deploymentToken } = await ctx.get(DeploymentService).setDeployment(ctx.em, ctx.requirePrincipal(), ctx.params.bid, ctx.body);
+      const { block, version, deploymentToken, budget } = await ctx.get(DeploymentService).setDeployment(ctx.em, ctx.requirePrincipal(), ctx.params.bid, ctx.body);
+      // A raised (or cleared) budget resumes the deployment's runs that wait for it.
+      if (budget) await ctx.get(RunService).deploymentBudgetChanged(block.id, budget.before, budget.after);
       const views = await toBlockViews(ctx.em.fork(), [block]);
       return { block: views[0], version: version ? toBlockVersionView(version) : null, ...(deploymentToken ? { deploymentToken } : {}) };
     },

@@ -24,6 +24,10 @@ const blockProperties = {
   deployType: nullable({ type: 'string' }),
   cover: nullable({ type: 'string' }),
   inputs: { type: 'array', items: deploymentInputSchema },
+  budget: {
+    ...nullable({ type: 'object', required: ['credits'], properties: { credits: { type: 'integer' } } }),
+    description: 'The deployment\'s budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none.',
+  },
   version: { ...nullable({ type: 'string' }), description: 'The latest deployed version.' },
   deployedAt: nullable(dateTime),
   installedFrom: nullable({ type: 'object', required: ['blockId', 'version'], properties: { blockId: uuid, version: { type: 'string' } } }),

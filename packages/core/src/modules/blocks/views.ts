@@ -22,6 +22,7 @@ export interface BlockView {
   deployType: string | null;
   cover: string | null;
   inputs: DeploymentInput[];
+  budget: { credits: number } | null;
   version: string | null;
   deployedAt: string | null;
   installedFrom: { blockId: string; version: string } | null;
@@ -45,6 +46,7 @@ export function toBlockView(block: Block, doc: { contentHash: string; content?: 
     deployType: block.deployType,
     cover: block.cover,
     inputs: block.inputs ?? [],
+    budget: block.budgetCredits === null || block.budgetCredits === undefined ? null : { credits: block.budgetCredits },
     version: block.latestVersion,
     deployedAt: block.deployedAt?.toISOString() ?? null,
     installedFrom: block.installedFromBlockId && block.installedVersion ? { blockId: block.installedFromBlockId, version: block.installedVersion } : null,

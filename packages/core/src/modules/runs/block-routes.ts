@@ -13,6 +13,7 @@ import { BlockApiBody, BlockRunBody, BlockTestBody } from './dto/block-run.dto.j
 import { runErrors } from './errors.js';
 import { runReply, runResponseSpec, startReply, startResponseSpec } from './routes.js';
 import { idempotencyOf, RunService } from './services/run.service.js';
+import { budgetOf } from './services/run-starter.js';
 import { sha256Hex } from '../../kernel/crypto.js';
 
 const tags = ['Blocks'];
@@ -81,6 +82,7 @@ export function blockRunRoutes(): RouteDefinition[] {
           inputs: ctx.body.inputs,
           source: 'block',
           timeoutSeconds: ctx.body.timeout,
+          budget: budgetOf(ctx.body.budget),
           onError: ctx.body.onError,
           store: true,
         });
@@ -109,6 +111,7 @@ export function blockRunRoutes(): RouteDefinition[] {
           inputs: ctx.body.inputs,
           source: 'test',
           timeoutSeconds: ctx.body.timeout,
+          budget: budgetOf(ctx.body.budget),
           onError: ctx.body.onError,
           store: false,
         });
@@ -150,7 +153,7 @@ export function blockRunRoutes(): RouteDefinition[] {
         }
         const caller = ctx.principal ? `user:${ctx.principal.userId}` : deploymentToken ? `token:${sha256Hex(deploymentToken)}` : `anonymous:${ctx.ip}`;
         const { inputs = {}, timeout = null, onError = null } = ctx.body;
-        const idempotency = idempotencyOf(ctx.headers['idempotency-key'], caller, { run: 'api', bid, version: target.version, inputs, timeout, onError });
+        const idempotency = idempotencyOf(ctx.headers['idempotency-key'], caller, { run: 'api', bid, version: target.version, inputs, timeout, onError, ...(ctx.body.budget !== undefined ? { budget: ctx.body.budget } : {}) });
         const started = await runs.start(ctx.em, {
           userId: await runAs(ctx.em, target),
           documentId: target.documentId,
@@ -162,6 +165,7 @@ export function blockRunRoutes(): RouteDefinition[] {
           source: 'api',
           version: target.version,
           timeoutSeconds: ctx.body.timeout,
+          budget: budgetOf(ctx.body.budget),
           onError: ctx.body.onError,
           idempotency,
           store: true,

@@ -16,6 +16,12 @@ export const runErrors = {
     }),
   runNotFound: () => new TrellisError('not_found', 'run_not_found', 'No such run of this document.'),
   notWaiting: (status: string) => new TrellisError('conflict', 'run_not_waiting', `The run is ${status}, not waiting for an answer.`),
+  waitingForBudget: () =>
+    new TrellisError('conflict', 'run_waiting_for_budget', 'The run waits for a budget, not for an answer: raise its budget (POST .../budget) or its deployment\'s to resume it.'),
+  waitingForInput: () =>
+    new TrellisError('conflict', 'run_waiting_for_input', 'The run waits for an answer to an ask block: answer it (POST .../resume) before changing its budget.'),
+  budgetOfParent: (rootRunId: string) =>
+    new TrellisError('conflict', 'run_budget_inherited', `This is a sub-workflow's run: the budget of run ${rootRunId} bounds it; set that one.`, { extra: { rootRunId } }),
   alreadyFinished: (status: string) => new TrellisError('conflict', 'run_finished', `The run already ended (${status}).`),
   /** A block's output (chunks, tool calls and results) passed a quota of `OutputLimits`: the block fails with it. */
   outputLimit: (what: string, limit: number, setting: string) =>

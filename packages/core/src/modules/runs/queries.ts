@@ -50,6 +50,8 @@ const runColumns: ReadonlyArray<readonly [string, (run: Run) => SqlValue]> = [
   ['parent_run_id', (r) => r.parentRunId ?? null],
   ['parent_block_id', (r) => r.parentBlockId ?? null],
   ['depth', (r) => r.depth ?? 0],
+  ['budget_credits', (r) => r.budgetCredits ?? null],
+  ['budget_root_id', (r) => r.budgetRootId ?? null],
   ['created_at', (r) => r.createdAt],
   ['updated_at', (r) => r.updatedAt],
 ];

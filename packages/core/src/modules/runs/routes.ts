@@ -4,8 +4,8 @@ import { Reply } from '../../kernel/http/reply.js';
 import { defineRoute, type RequestContext, type RouteDefinition, type RouteResponseSpec } from '../../kernel/http/route.js';
 import { terminalRunStatuses } from './entities/run.entity.js';
 import { combinedAuth, documentValidation } from '../documents/routes.js';
-import { DocumentRunBody, ResumeBody, RunDocumentParams, RunEventsQuery, RunListQuery, RunParams } from './dto/run.dto.js';
-import { runEventSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
+import { DocumentRunBody, ResumeBody, RunBudgetBody, RunDocumentParams, RunEventsQuery, RunListQuery, RunParams } from './dto/run.dto.js';
+import { runBudgetResultSchema, runEventSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
 import { typeJson, type RunEventText } from './services/event-log.js';
 import { RunService, type StartedRun } from './services/run.service.js';
 import { toRunView } from './views.js';
@@ -242,11 +242,34 @@ export function runRoutes(): RouteDefinition[] {
       errors: {
         403: 'No execute permission (execute_permission_required)',
         404: `${missing}; no such run of this document (run_not_found)`,
-        409: 'The run is not waiting for an answer (run_not_waiting)',
+        409: 'The run is not waiting for an answer (run_not_waiting); it waits for a budget, not an answer (run_waiting_for_budget)',
       },
       async handler(ctx) {
         const run = await ctx.get(RunService).resume(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId, ctx.body?.answer);
         return Reply.json({ success: true, runId: run.id, status: run.status }, 202);
+      },
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/documents/:documentId/runs/:runId/budget',
+      summary: "Set a run's budget in credits (raising it resumes a run waiting for it)",
+      description:
+        'Sets the budget of a queued, running or budget-waiting run (docs/runs.md, "Budgets"); `credits: null` clears it. Raising or clearing it queues again the run and its sub-workflows\' runs that wait for it: each continues from its last checkpoint, nothing completed runs again, and the continuation streams on the run\'s event stream. Lowering it makes the run wait at its next model call that would exceed it.',
+      tags,
+      auth: combinedAuth,
+      params: RunParams,
+      body: RunBudgetBody,
+      validationError: documentValidation,
+      response: { schema: runBudgetResultSchema },
+      errors: {
+        400: 'credits is missing, or not null nor a whole number from 0 to 2000000000 (validation_failed)',
+        403: 'No write permission on the document (write_permission_required)',
+        404: `${missing}; no such run of this document (run_not_found)`,
+        409: "The run already ended (run_finished); it waits for an answer to an ask block (run_waiting_for_input); it is a sub-workflow's run, bounded by its root run's budget (run_budget_inherited)",
+      },
+      async handler(ctx) {
+        const { run, resumed } = await ctx.get(RunService).setBudget(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId, ctx.body.credits);
+        return { runId: run.id, status: run.status, budget: run.budgetCredits === null ? null : { credits: run.budgetCredits }, resumed };
       },
     }),
     defineRoute({

@@ -37,7 +37,25 @@ const ctxEntrySchema = {
 };
 
 const runStatus = { enum: ['queued', 'running', 'waiting', 'completed', 'failed', 'timed_out', 'cancelled'] };
-const waiting = nullable({ type: 'object', required: ['blockId', 'question'], properties: { blockId: { type: 'string' }, question: { type: 'string' } } });
+const budgetShortfall = {
+  type: 'object',
+  description: 'The budget a model call would have exceeded: `run` (the run\'s, or its root run\'s) or `deployment`; its credits, what was spent under it, and the credit hold of the call.',
+  required: ['scope', 'credits', 'spent', 'required'],
+  properties: { scope: { enum: ['run', 'deployment'] }, credits: { type: 'integer' }, spent: { type: 'integer' }, required: { type: 'integer' } },
+};
+const waiting = nullable({
+  type: 'object',
+  description: 'Why and where the run waits: without `reason`, for the answer to an ask block; `reason: "budget"`, for a budget to be raised (docs/runs.md, "Budgets").',
+  required: ['blockId', 'question'],
+  properties: {
+    blockId: { type: 'string' },
+    question: { type: 'string' },
+    reason: { enum: ['budget'], description: 'Trellis addition: `budget` for a budget wait; absent for an ask block.' },
+    budget: budgetShortfall,
+    path: { type: 'string', description: 'A budget wait inside a container: where the refused call was.' },
+  },
+});
+const budgetField = nullable({ type: 'object', required: ['credits'], properties: { credits: { type: 'integer' } }, description: 'Trellis addition: the run\'s budget (docs/runs.md, "Budgets"); null: none of its own.' });
 
 export const runResultSchema = {
   type: 'object',
@@ -106,6 +124,8 @@ export const runRecordSchema = {
     parentRunId: nullable({ type: 'string', format: 'uuid', description: 'Trellis addition: the run whose sub-workflow block started this run (null for a run started otherwise).' }),
     parentBlockId: nullable({ type: 'string', description: 'Trellis addition: the sub-workflow block of the parent run that started this run.' }),
     depth: { type: 'integer', description: 'Trellis addition: 0 for a run started otherwise, the parent\'s depth plus 1 for a sub-workflow\'s run.' },
+    budget: budgetField,
+    budgetRootRunId: nullable({ type: 'string', format: 'uuid', description: 'Trellis addition: the run whose budget bounds this one (itself, or a sub-workflow\'s top run).' }),
     startedAt: nullable(dateTime),
     finishedAt: nullable(dateTime),
     duration: nullable({ type: 'integer', description: 'Milliseconds.' }),
@@ -118,4 +138,15 @@ export const runPageSchema = {
   type: 'object',
   required: ['items', 'total', 'page', 'size'],
   properties: { items: { type: 'array', items: runRecordSchema }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
+};
+
+export const runBudgetResultSchema = {
+  type: 'object',
+  required: ['runId', 'status', 'budget', 'resumed'],
+  properties: {
+    runId: { type: 'string', format: 'uuid' },
+    status: runStatus,
+    budget: budgetField,
+    resumed: { type: 'array', items: { type: 'string', format: 'uuid' }, description: 'The runs queued again by this change (this run and its sub-workflows\' runs that waited for the budget).' },
+  },
 };

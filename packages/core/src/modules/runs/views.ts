@@ -26,6 +26,8 @@ export function toRunView(run: Run): Record<string, unknown> {
     parentRunId: run.parentRunId ?? null,
     parentBlockId: run.parentBlockId ?? null,
     depth: run.depth ?? 0,
+    budget: run.budgetCredits === null || run.budgetCredits === undefined ? null : { credits: run.budgetCredits },
+    budgetRootRunId: run.budgetRootId ?? null,
     startedAt: run.startedAt?.toISOString() ?? null,
     finishedAt: run.finishedAt?.toISOString() ?? null,
     duration: run.durationMs,

@@ -3,6 +3,13 @@ import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString,
 import { Doc, Nested, Schema } from '../../../kernel/http/docs-metadata.js';
 import { PageQuery } from '../../../kernel/http/dto/paging.js';
 import { blockTypes, deploymentAccessLevels, type BlockType, type DeploymentAccess } from '../entities/block.entity.js';
+import { BudgetDto } from '../../runs/dto/run.dto.js';
+
+const deploymentBudgetDoc = {
+  nullable: true,
+  description:
+    'The deployment\'s budget in credits (docs/runs.md, "Budgets"): before every model call of one of its API runs, when what all its API runs spent plus the call\'s credit hold would exceed it, the run waits (`reason: "budget"`). Raising or clearing it resumes those runs. Absent: unchanged; null: none.',
+};
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
 const toBool = ({ value }: { value: unknown }) => (value === '1' || value === 'true' ? true : value === '0' || value === 'false' ? false : value);
@@ -131,6 +138,11 @@ export class DeployBody {
   @MaxLength(32)
   @Doc({ description: 'The version to publish: one to three dot-separated numbers (default: `GET /block/:blockId/next-version`). An existing version answers 409 `block_version_exists`.', example: '1' })
   version?: string;
+
+  @IsOptional()
+  @Nested(() => BudgetDto)
+  @Doc(deploymentBudgetDoc)
+  budget?: BudgetDto | null;
 }
 
 @Schema({ name: 'DeploymentInput' })
@@ -189,6 +201,11 @@ export class UpdateDeploymentBody {
   @IsBoolean()
   @Doc({ description: 'With access `token`: issue a new deployment token (the old one stops working).' })
   rotateToken?: boolean;
+
+  @IsOptional()
+  @Nested(() => BudgetDto)
+  @Doc(deploymentBudgetDoc)
+  budget?: BudgetDto | null;
 }
 
 export class DeploymentQuery {

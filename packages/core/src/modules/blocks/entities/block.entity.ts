@@ -45,6 +45,8 @@ export class Block {
   inputs!: DeploymentInput[] | null;
   /** SHA-256 (hex) of the deployment token, when access is `token`. */
   deploymentTokenHash!: string | null;
+  /** The deployment's budget in credits: what its API runs may spend together (null: none). docs/runs.md, "Budgets". */
+  budgetCredits!: number | null;
   /** The newest deployed version, and when it was deployed. */
   latestVersion!: string | null;
   deployedAt!: Date | null;
@@ -74,6 +76,7 @@ export const BlockSchema = new EntitySchema<Block>({
     cover: { type: 'string', length: 2000, nullable: true },
     inputs: { type: 'json', nullable: true },
     deploymentTokenHash: { type: 'string', length: 64, nullable: true },
+    budgetCredits: { type: 'integer', nullable: true },
     latestVersion: { type: 'string', length: 32, nullable: true },
     deployedAt: { type: 'datetime', nullable: true },
     installedFromBlockId: { type: 'uuid', nullable: true, index: true },

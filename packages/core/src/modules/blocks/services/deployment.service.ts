@@ -27,6 +27,14 @@ export interface DeploymentSettings {
   cover?: string;
   /** Issue a new deployment token (access `token`), invalidating the old one. */
   rotateToken?: boolean;
+  /** The deployment's budget (docs/runs.md, "Budgets"): absent unchanged, null none. */
+  budget?: { credits: number } | null;
+}
+
+/** A deployment's budget before and after a change (the caller resumes the runs waiting for it when raised). */
+export interface BudgetChange {
+  before: number | null;
+  after: number | null;
 }
 
 /** Who calls a deployment: a signed-in principal, a deployment token, both or neither. */
@@ -107,8 +115,28 @@ export class DeploymentService {
    * answers 409 `block_version_exists`; a malformed one 422 `invalid_version`. When access becomes
    * `token` and the block has no token yet, one is issued and answered once (`deploymentToken`).
    */
-  async deploy(em: EntityManager, principal: Principal, blockId: string, input: { access: DeploymentAccess; version?: string }): Promise<{ block: Block; version: BlockVersion; deploymentToken: string | null }> {
+  async deploy(
+    em: EntityManager,
+    principal: Principal,
+    blockId: string,
+    input: { access: DeploymentAccess; version?: string; budget?: { credits: number } | null },
+  ): Promise<{ block: Block; version: BlockVersion; deploymentToken: string | null; budget?: BudgetChange }> {
     const { block } = await this.blocks.requireBlock(em, principal, blockId, { wanted: 'write' });
+    const deployed = await this.deployVersion(em, principal, block, input);
+    if (input.budget === undefined) return deployed;
+    return { ...deployed, budget: await this.setBudget(em, deployed.block, input.budget) };
+  }
+
+  /** Sets a deployment's budget (null: none); answers it before and after. */
+  private async setBudget(em: EntityManager, block: Block, budget: { credits: number } | null): Promise<BudgetChange> {
+    const before = block.budgetCredits ?? null;
+    const after = budget === null ? null : budget.credits;
+    await em.nativeUpdate(Block, { id: block.id }, { budgetCredits: after });
+    block.budgetCredits = after;
+    return { before, after };
+  }
+
+  private async deployVersion(em: EntityManager, principal: Principal, block: Block, input: { access: DeploymentAccess; version?: string }): Promise<{ block: Block; version: BlockVersion; deploymentToken: string | null }> {
     if (input.version !== undefined && !VERSION_PATTERN.test(input.version)) throw invalidVersion(input.version);
     const token = input.access === 'token' && !block.deploymentTokenHash ? generateOpaqueToken(TOKEN_PREFIX) : null;
     const settings = { access: input.access, tokenHash: token ? sha256Hex(token) : block.deploymentTokenHash };
@@ -134,8 +162,14 @@ export class DeploymentService {
    * PUT deployment → deployed); on a deployed block it changes the settings of the deployment
    * (who may call it, how clients present it) without a new version.
    */
-  async setDeployment(em: EntityManager, principal: Principal, blockId: string, settings: DeploymentSettings): Promise<{ block: Block; version: BlockVersion | null; deploymentToken: string | null }> {
+  async setDeployment(em: EntityManager, principal: Principal, blockId: string, settings: DeploymentSettings): Promise<{ block: Block; version: BlockVersion | null; deploymentToken: string | null; budget?: BudgetChange }> {
     const { block } = await this.blocks.requireBlock(em, principal, blockId, { wanted: 'write' });
+    const saved = await this.saveDeployment(em, principal, block, settings);
+    if (settings.budget === undefined) return saved;
+    return { ...saved, budget: await this.setBudget(em, saved.block, settings.budget) };
+  }
+
+  private async saveDeployment(em: EntityManager, principal: Principal, block: Block, settings: DeploymentSettings): Promise<{ block: Block; version: BlockVersion | null; deploymentToken: string | null }> {
     const access = settings.access ?? block.access ?? 'private';
     const token = access === 'token' && (!block.deploymentTokenHash || settings.rotateToken) ? generateOpaqueToken(TOKEN_PREFIX) : null;
     const tokenHash = token ? sha256Hex(token) : block.deploymentTokenHash;

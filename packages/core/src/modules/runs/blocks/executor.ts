@@ -1,6 +1,6 @@
 import type { ModelCallFrame } from '../../ai/services/model-call-scope.js';
 import type { AiUsage } from '../../../ports/ai-provider.js';
-import type { RunUsage } from '../entities/run.entity.js';
+import type { RunUsage, RunWaiting } from '../entities/run.entity.js';
 import type { BlockKind, WorkflowBlock } from './workflow.js';
 
 /** What an executing block may see and do. Everything it emits becomes run events. */
@@ -33,6 +33,14 @@ export interface BlockIo {
   recall(key: string): Promise<{ result: unknown } | undefined>;
   /** Who the block's model calls are recorded for (the run's attempt; see docs/observability.md). */
   modelCalls?: ModelCallFrame;
+  /**
+   * Called before every model call the block makes (docs/runs.md, "Budgets"): when the call would
+   * exceed a budget of the run, the run pauses (waiting, reason `budget`) and this throws the
+   * run's stop (let it through). Absent when the run has no budget to check.
+   */
+  beforeModelCall?(modelId: string): Promise<void>;
+  /** Pauses the run for a budget a block found exceeded (a sub-workflow's run waiting for one); throws the run's stop. */
+  waitForBudget?(waiting: Omit<RunWaiting, 'blockId'>): never;
   /**
    * Output of the block. `chunk` emits a `block_chunk` delta, `toolStart` and `toolResult` their
    * events. Each throws `output_limit_exceeded` once the block or the run passed a quota on its

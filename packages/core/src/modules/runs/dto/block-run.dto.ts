@@ -1,5 +1,6 @@
 import { IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, IsUUID, Length, Min } from 'class-validator';
-import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
+import { Doc, Nested, Schema } from '../../../kernel/http/docs-metadata.js';
+import { BudgetDto, budgetDoc } from './run.dto.js';
 
 const inputsDoc = { description: 'Values keyed by input name (the input blocks, or the deployment\'s input definitions), checked before the run starts (400 `invalid_inputs`).', schema: { type: 'object', additionalProperties: true } };
 
@@ -25,6 +26,11 @@ class RunOptions {
   @IsIn(['stop', 'continue'])
   @Doc({ description: 'What a failed block does to the run (default `runs.onError`).' })
   onError?: 'stop' | 'continue';
+
+  @IsOptional()
+  @Nested(() => BudgetDto)
+  @Doc(budgetDoc)
+  budget?: BudgetDto | null;
 }
 
 @Schema({ name: 'BlockRunRequest' })

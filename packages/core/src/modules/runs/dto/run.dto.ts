@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
-import { IsBoolean, IsDefined, IsIn, IsInt, IsObject, IsOptional, IsUUID, Max, Min } from 'class-validator';
-import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
+import { IsBoolean, IsDefined, IsIn, IsInt, IsObject, IsOptional, IsUUID, Max, Min, ValidateIf } from 'class-validator';
+import { Doc, Nested, Schema } from '../../../kernel/http/docs-metadata.js';
 import { PageQuery } from '../../../kernel/http/dto/paging.js';
 
 export class RunDocumentParams {
@@ -15,6 +15,24 @@ export class RunParams {
   @IsUUID('all')
   runId!: string;
 }
+
+/** The largest budget in credits (the columns are 32-bit integers); see services/run-budget.ts. */
+const MAX_BUDGET = 2_000_000_000;
+
+@Schema({ name: 'Budget', description: 'A budget in credits (docs/runs.md, "Budgets"): model calls that would spend more make the run wait.' })
+export class BudgetDto {
+  @IsInt()
+  @Min(0)
+  @Max(MAX_BUDGET)
+  @Doc({ description: `Credits, a whole number from 0 to ${MAX_BUDGET}.`, example: 500 })
+  credits!: number;
+}
+
+export const budgetDoc = {
+  nullable: true,
+  description:
+    'Trellis addition: the run\'s budget in credits (docs/runs.md, "Budgets"). Before every model call, when what the run spent plus the call\'s credit hold would exceed it, the run waits (`run_waiting` with `reason: "budget"`) until the budget is raised. Absent or null: none.',
+};
 
 @Schema({ name: 'DocumentRunRequest', description: 'Every field is optional; an empty body runs the stored content with no inputs.' })
 export class DocumentRunBody {
@@ -48,6 +66,22 @@ export class DocumentRunBody {
   @IsIn(['stop', 'continue'])
   @Doc({ description: 'Trellis addition: after a failed block, `stop` the run or `continue` with the next block, for blocks without `attrs.onError`. Default `runs.onError`.' })
   onError?: 'stop' | 'continue';
+
+  @IsOptional()
+  @Nested(() => BudgetDto)
+  @Doc(budgetDoc)
+  budget?: BudgetDto | null;
+}
+
+@Schema({ name: 'RunBudgetRequest' })
+export class RunBudgetBody {
+  @IsDefined({ message: 'credits is required (a whole number of credits, or null to clear the budget)' })
+  @ValidateIf((_, value) => value !== null)
+  @IsInt()
+  @Min(0)
+  @Max(MAX_BUDGET)
+  @Doc({ nullable: true, description: `The run's new budget in credits, a whole number from 0 to ${MAX_BUDGET}; null clears it. Required.`, example: 1000 })
+  credits!: number | null;
 }
 
 @Schema({ name: 'RunResumeRequest' })

@@ -59,6 +59,17 @@ export interface RunUsage {
   sandboxMs: number;
 }
 
+/** Why and where a run waits. Without `reason` it waits for an ask block's answer. */
+export interface RunWaiting {
+  blockId: string;
+  question: string;
+  reason?: 'budget';
+  /** A budget wait: which budget (`run`, or the `deployment`'s), its credits, what was spent, and what the next call holds. */
+  budget?: { scope: 'run' | 'deployment'; credits: number; spent: number; required: number };
+  /** A budget wait inside a container: where the call was. */
+  path?: string;
+}
+
 export const emptyUsage = (): RunUsage => ({ models: {}, sandboxMs: 0 });
 
 /**
@@ -96,8 +107,8 @@ export class Run {
   seqCeiling!: number;
   /** Executions started (a retry after a lost worker is a new attempt). */
   attempt!: number;
-  /** Set while an ask block waits: its block id and question. */
-  waiting!: { blockId: string; question: string } | null;
+  /** Set while the run waits: for an ask block's answer (no `reason`), or for a budget (`reason: 'budget'`). */
+  waiting!: RunWaiting | null;
   /** The answer given with resume, consumed by the continuation. */
   answer!: unknown;
   cancelRequested!: boolean;
@@ -119,6 +130,10 @@ export class Run {
   parentRunId!: string | null;
   parentBlockId!: string | null;
   depth!: number;
+  /** The run's budget in credits (null: none); docs/runs.md, "Budgets". A sub-workflow's run has none: its root's bounds it. */
+  budgetCredits!: number | null;
+  /** The run whose budget bounds this one: itself, or for a sub-workflow's run the top run above it. */
+  budgetRootId!: string | null;
   createdAt!: Date;
   updatedAt!: Date;
 }
@@ -126,7 +141,7 @@ export class Run {
 export const RunSchema = new EntitySchema<Run>({
   class: Run,
   tableName: 'runs',
-  indexes: [{ properties: ['documentId', 'createdAt'] }, { properties: ['parentRunId'] }, { properties: ['projectId', 'createdAt'] }, { properties: ['status', 'heartbeatAt'] }],
+  indexes: [{ properties: ['documentId', 'createdAt'] }, { properties: ['parentRunId'] }, { properties: ['budgetRootId'] }, { properties: ['projectId', 'createdAt'] }, { properties: ['status', 'heartbeatAt'] }],
   uniques: [{ properties: ['idempotencyScope', 'idempotencyKey'] }],
   properties: {
     id: { type: 'uuid', primary: true },
@@ -167,6 +182,8 @@ export const RunSchema = new EntitySchema<Run>({
     parentRunId: { type: 'uuid', nullable: true },
     parentBlockId: { type: 'string', length: 128, nullable: true },
     depth: { type: 'integer', default: 0 },
+    budgetCredits: { type: 'integer', nullable: true },
+    budgetRootId: { type: 'uuid', nullable: true },
     createdAt: { type: 'datetime' },
     updatedAt: { type: 'datetime' },
   },

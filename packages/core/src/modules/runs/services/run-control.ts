@@ -7,6 +7,7 @@ import { runControlTopic } from './event-text.js';
 import { activeStatuses, type RunContext } from './run-context.js';
 import type { RunReader } from './run-reader.js';
 import type { RunRecorder } from './run-recorder.js';
+import { waitsForBudget, type RunBudgets } from './run-budget.js';
 
 /** Steering stored runs from outside: resume a waiting run, cancel, and queue again the runs whose process went away. */
 export class RunControl {
@@ -15,6 +16,7 @@ export class RunControl {
     private readonly recorder: RunRecorder,
     private readonly reader: RunReader,
     private readonly documents: DocumentService,
+    private readonly budgets: RunBudgets,
   ) {}
 
   /**
@@ -26,6 +28,8 @@ export class RunControl {
     await this.documents.requireDocument(em, documentId, principal, 'execute');
     const run = await this.reader.requireRun(em, documentId, runId);
     if (run.status !== 'waiting') throw runErrors.notWaiting(run.status);
+    // A budget wait is not a question: raising the budget resumes it.
+    if (waitsForBudget(run)) throw runErrors.waitingForBudget();
     const now = this.ctx.clock.now();
     // Not once a cancel was asked for: the cancel ends the waiting run (a continuation queued now
     // would race it for the run).
@@ -40,6 +44,33 @@ export class RunControl {
     }
     await this.ctx.queue.enqueue({ runId: run.id, teamId: run.teamId ?? run.userId });
     return { id: run.id, status: 'queued' };
+  }
+
+  /**
+   * Sets the budget of a run (not finished, not a sub-workflow's, not waiting for an answer): null
+   * clears it. Raising or clearing it queues again the runs under it that wait for it (its
+   * sub-workflows' runs first, then it). Lowering it pauses the run at its next model call that
+   * would exceed it.
+   */
+  async setBudget(em: EntityManager, principal: Principal, documentId: string, runId: string, credits: number | null): Promise<{ run: Run; resumed: string[] }> {
+    await this.documents.requireDocument(em, documentId, principal, 'write');
+    const run = await this.reader.requireRun(em, documentId, runId);
+    if (terminalRunStatuses.has(run.status)) throw runErrors.alreadyFinished(run.status);
+    if (run.parentRunId) throw runErrors.budgetOfParent(run.budgetRootId ?? run.parentRunId);
+    if (run.status === 'waiting' && !waitsForBudget(run)) throw runErrors.waitingForInput();
+    const before = run.budgetCredits;
+    await em.nativeUpdate(Run, { id: run.id }, { budgetCredits: credits, updatedAt: this.ctx.clock.now() });
+    run.budgetCredits = credits;
+    const raised = credits === null || (before !== null && credits > before);
+    const resumed = raised ? await this.budgets.resume(em, await this.budgets.waitingUnderRun(em, run)) : [];
+    return { run: await em.findOneOrFail(Run, { id: run.id }, { refresh: true }), resumed };
+  }
+
+  /** Resumes the runs of a deployment that wait for its budget, when it was raised or cleared (`before`, `after`: the budgets). */
+  async deploymentBudgetChanged(blockId: string, before: number | null, after: number | null): Promise<string[]> {
+    if (before === null || (after !== null && after <= before)) return [];
+    const em = this.ctx.fork();
+    return this.budgets.resume(em, await this.budgets.waitingOnDeployment(em, blockId));
   }
 
   /** Stops a run: a queued or waiting run ends at once; an executing one is told to stop (in whichever process runs it). */

@@ -4,6 +4,8 @@ import type { BlockExecutor } from '../blocks/executor.js';
 import { asText } from '../blocks/template.js';
 import type { BlockKind, WorkflowBlock } from '../blocks/workflow.js';
 import { runFailure } from '../errors.js';
+import type { RunWaiting } from '../entities/run.entity.js';
+import { budgetWaiting, type BudgetShortfall } from './run-budget.js';
 import { runControl } from './engine/control.js';
 import { RunOutput, unlimited, type OutputLimits } from './engine/output-meter.js';
 import { AttemptEnded, step, type EngineRun } from './engine/step.js';
@@ -57,7 +59,7 @@ function checkpointSnapshot(state: RunState): RunState {
 }
 
 /** Why an execution was stopped from outside. */
-export type StopReason = 'timeout' | 'cancel' | 'shutdown';
+export type StopReason = 'timeout' | 'cancel' | 'shutdown' | 'budget';
 
 export interface ExecuteOptions {
   /** Aborted by the queue (shutdown) or by a cancel. */
@@ -67,6 +69,11 @@ export interface ExecuteOptions {
   heartbeatMs?: number;
   /** Who the blocks' model calls are recorded for (the run's attempt and credit hold). */
   modelCalls?: ModelCallFrame;
+  /**
+   * The budget check made before every model call (run-budget.ts): the budget the call would
+   * exceed, or null. A call it refuses pauses the run (waiting, reason `budget`). Absent: no budget.
+   */
+  budget?: (modelId: string) => Promise<BudgetShortfall | null>;
 }
 
 /**
@@ -86,6 +93,7 @@ export class RunEngine {
     const stop = (why: StopReason) => {
       if (reason) return;
       reason = why;
+      // A budget pause stops the blocks as a stopping process does: each goes on from its checkpoint later.
       controller.abort(new TrellisError('unavailable', why === 'timeout' ? runFailure.timeout.code : why === 'cancel' ? runFailure.cancelled.code : 'run_interrupted', 'The run was stopped.'));
     };
     const onOuterAbort = () => stop(options.stopReason?.() ?? 'shutdown');
@@ -114,7 +122,25 @@ export class RunEngine {
       saving = write.catch(() => undefined);
       return write;
     };
-    const run: EngineRun = { state, sink, signal: controller.signal, executors: this.executors, output: new RunOutput(this.limits), save, runContainer: runControl, recall: persistence.recall?.bind(persistence), modelCalls: options.modelCalls };
+    // The first budget wait asked for (a model call refused, or a sub-workflow's run that waits for a budget).
+    let budgetWait: RunWaiting | null = null;
+    const pause = (waiting: RunWaiting): never => {
+      budgetWait ??= waiting;
+      stop('budget');
+      throw controller.signal.reason;
+    };
+    const guard = options.budget;
+    const budget: EngineRun['budget'] = {
+      check: guard
+        ? async (blockId, path, modelId) => {
+            if (controller.signal.aborted) throw controller.signal.reason;
+            const shortfall = await guard(modelId);
+            if (shortfall) pause(budgetWaiting(blockId, path, shortfall));
+          }
+        : undefined,
+      pause: (blockId, path, waiting) => pause({ ...waiting, blockId, ...(path !== undefined && path !== blockId ? { path } : {}) }),
+    };
+    const run: EngineRun = { state, sink, signal: controller.signal, executors: this.executors, output: new RunOutput(this.limits), save, runContainer: runControl, recall: persistence.recall?.bind(persistence), modelCalls: options.modelCalls, budget };
     let savedAt = Date.now();
     // A skipped checkpoint, written after DEFERRED_CHECKPOINT_MS unless the next boundary comes first.
     let deferred: { timer: ReturnType<typeof setTimeout>; write: Promise<void> | null } | null = null;
@@ -202,6 +228,19 @@ export class RunEngine {
       }
       await settle();
       if (reason === 'shutdown') return;
+      if (reason === 'budget' && budgetWait) {
+        // Waits like a run at an ask block, at the top-level block the refused call was made in
+        // (a continuation runs it again: a container skips what it completed).
+        const waiting: RunWaiting = budgetWait;
+        const top = state.blocks[state.cursor];
+        const session = top && state.sessions.find((s) => s.blockId === top.id && s.path === undefined);
+        if (session) session.status = 'waiting';
+        state.status = 'waiting';
+        state.waiting = waiting;
+        sink.emitStored('run_waiting', { runId: state.id, blockId: waiting.blockId, question: waiting.question, reason: 'budget', budget: waiting.budget, ...(waiting.path ? { path: waiting.path } : {}) });
+        await persistence.checkpoint(state, sink);
+        return;
+      }
       if (reason === 'timeout' || reason === 'cancel') {
         const failure = reason === 'timeout' ? runFailure.timeout : runFailure.cancelled;
         state.timedOut = reason === 'timeout';

@@ -9,12 +9,14 @@ import { StoredEventSink, SEQ_BLOCK } from './stored-event-sink.js';
 import { modelCallFrame } from '../../ai/services/model-call-scope.js';
 import { endedBlocks } from './run-metrics.js';
 import { runSpan } from './run-span.js';
+import type { RunBudgets } from './run-budget.js';
 
 /** Executing queued runs: the RunQueue's handler claims an attempt and runs the engine over it. */
 export class RunExecutor {
   constructor(
     private readonly ctx: RunContext,
     private readonly recorder: RunRecorder,
+    private readonly budgets?: RunBudgets,
   ) {}
 
   /** Starts this process consuming the run queue. */
@@ -85,7 +87,7 @@ export class RunExecutor {
       // Model calls made inside are recorded for this run's attempt and charged to its hold; the
       // run's span is the parent of their GenAI spans (docs/observability.md).
       const modelCalls = modelCallFrame({ runId: run.id, attempt: run.attempt, reservationId: run.reservationId, teamId: run.teamId ?? null, userId: run.userId });
-      await runSpan(run, () => this.ctx.engine.execute(state, sink, persistence, { signal: cancel.signal, stopReason: () => why, heartbeatMs: this.ctx.config.heartbeatSeconds * 1000, modelCalls }), state);
+      await runSpan(run, () => this.ctx.engine.execute(state, sink, persistence, { signal: cancel.signal, stopReason: () => why, heartbeatMs: this.ctx.config.heartbeatSeconds * 1000, modelCalls, budget: this.budgets?.guard(run) }), state);
       await sink.close();
       // A run that goes on later (waiting for an answer, or stopped by a shutdown) numbers its
       // events right after the last stored one; a finished run keeps its reservation.

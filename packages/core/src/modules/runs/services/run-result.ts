@@ -1,4 +1,4 @@
-import type { BlockSession, RunStatus } from '../entities/run.entity.js';
+import type { BlockSession, RunStatus, RunWaiting } from '../entities/run.entity.js';
 import { publicSession } from './run-engine.js';
 
 /** The 200 body of a run with `stream: false` (the spec's fields, plus status, output and error). */
@@ -12,7 +12,7 @@ export interface RunResult {
   timedOut: boolean;
   output: unknown;
   error: { code: string; message: string } | null;
-  waiting: { blockId: string; question: string } | null;
+  waiting: RunWaiting | null;
 }
 
 /** What a run's result is made of, whether read from its record or from the state it ended with. */
@@ -26,7 +26,7 @@ export interface RunResultSource {
   timedOut: boolean;
   output: unknown;
   error: { code: string; message: string } | null;
-  waiting: { blockId: string; question: string } | null;
+  waiting: RunWaiting | null;
 }
 
 /** The one place a run's result is built (from its stored record, an attempt's end, or a debug run). */

@@ -44,7 +44,9 @@ export interface StartRunInput {
    */
   idempotency?: RunIdempotency;
   /** A sub-workflow's run: the run and block that start it, and its depth (blocks/kinds/subworkflow.ts). */
-  parent?: { runId: string; blockId: string; depth: number };
+  parent?: { runId: string; blockId: string; depth: number; budgetRootId?: string };
+  /** The run's budget in credits (docs/runs.md, "Budgets"); null or absent: none. A sub-workflow's run has none of its own: its root's bounds it. */
+  budget?: number | null;
   /**
    * true: a stored run (record, event log, queue, resumable, reconnectable). false: a debug run
    * executed in this process, with its events on the returned stream only and nothing stored.
@@ -71,7 +73,12 @@ export interface DocumentRunBody {
   content?: unknown;
   timeout?: number;
   onError?: 'stop' | 'continue';
+  /** The run's budget (null or absent: none). */
+  budget?: { credits: number } | null;
 }
+
+/** A request's `budget` field as `StartRunInput.budget`. */
+export const budgetOf = (budget: { credits: number } | null | undefined): number | null | undefined => (budget === undefined ? undefined : budget === null ? null : budget.credits);
 
 /** The record of a new stored run, queued (attempt 0), as it is inserted. */
 function newRunRecord(a: { runId: string; input: StartRunInput; content: unknown; values: Record<string, unknown>; onError: 'stop' | 'continue'; timeoutSeconds: number; idempotency: RunIdempotency | undefined; now: Date }): Run {
@@ -115,6 +122,8 @@ function newRunRecord(a: { runId: string; input: StartRunInput; content: unknown
     parentRunId: input.parent?.runId ?? null,
     parentBlockId: input.parent?.blockId ?? null,
     depth: input.parent?.depth ?? 0,
+    budgetCredits: input.parent ? null : (input.budget ?? null),
+    budgetRootId: input.parent ? (input.parent.budgetRootId ?? input.parent.runId) : runId,
     createdAt: now,
     updatedAt: now,
   } as Run;
@@ -282,7 +291,7 @@ export class RunStarter {
   async startDocumentRun(em: EntityManager, principal: Principal, documentId: string, body: DocumentRunBody, idempotencyKey?: string): Promise<StartedRun> {
     const { doc } = await this.documents.requireDocument(em, documentId, principal, 'execute');
     const debug = body.content !== undefined;
-    const idempotency = idempotencyOf(idempotencyKey, `user:${principal.userId}`, { run: 'document', documentId, inputs: body.inputs ?? {}, timeout: body.timeout ?? null, onError: body.onError ?? null });
+    const idempotency = idempotencyOf(idempotencyKey, `user:${principal.userId}`, { run: 'document', documentId, inputs: body.inputs ?? {}, timeout: body.timeout ?? null, onError: body.onError ?? null, ...(body.budget !== undefined ? { budget: body.budget } : {}) });
     return this.start(em, {
       userId: principal.userId,
       documentId: doc.id,
@@ -293,6 +302,7 @@ export class RunStarter {
       source: 'document',
       timeoutSeconds: body.timeout,
       onError: body.onError,
+      budget: budgetOf(body.budget),
       idempotency,
       store: !debug,
     });

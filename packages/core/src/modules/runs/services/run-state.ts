@@ -1,5 +1,5 @@
 import type { WorkflowBlock } from '../blocks/workflow.js';
-import type { BlockSession, CtxEntry, RunStatus, RunUsage } from '../entities/run.entity.js';
+import type { BlockSession, CtxEntry, RunStatus, RunUsage, RunWaiting } from '../entities/run.entity.js';
 
 /** The in-memory state of an executing run (a stored run's checkpoint, or a debug run). */
 export interface RunState {
@@ -20,7 +20,7 @@ export interface RunState {
   startedAt: number;
   deadline: number;
   timedOut: boolean;
-  waiting: { blockId: string; question: string } | null;
+  waiting: RunWaiting | null;
   /** The answer of a resume, consumed by the continuation. */
   answer: unknown;
   hasAnswer: boolean;

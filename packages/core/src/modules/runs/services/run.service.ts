@@ -30,6 +30,7 @@ import { RunMetrics } from './run-metrics.js';
 import { RunCredits } from './run-credits.js';
 import { RunEngine } from './run-engine.js';
 import { RunExecutor } from './run-executor.js';
+import { RunBudgets } from './run-budget.js';
 import { RunReader } from './run-reader.js';
 import { RunRecorder } from './run-recorder.js';
 import type { RunResult } from './run-result.js';
@@ -98,8 +99,9 @@ export class RunService {
     const recorder = new RunRecorder(ctx, runCredits);
     this.reader = new RunReader(ctx, documents);
     this.starter = new RunStarter(ctx, runCredits, this.reader, documents);
-    this.executor = new RunExecutor(ctx, recorder);
-    this.control = new RunControl(ctx, recorder, this.reader, documents);
+    const budgets = new RunBudgets(ctx, () => optional(aiGatewayServiceIdentifier));
+    this.executor = new RunExecutor(ctx, recorder, budgets);
+    this.control = new RunControl(ctx, recorder, this.reader, documents, budgets);
   }
 
   // Starting
@@ -140,6 +142,16 @@ export class RunService {
 
   resume(em: EntityManager, principal: Principal, documentId: string, runId: string, answer: unknown): Promise<{ id: string; status: 'queued' }> {
     return this.control.resume(em, principal, documentId, runId, answer);
+  }
+
+  /** `POST .../runs/:runId/budget`: sets a run's budget; raising it resumes the runs that wait for it. */
+  setBudget(em: EntityManager, principal: Principal, documentId: string, runId: string, credits: number | null): Promise<{ run: Run; resumed: string[] }> {
+    return this.control.setBudget(em, principal, documentId, runId, credits);
+  }
+
+  /** After a deployment's budget changed: resumes its runs that wait for it (when raised or cleared). */
+  deploymentBudgetChanged(blockId: string, before: number | null, after: number | null): Promise<string[]> {
+    return this.control.deploymentBudgetChanged(blockId, before, after);
   }
 
   cancel(em: EntityManager, principal: Principal, documentId: string, runId: string): Promise<Run> {

@@ -75,6 +75,8 @@ export class LlmBlockExecutor implements BlockExecutor<LlmAttrs> {
         responseFormat: schema ? { type: 'json', schema, name: 'output' } : undefined,
         effects: { key: (index) => blockToolCallKey(io, block.id, first + index), recall: (key) => io.recall(key) },
         sink: {
+          // Every call of the turn (tool rounds, and each try of structured output) is checked against the run's budgets first.
+          stepStart: io.beforeModelCall && (() => io.beforeModelCall!(modelId)),
           // The log behind: the stream is not read further until it caught up.
           text: (delta) => io.chunk(delta),
           stepEnd: (step) => io.modelUsage(modelId, step.usage),

@@ -32,6 +32,8 @@ const failed = (code: string, message: string) => new TrellisError('bad_request'
 interface Lineage {
   teamId: string;
   depth: number;
+  /** The run whose budget bounds the parent (and so its children): docs/runs.md, "Budgets". */
+  budgetRootId?: string;
   documents: Set<string>;
 }
 
@@ -79,7 +81,7 @@ export class SubworkflowBlockExecutor implements BlockExecutor<SubworkflowAttrs>
       version: target.version,
       timeoutSeconds: Math.max(1, Math.min(Math.ceil(io.remainingMs() / 1000), this.services.get(runsConfigServiceIdentifier).maxTimeoutSeconds)),
       idempotency: { scope: `subworkflow:${io.runId}`, key, requestHash: createHash('sha256').update(key).digest('hex') },
-      parent: { runId: io.runId, blockId: block.id, depth: lineage.depth + 1 },
+      parent: { runId: io.runId, blockId: block.id, depth: lineage.depth + 1, budgetRootId: lineage.budgetRootId ?? io.runId },
       store: true,
     });
     const result = await new Promise<Awaited<ReturnType<typeof started.result>>>((resolve, reject) => {
@@ -103,6 +105,12 @@ export class SubworkflowBlockExecutor implements BlockExecutor<SubworkflowAttrs>
       );
     });
     if (result.status === 'completed') return { output: result.output ?? null };
+    if (result.status === 'waiting' && result.waiting?.reason === 'budget' && io.waitForBudget) {
+      // The child waits for a budget (its root's, this run's, or its deployment's): this run waits
+      // too, and the child keeps its work. Raising the budget resumes both; this block then
+      // attaches to the same child (same idempotency key) and waits for it again.
+      io.waitForBudget({ question: `The sub-workflow run ${started.runId} waits for a budget: ${result.waiting.question}`, reason: 'budget', ...(result.waiting.budget ? { budget: result.waiting.budget } : {}) });
+    }
     if (result.status === 'waiting') {
       await runs.cancelRun(started.runId);
       throw failed('subworkflow_failed', `The sub-workflow run ${started.runId} stopped at an ask block; sub-workflows cannot ask (it was cancelled).`);
@@ -117,18 +125,20 @@ async function lineageOf(em: EntityManager, io: BlockIo): Promise<Lineage> {
   const documents = new Set<string>();
   let teamId = io.tenant;
   let depth = 0;
+  let budgetRootId: string | undefined;
   let next: string | null = io.runId;
   for (let first = true, hops = 0; next && hops <= 64; first = false, hops++) {
-    const run: Pick<Run, 'documentId' | 'teamId' | 'depth' | 'parentRunId'> | null = await em.findOne(Run, { id: next }, { fields: ['documentId', 'teamId', 'depth', 'parentRunId'] });
+    const run: Pick<Run, 'documentId' | 'teamId' | 'depth' | 'parentRunId' | 'budgetRootId'> | null = await em.findOne(Run, { id: next }, { fields: ['documentId', 'teamId', 'depth', 'parentRunId', 'budgetRootId'] });
     if (!run) break;
     if (first) {
       teamId = run.teamId ?? teamId;
       depth = run.depth ?? 0;
+      budgetRootId = run.budgetRootId ?? undefined;
     }
     if (run.documentId) documents.add(run.documentId);
     next = run.parentRunId ?? null;
   }
-  return { teamId, depth, documents };
+  return { teamId, depth, documents, budgetRootId };
 }
 
 export const subworkflowKind = defineBlockKind({

@@ -6,7 +6,7 @@ import type { BlockExecutor, BlockIo } from '../../blocks/executor.js';
 import { executeWithPolicy } from '../../blocks/failure-policy.js';
 import { asText } from '../../blocks/template.js';
 import type { BlockKind, WorkflowBlock } from '../../blocks/workflow.js';
-import type { BlockSession } from '../../entities/run.entity.js';
+import type { BlockSession, RunWaiting } from '../../entities/run.entity.js';
 import { runFailure } from '../../errors.js';
 import type { RunEventSink } from '../event-sink.js';
 import type { RunState } from '../run-state.js';
@@ -36,6 +36,15 @@ export interface EngineRun {
   recall?: BlockIo['recall'];
   /** Who the blocks' model calls are recorded for. */
   modelCalls?: BlockIo['modelCalls'];
+  /**
+   * Budgets (run-engine.ts): `check` before a model call (absent: the run has no budget), `pause`
+   * for a wait a block found (a sub-workflow's run waiting for a budget). Both stop the run and
+   * throw when it must wait.
+   */
+  budget?: {
+    check?: (blockId: string, path: string | undefined, modelId: string) => Promise<void>;
+    pause(blockId: string, path: string | undefined, waiting: Omit<RunWaiting, 'blockId'>): never;
+  };
 }
 
 /** How a block's execution ended. `value`: its output (null when skipped or failed and continued). */
@@ -89,6 +98,8 @@ export async function step(run: EngineRun, block: WorkflowBlock, session: BlockS
     iteration: where.iteration ?? 0,
     recall: run.recall ?? (async () => undefined),
     modelCalls: run.modelCalls,
+    beforeModelCall: run.budget?.check && ((modelId) => run.budget!.check!(block.id, where.path === undefined ? block.id : `${where.path}/${block.id}`, modelId)),
+    waitForBudget: run.budget && ((waiting) => run.budget!.pause(block.id, where.path === undefined ? block.id : `${where.path}/${block.id}`, waiting)),
     chunk: (delta) => {
       meter.charge(Buffer.byteLength(delta));
       if (where.path === undefined) sink.emitChunk(block.id, delta);
