@@ -189,22 +189,15 @@ suite(`Console in Chromium${binary ? '' : ' (skipped: TRELLIS_TEST_CHROMIUM is n
   }, 120_000);
 
   /**
-   * The comparison of two evaluations. The evaluation routes come from another branch (`evals`):
-   * when this host has them, the data is made through the API (a dataset, two deployed versions,
-   * two evaluations); when it does not, the two JSON answers the page reads (the list and the
-   * comparison, in the documented shapes) are served to the browser by Playwright's page.route.
+   * The comparison of two evaluations, made through the API: a dataset of three cases, two deployed
+   * versions (the second one regresses two cases), an evaluation of each.
    */
   it('opens the comparison of two versions, desktop and phone', async () => {
-    const probe = await fetch(`${t.url}/evaluations?blockId=${documentId}`, { headers: { authorization: `Bearer ${user.token}` } });
-    const real = !(probe.status === 404 && ((await probe.json()) as { error?: string }).error === 'route_not_found');
     const context = await browser.newContext({ viewport: desktop });
     await context.addInitScript(`sessionStorage.setItem('trellis.console.token', ${JSON.stringify(user.token)})`);
     const page = await context.newPage();
     const watched = await watch(page, new URL(t.url).origin);
-    let blockId: string;
-    let ids: [string, string];
-    if (real) ({ blockId, ids } = await evaluationsThroughApi(t, user.token, projectId));
-    else ({ blockId, ids } = await interceptEvaluations(page));
+    const { blockId, ids } = await evaluationsThroughApi(t, user.token, projectId);
     await page.goto(`${t.url}/console#/evaluations?blockId=${blockId}`);
     await page.getByLabel('Base').selectOption(ids[0]);
     await page.getByLabel('Candidate').selectOption(ids[1]);
@@ -212,11 +205,11 @@ suite(`Console in Chromium${binary ? '' : ' (skipped: TRELLIS_TEST_CHROMIUM is n
     await page.getByRole('heading', { name: 'Compare versions' }).waitFor();
     const summary = page.getByTestId('compare-summary');
     await summary.waitFor();
-    if (!real) {
-      await expect.poll(() => summary.textContent()).toContain('1 improved');
-      await expect.poll(() => summary.textContent()).toContain('1 regressed');
-      await expect.poll(() => page.locator('tr.change-regressed th').textContent()).toBe('capital of France');
-    }
+    // Version 2 answers 'sea' and 'sun' unchanged where version 1 upper-cased them: two regressions.
+    await expect.poll(() => summary.textContent()).toContain('0 improved');
+    await expect.poll(() => summary.textContent()).toContain('2 regressed');
+    await expect.poll(() => page.locator('tr.change-regressed th').allTextContents()).toEqual(['sea', 'sun']);
+    await expect.poll(() => page.locator('tr.change-unchanged th').allTextContents()).toEqual(['sky']);
     await page.screenshot({ path: join(shots, 'compare-desktop.png'), fullPage: true });
     await page.getByLabel('Only cases that changed').check();
     await expect.poll(() => page.locator('tr.change-unchanged').count()).toBe(0);
@@ -228,36 +221,9 @@ suite(`Console in Chromium${binary ? '' : ' (skipped: TRELLIS_TEST_CHROMIUM is n
   }, 300_000);
 });
 
-/** Serves `GET /evaluations?blockId=` and `GET /evaluations/compare` from fixtures (before the evals branch is merged). */
-async function interceptEvaluations(page: Page): Promise<{ blockId: string; ids: [string, string] }> {
-  const blockId = '0193a000-0000-7000-8000-00000000b10c';
-  const base = '0193a000-0000-7000-8000-0000000000e1';
-  const candidate = '0193a000-0000-7000-8000-0000000000e2';
-  const summary = (passed: number) => ({ cases: 3, passed, failed: 3 - passed, errored: 0, meanScore: passed / 3, credits: 12, latencyMs: { p50: 40, p95: 90 } });
-  const evaluation = (id: string, version: string, passed: number) => ({ id, datasetId: '0193a000-0000-7000-8000-0000000000d5', blockId, version, status: 'completed', summary: summary(passed), createdAt: new Date().toISOString() });
-  const evaluations = [evaluation(base, '1', 2), evaluation(candidate, '2', 2)];
-  await page.route(/\/evaluations\?blockId=/, (route) => route.fulfill({ json: { items: evaluations, total: 2, page: 1, size: 20 } }));
-  await page.route(/\/evaluations\/compare\?/, (route) =>
-    route.fulfill({
-      json: {
-        base: evaluations[0],
-        candidate: evaluations[1],
-        summary: { improved: 1, regressed: 1, unchanged: 1, changed: 0 },
-        cases: [
-          { caseId: 'c1', caseName: 'two plus two', base: { passed: false, score: 0, output: '5' }, candidate: { passed: true, score: 1, output: '4' }, change: 'improved' },
-          { caseId: 'c2', caseName: 'capital of France', base: { passed: true, score: 1, output: 'Paris' }, candidate: { passed: false, score: 0, output: 'Lyon' }, change: 'regressed' },
-          { caseId: 'c3', caseName: 'colour of the sky', base: { passed: true, score: 1, output: 'blue' }, candidate: { passed: true, score: 1, output: 'blue' }, change: 'unchanged' },
-        ],
-      },
-    }),
-  );
-  return { blockId, ids: [base, candidate] };
-}
-
 /**
- * With the evals branch merged: a block whose code upper-cases its input (version 1) or not
- * (version 2), a dataset of three cases expecting upper case, and an evaluation of each version.
- * Written against the evaluations contract in the brief; check it against the merged routes.
+ * A block whose code upper-cases its input (version 1) or only 'sky' (version 2), a dataset of
+ * three cases expecting upper case, and an evaluation of each version.
  */
 async function evaluationsThroughApi(t: TestHost, token: string, projectId: string): Promise<{ blockId: string; ids: [string, string] }> {
   const code = (body: string) =>
