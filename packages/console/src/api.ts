@@ -130,17 +130,16 @@ export interface RunRecord {
 }
 
 /** `GET /documents/{id}/runs/{runId}/model-calls` (answered by hosts that record model calls). */
+/** One model call record (`GET .../runs/{runId}/model-calls`, docs/observability.md). */
 export interface ModelCall {
-  id?: string;
+  id: string;
   model: string;
-  provider?: string;
-  inputTokens?: number | null;
-  outputTokens?: number | null;
-  cachedTokens?: number | null;
-  credits?: number | string | null;
-  latency?: number | { firstTokenMs?: number | null; totalMs?: number | null } | null;
-  latencyMs?: number | null;
-  status?: string;
+  provider: string;
+  usage: { inputTokens: number; outputTokens: number; cachedTokens: number | null };
+  credits: number;
+  status: string;
+  firstTokenMs: number | null;
+  durationMs: number | null;
 }
 
 export interface EvaluationSummary {

@@ -100,12 +100,8 @@ export function buildTimeline(events: readonly RunEvent[]): TimelineView {
   return view;
 }
 
-const latencyOf = (call: ModelCall): string => {
-  const l = call.latency ?? call.latencyMs;
-  if (l === null || l === undefined) return '—';
-  if (typeof l === 'number') return `${l} ms`;
-  return [l.firstTokenMs != null ? `first token ${l.firstTokenMs} ms` : '', l.totalMs != null ? `total ${l.totalMs} ms` : ''].filter(Boolean).join(', ') || '—';
-};
+const latencyOf = (call: ModelCall): string =>
+  [call.firstTokenMs != null ? `first token ${call.firstTokenMs} ms` : '', call.durationMs != null ? `total ${call.durationMs} ms` : ''].filter(Boolean).join(', ') || '—';
 
 const num = (value: unknown): string => (value === null || value === undefined ? '—' : String(value));
 
@@ -164,7 +160,7 @@ export function Timeline({ view }: { view: TimelineView }) {
 
 export function ModelCalls({ calls }: { calls: ModelCall[] }) {
   const total = calls.reduce(
-    (sum, c) => ({ input: sum.input + (c.inputTokens ?? 0), output: sum.output + (c.outputTokens ?? 0), credits: sum.credits + Number(c.credits ?? 0) }),
+    (sum, c) => ({ input: sum.input + c.usage.inputTokens, output: sum.output + c.usage.outputTokens, credits: sum.credits + c.credits }),
     { input: 0, output: 0, credits: 0 },
   );
   return (
@@ -188,16 +184,16 @@ export function ModelCalls({ calls }: { calls: ModelCall[] }) {
               </tr>
             </thead>
             <tbody>
-              {calls.map((c, i) => (
-                <tr key={c.id ?? i}>
+              {calls.map((c) => (
+                <tr key={c.id}>
                   <td>{c.model}</td>
-                  <td>{c.provider ?? '—'}</td>
-                  <td>{num(c.inputTokens)}</td>
-                  <td>{num(c.outputTokens)}</td>
-                  <td>{num(c.cachedTokens)}</td>
+                  <td>{c.provider}</td>
+                  <td>{num(c.usage.inputTokens)}</td>
+                  <td>{num(c.usage.outputTokens)}</td>
+                  <td>{num(c.usage.cachedTokens)}</td>
                   <td>{num(c.credits)}</td>
                   <td>{latencyOf(c)}</td>
-                  <td>{c.status ?? '—'}</td>
+                  <td>{c.status}</td>
                 </tr>
               ))}
             </tbody>

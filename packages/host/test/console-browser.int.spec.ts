@@ -3,7 +3,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
+import { aiProvidersServiceIdentifier, provide } from '@trellis/core';
+import { OpenAiProvider } from '@trellis/ai-openai';
+import { OpenAiWireServer, startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
 
 /**
  * The console at /console in a real browser (Playwright driving Chromium: the binary of
@@ -22,6 +24,10 @@ const workflow = `:::inputBlock {"id":"in1","name":"topic","type":"string","requ
 :::codeBlock {"id":"c1","name":"draft","language":"javascript"}
 emit('drafting about ' + inputs.topic);
 return 'Draft about ' + inputs.topic;
+:::
+
+:::llmBlock {"id":"l1","name":"title","model":"MODEL_ID"}
+A title for: {{ draft }}
 :::
 
 :::askBlock {"id":"a1","name":"approval","question":"Publish the draft about {{ topic }}?"}
@@ -65,23 +71,29 @@ suite(`Console in Chromium${binary ? '' : ' (skipped: TRELLIS_TEST_CHROMIUM is n
   const password = 'correct horse battery';
   let projectId: string;
   let documentId: string;
+  let wire: OpenAiWireServer;
 
   beforeAll(async () => {
     mkdirSync(shots, { recursive: true });
-    t = await startTestHost(testDatabases()[0]!, 'uws');
+    wire = await new OpenAiWireServer({ apiKey: 'sk-console' }).start();
+    t = await startTestHost(testDatabases()[0]!, 'uws', { adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])], config: { network: { allowPrivateNetworks: ['127.0.0.1'] } } });
     browser = await chromium.launch({ executablePath: binary, args: ['--no-sandbox', '--disable-gpu'] });
     const registered = await t.register(`console-${unique}@example.com`, password);
     user = { token: registered.token, email: registered.email };
     const project = await t.request('POST', '/project', { token: user.token, body: { name: `Console ${unique}`, tools: [], access: 'private' } });
     expect(project.status).toBe(201);
     projectId = project.body.id;
-    const doc = await t.request('POST', '/documents', { token: user.token, body: { projectId, title: 'Approval flow', content: workflow, content_format: 'markdown-ir' } });
+    const model = await t.request('POST', '/ai/models', { token: user.token, body: { name: 'Wire', service: 'openai', conf: { model: 'gpt-console', baseURL: wire.baseURL, apiKey: 'sk-console' } } });
+    expect(model.status).toBe(201);
+    const content = workflow.replace('MODEL_ID', model.body.id);
+    const doc = await t.request('POST', '/documents', { token: user.token, body: { projectId, title: 'Approval flow', content, content_format: 'markdown-ir' } });
     expect(doc.status).toBe(201);
     documentId = doc.body.id;
   }, 120_000);
   afterAll(async () => {
     await browser?.close();
     await t?.close();
+    await wire?.close();
   });
 
   it('signs in, starts a run, shows its events live, answers the ask block and shows the end; desktop and phone', async () => {
@@ -108,6 +120,7 @@ suite(`Console in Chromium${binary ? '' : ' (skipped: TRELLIS_TEST_CHROMIUM is n
     await page.getByRole('heading', { name: 'Runs' }).waitFor();
     await page.getByLabel('Document to run').selectOption(documentId);
     await page.getByLabel(/^Inputs/).fill('{"topic": "gardens"}');
+    wire.enqueue({ text: ['Gardens, ', 'briefly'], usage: { inputTokens: 37, outputTokens: 5 } });
     await page.getByRole('button', { name: 'Start run' }).click();
 
     // The run page follows the event log: the code block's streamed chunk and output, then the ask block waits.
@@ -129,6 +142,10 @@ suite(`Console in Chromium${binary ? '' : ' (skipped: TRELLIS_TEST_CHROMIUM is n
     const log = await fetch(`${t.url}/documents/${documentId}/runs/${runId}/events?format=ndjson`, { headers: { authorization: `Bearer ${user.token}` } });
     const logged = (await log.text()).trim().split('\n').length;
     await expect.poll(() => page.getByTestId('stream-state').textContent()).toContain(`${logged} events`);
+    // The model call's record: the tokens the provider reported.
+    const calls = page.locator('table.model-calls tbody tr');
+    await expect.poll(() => calls.count()).toBe(1);
+    await expect.poll(() => calls.first().locator('td').allTextContents()).toEqual(expect.arrayContaining(['gpt-console', '37', '5', 'completed']));
     await page.screenshot({ path: join(shots, 'run-complete-desktop.png'), fullPage: true });
 
     // The run list filters by status.
