@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aiProvidersServiceIdentifier, provide } from '@trellis/core';
 import { OpenAiProvider } from '@trellis/ai-openai';
@@ -44,6 +46,38 @@ describe.each(testDatabases())('budgets on $name', (db) => {
   }
 
   const runOf = (owner: Actor, documentId: string, runId: string) => t.request('GET', `/documents/${documentId}/runs/${runId}`, { token: owner.token });
+
+  it('a budget wait is told to webhook subscribers: run.waiting with its reason, and budget.reached', async () => {
+    // Before: budget.reached was documented and subscribable, but nothing ever sent it.
+    const received: Array<{ type: string; data: Record<string, unknown> }> = [];
+    const receiver = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => (body += chunk));
+      request.on('end', () => {
+        received.push(JSON.parse(body));
+        response.end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const owner = await actor(t);
+      const modelId = await model(owner.token);
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      const sub = await host.request('POST', '/webhooks/subscriptions', { token: owner.token, body: { url, events: ['run.waiting', 'budget.reached'] } });
+      expect(sub.status).toBe(201);
+      const { documentId } = await workflowDocument(t, owner.token, wf.doc(wf.llm('a', modelId, 'first'), wf.llm('b', modelId, 'second')));
+      script(2);
+      // a: 0 + 30 <= 40; b: 20 + 30 > 40.
+      const paused = await readSse(`${t.url}/documents/${documentId}/run`, { token: owner.token, body: { budget: { credits: 40 } } });
+      const runId = paused.events.at(-1)!.data.runId as string;
+      await eventually(async () => received, (list) => list.length >= 2, 'two webhook deliveries');
+      expect(received.map((r) => r.type).sort()).toEqual(['budget.reached', 'run.waiting']);
+      expect(received.find((r) => r.type === 'budget.reached')!.data).toMatchObject({ key: `run:${runId}`, budget: 40, spent: 20, required: 30, scope: 'run', runId, documentId, period: null });
+      expect(received.find((r) => r.type === 'run.waiting')!.data).toMatchObject({ runId, status: 'waiting', blockId: 'llm-b', reason: 'budget', budget: { scope: 'run', credits: 40, spent: 20 } });
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
+  });
 
   it('pauses before the call that would pass the run budget, and raising it resumes without running anything again', async () => {
     const owner = await actor(t);

@@ -150,7 +150,8 @@ describe.each(testDatabases())('outbound webhooks on $name', (base) => {
     const bid = await deployed(asking);
     const run = await t.request('POST', `/block/${bid}/api`, { token: owner.token, body: { stream: false } });
     expect(run.body.status).toBe('waiting');
-    // The conversation and billing areas fire these hooks; here they are fired as they would be.
+    // The conversations module fires turnFinished, and an embedder's billing may fire budget.reached;
+    // here they are fired as they would be (a run budget's budget.reached: runs-budgets.int.spec.ts).
     const hooks = a.kernel.get(hooksServiceIdentifier);
     await hooks.emit('conversation.turnFinished', { conversationId: randomUUID(), messageId: randomUUID(), userId: member.userId, teamId, status: 'completed', usage: { inputTokens: 3, outputTokens: 4, credits: 1 } });
     await hooks.emit('budget.reached', { teamId, key: 'monthly:2026-11', budget: 100, spent: 101, period: '2026-11' });

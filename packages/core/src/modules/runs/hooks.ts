@@ -23,7 +23,7 @@ declare module '../../kernel/hooks.js' {
     /** A top-level block ended (its `block_end` is stored). */
     'run.blockFinished': RunHookSubject & { blockId: string; status: 'completed' | 'failed'; durationMs: number };
     /** The run stopped at an ask block and waits for an answer. */
-    'run.waiting': RunHookSubject & { blockId: string; question: string };
+    'run.waiting': RunHookSubject & { blockId: string; question: string; reason?: 'budget'; budget?: { scope: 'run' | 'deployment'; credits: number; spent: number; required: number } };
     /** The run ended (its final record and `run_complete` are stored). */
     'run.finished': RunHookSubject & {
       status: Extract<RunStatus, 'completed' | 'failed' | 'timed_out' | 'cancelled'>;
