@@ -218,3 +218,23 @@ describe.each(testDatabases())('a sub-workflow whose parent attempt is lost on $
     }
   });
 });
+
+describe.each(testDatabases())('sub-workflows with one run slot on $name', (db) => {
+  let t: TestHost;
+  let owner: Actor;
+  beforeAll(async () => {
+    t = await startTestHost(db, 'node', { config: { runs: { concurrency: 1 } } as never });
+    owner = await actor(t);
+  });
+  afterAll(() => t?.close());
+
+  it('a 3-level chain completes while its parents hold the only slot, and queued parents wait their turn', async () => {
+    // Before: a child was queued behind its waiting parent's slot and never started (the parent
+    // timed out). A child now runs in the slot its parent holds (docs/runs.md, "Sub-workflows").
+    const project = await createProject(t, owner.token);
+    const { child } = await chain(t, owner.token, project.id);
+    const { documentId } = await workflowDocument(t, owner.token, wf.doc(wf.input('n', { type: 'number' }), sub('c', child, { n: '{{ n }}' }), wf.output('result', 'result={{ c }}')), project);
+    const answers = await Promise.all([1, 2, 3].map((n) => t.request('POST', `/documents/${documentId}/run`, { token: owner.token, body: { inputs: { n }, stream: false, timeout: 60 } })));
+    expect(answers.map((r) => r.body.output)).toEqual(['result=3', 'result=5', 'result=7']);
+  });
+});

@@ -43,8 +43,12 @@ export interface RunQueue {
    * in-process queue): takes a free slot for `runId` now, so the caller can store the run already
    * claimed and start it in the slot without a round through the queue. Null when no slot is
    * free. A queue that has it also executes every job it is given in this process.
+   *
+   * `lent`: the job runs in a slot its caller holds and waits in (a sub-workflow's child, whose
+   * parent block waits for it): the queue gives it a slot beyond its limits rather than make it
+   * wait behind jobs that may be parents waiting for their own children.
    */
-  claim?(runId: string, teamId: string): RunSlot | null;
+  claim?(runId: string, teamId: string, options?: { lent?: boolean }): RunSlot | null;
   /** Optional: called for each job the queue will not run (enqueued after, or still waiting at, `close`). */
   onDropped?(listener: (job: RunJob) => void): void;
 }

@@ -92,6 +92,37 @@ describe('InProcessRunQueue', () => {
     expect(aborted).toBe(true);
   });
 
+  it('lends a slot to a sub-workflow\'s child whatever the limits, so parents waiting for children cannot starve them', async () => {
+    // Before: with every slot held by a parent waiting for its child, the child was queued behind
+    // the other parents and never started (each parent then timed out).
+    const queue = new InProcessRunQueue({ concurrency: 1, teamConcurrency: 1 });
+    const seen: string[] = [];
+    const gates = new Map<string, () => void>();
+    await queue.process(async (job) => {
+      seen.push(job.runId);
+      await new Promise<void>((resolve) => gates.set(job.runId, resolve));
+    });
+    await queue.enqueue({ runId: 'parent1', teamId: 't' });
+    await queue.enqueue({ runId: 'parent2', teamId: 't' });
+    await tick();
+    expect(seen).toEqual(['parent1']);
+    expect(queue.claim('child1', 't')).toBeNull();
+    const child = queue.claim('child1', 't', { lent: true })!;
+    expect(child).not.toBeNull();
+    child.start({ runId: 'child1', teamId: 't' });
+    await tick();
+    expect(seen).toEqual(['parent1', 'child1']);
+    expect(queue.active).toBe(2);
+    gates.get('child1')!();
+    gates.get('parent1')!();
+    await tick();
+    await tick();
+    // The waiting parent goes next, once the slots are back within the limit.
+    expect(seen).toEqual(['parent1', 'child1', 'parent2']);
+    gates.get('parent2')!();
+    await queue.close();
+  });
+
   it('claims a free slot for a job about to exist, and none while the slots are taken or jobs wait', async () => {
     const queue = new InProcessRunQueue({ concurrency: 2, teamConcurrency: 2 });
     expect(queue.claim('early', 't')).toBeNull(); // no handler yet

@@ -151,11 +151,15 @@ export class InProcessRunQueue implements RunQueue {
    * and no job that could run waits (so no team is passed over) and `teamId` is below its share:
    * the caller then `start`s the job in it at once, without a trip through the lines, or
    * `cancel`s the claim. Null when no slot is free, jobs wait, no handler runs jobs, or the queue
-   * is closed.
+   * is closed. A `lent` claim (a sub-workflow's child, run in the slot its waiting parent holds)
+   * is given a slot whatever the limits: queued behind other parents it could wait for ever.
    */
-  claim(runId: string, teamId: string): SlotClaim | null {
-    if (!this.handler || this.closed || this.known.has(runId) || this.running.size >= this.options.concurrency) return null;
-    if (!this.below(teamId) || this.lines.has(teamId) || this.turn.some((team) => this.below(team))) return null;
+  claim(runId: string, teamId: string, options: { lent?: boolean } = {}): SlotClaim | null {
+    if (!this.handler || this.closed || this.known.has(runId)) return null;
+    if (!options.lent) {
+      if (this.running.size >= this.options.concurrency) return null;
+      if (!this.below(teamId) || this.lines.has(teamId) || this.turn.some((team) => this.below(team))) return null;
+    }
     const abort = new AbortController();
     const entry = { promise: Promise.resolve(), abort, teamId };
     this.occupy(runId, teamId, entry);

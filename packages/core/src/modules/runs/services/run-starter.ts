@@ -200,7 +200,8 @@ export class RunStarter {
     run.ctx = initial.ctx;
     // A free slot of the in-process queue: the run is stored already claimed for its first attempt
     // (as `execute` would claim it) and starts in the slot at once, without a claim of its own.
-    const slot = this.ctx.consuming && this.ctx.queue.claim ? this.ctx.queue.claim(runId, input.teamId) : null;
+    // A sub-workflow's child runs in the slot its parent holds while it waits (see RunQueue.claim).
+    const slot = this.ctx.consuming && this.ctx.queue.claim ? this.ctx.queue.claim(runId, input.teamId, { lent: input.parent !== undefined }) : null;
     if (slot) Object.assign(run, { status: 'running', attempt: 1, startedAt: now, deadlineAt: new Date(now.getTime() + timeoutSeconds * 1000) });
     // The credit hold and the run's record are one transaction: a hold without its run is never stored.
     try {
