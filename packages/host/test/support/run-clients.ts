@@ -127,6 +127,10 @@ export class ScriptedGateway implements AiGateway {
     const usage: AiUsage = { inputTokens: words.length, outputTokens: 0 };
     const wait = (ms: number) =>
       new Promise<void>((resolve, reject) => {
+        if (request.signal?.aborted) {
+          this.aborts++;
+          return reject(request.signal.reason ?? new Error('aborted'));
+        }
         const timer = setTimeout(resolve, ms);
         request.signal?.addEventListener('abort', () => {
           clearTimeout(timer);

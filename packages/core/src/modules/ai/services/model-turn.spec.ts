@@ -51,6 +51,18 @@ const base = (gateway: AiGateway, over: Partial<ModelTurnInput> = {}): ModelTurn
 });
 
 describe('runModelTurn', () => {
+  it('does not call the provider when the turn was stopped while its step started', async () => {
+    // Before: a stop during stepStart (a budget check reading the database) still called the
+    // provider with an aborted signal; a provider that only listens for a later abort hung there.
+    const { gateway, requests } = scripted([[{ type: 'text-delta', delta: 'late' }, finish(1, 1)]]);
+    const stop = new AbortController();
+    const credits = ledger();
+    const turn = runModelTurn(base(gateway, { credits, signal: stop.signal, sink: { text: () => undefined, stepStart: async () => void stop.abort(new Error('stopped')) } }));
+    await expect(turn).rejects.toThrow('stopped');
+    expect(requests).toHaveLength(0);
+    expect(credits.log).toEqual(['reserve 1', 'release 1']);
+  });
+
   it('runs the tool calls, feeds their results back, and charges each call from its usage', async () => {
     const { gateway, requests } = scripted([[{ type: 'tool-call', toolCallId: 'c1', toolName: 'weather', input: { city: 'Paris' } }, finish(10, 2)], [{ type: 'text-delta', delta: 'Sun' }, { type: 'text-delta', delta: 'ny' }, finish(20, 3)]]);
     const credits = ledger();

@@ -115,8 +115,14 @@ export async function runModelTurn(input: ModelTurnInput): Promise<ModelTurnOutc
     const calls: AiToolCall[] = [];
     let usage: AiUsage = { inputTokens: 0, outputTokens: 0 };
     const sent = messages.slice();
+    let called = false;
     try {
       await sink.stepStart?.(step);
+      // A stop that came while the step started (a budget check reads the database) ends it
+      // before the provider is called (a call given an aborted signal may never look at it), and
+      // nothing was used: the hold is released.
+      signal.throwIfAborted();
+      called = true;
       const stream = gateway.chat({
         userId: input.userId,
         modelId: input.modelId,
@@ -136,8 +142,8 @@ export async function runModelTurn(input: ModelTurnInput): Promise<ModelTurnOutc
       }
     } catch (error) {
       if (credits && hold !== undefined) {
-        if (signal.aborted) await credits.settle(hold, estimatedUsage(sent, text)).catch(() => undefined);
-        else await credits.release(hold, 'the model call failed').catch(() => undefined);
+        if (signal.aborted && called) await credits.settle(hold, estimatedUsage(sent, text)).catch(() => undefined);
+        else await credits.release(hold, called ? 'the model call failed' : 'stopped before the model call').catch(() => undefined);
       }
       throw error;
     }
