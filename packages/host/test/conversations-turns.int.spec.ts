@@ -128,12 +128,13 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
     expect(again.body.messages[1]).toMatchObject({ content: 'Never.', status: 'completed' });
   });
 
-  it('a reader that drops a 2,000-delta turn for 30 s and reconnects to the other host gets every delta exactly once', { timeout: 120_000 }, async () => {
+  it('a reader that drops a 2,000-delta turn for 30 s and reconnects to the other host gets every delta exactly once', { timeout: 240_000 }, async () => {
     const { user, convId } = await conversation();
     const deltas = Array.from({ length: 2000 }, (_, i) => `d${i} `);
     wire.reset();
-    // 20 ms a delta: the turn lasts about 40 s, and goes on through the reader's 30 s away.
-    wire.enqueue({ text: deltas, delayMs: 20 });
+    // 30 ms a delta: the turn lasts at least 60 s, and goes on through the reader's 30 s away (at
+    // 20 ms it had ended by the reader's return once, with the machine loaded).
+    wire.enqueue({ text: deltas, delayMs: 30 });
     // A member's socket on host B all along: the fan-out reaches it once per delta.
     const socket = await UserSocket.open(b.wsUrl, user.token);
     try {
