@@ -1,4 +1,5 @@
 import { MikroORM, type EntityManager, type IMigrator } from '@mikro-orm/core';
+import { settledBy } from './settled-by.js';
 import { Container, ContainerModule, type ServiceIdentifier } from 'inversify';
 import type { Logger } from 'pino';
 import { clockServiceIdentifier, SystemClock } from '../ports/clock.js';
@@ -392,19 +393,6 @@ export function createKernel(options: KernelOptions): Kernel {
 }
 
 /** Orders modules so each comes after the ones it depends on; refuses unknown or circular dependencies. */
-/** Whether `work` settles before `deadline` (epoch ms). */
-async function settledBy(work: Promise<unknown>, deadline: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()));
-  });
-  try {
-    return await Promise.race([work.then(() => true as const), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 function orderModules(modules: readonly TrellisModule[]): TrellisModule[] {
   const byName = new Map(modules.map((m) => [m.name, m]));
   if (byName.size !== modules.length) throw new Error('Two modules share a name.');

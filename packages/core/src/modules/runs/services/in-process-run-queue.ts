@@ -1,4 +1,5 @@
 import type { RunJob, RunJobHandler, RunQueue, RunSlot } from '../../../ports/run-queue.js';
+import { settledBy } from '../../../kernel/settled-by.js';
 
 export interface InProcessRunQueueOptions {
   /** Jobs executed at once. */
@@ -195,10 +196,7 @@ export class InProcessRunQueue implements RunQueue {
     if (!running.length) return;
     const all = Promise.allSettled(running.map((r) => r.promise));
     const grace = this.options.closeGraceMs ?? 5_000;
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([all.then(() => false), new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), grace)))]);
-    clearTimeout(timer);
-    if (timedOut) {
+    if (!(await settledBy(all, Date.now() + grace))) {
       for (const r of running) r.abort.abort(new Error('The run queue is closing.'));
       await all;
     }
