@@ -4,6 +4,8 @@ import type { Logger } from 'pino';
 import type { Permission, Principal } from '../auth/principal.js';
 import type { TrellisError } from '../errors.js';
 import type { RouteAuth } from './credential-rules.js';
+import type { Reply } from './reply.js';
+import type { Static, TSchema } from './response-schema.js';
 import type { HttpMethod } from './types.js';
 
 export { credentialRule, credentialRules, type RouteAuth } from './credential-rules.js';
@@ -48,14 +50,23 @@ export interface RequestContext<P = unknown, Q = unknown, B = unknown> {
   get<T>(id: ServiceIdentifier<T>): T;
 }
 
-export interface RouteResponseSpec {
+/** What documents a response body: its TypeBox declaration (`kernel/http/response-schema.ts`), or a DTO class. */
+export type ResponseSchema = TSchema | ClassType | Record<string, unknown>;
+
+/** The body type a response declaration promises: `Static<S>` of a TypeBox schema, else anything. */
+export type ResponseBody<S> = [S] extends [TSchema] ? Static<S> : unknown;
+
+/** What a handler may return for a route whose success body is declared by `S`: that body, or a `Reply`. */
+export type HandlerResult<S> = ResponseBody<S> | Reply | Promise<ResponseBody<S> | Reply>;
+
+export interface RouteResponseSpec<S extends ResponseSchema = ResponseSchema> {
   status?: number;
   description?: string;
-  /** DTO class documenting the response body, or a JSON Schema. */
-  schema?: ClassType | Record<string, unknown>;
+  /** The success body's declaration; the handler's return value is checked against it. */
+  schema?: S;
   contentType?: string;
   /** Other media types the same status may answer with (a streamed variant), each with its schema. */
-  mediaTypes?: ReadonlyArray<{ contentType: string; schema: Record<string, unknown> }>;
+  mediaTypes?: ReadonlyArray<{ contentType: string; schema: ResponseSchema }>;
   /**
    * Other answers the handler gives on success (it returns them as `Reply`s): a 200 besides the
    * 201 of a create-or-edit route, the 302 of a redirecting endpoint. Each is documented as well.
@@ -67,7 +78,7 @@ export interface RouteAlternativeResponse {
   status: number;
   description: string;
   /** Body schema (omit for a body-less answer such as a redirect). */
-  schema?: ClassType | Record<string, unknown>;
+  schema?: ResponseSchema;
   contentType?: string;
   /** Response headers worth documenting (`Location` of a redirect). */
   headers?: Record<string, { description: string; schema?: Record<string, unknown> }>;
@@ -136,9 +147,18 @@ export interface RouteDefinition<P = any, Q = any, B = any> {
   handler(ctx: RequestContext<P, Q, B>): unknown;
 }
 
-/** Declares a route with its types inferred from the DTO classes. */
-export function defineRoute<P = Record<string, never>, Q = Record<string, never>, B = undefined>(
-  route: RouteDefinition<P, Q, B>,
+/** A route as written with `defineRoute`: its handler must return the body its response declares. */
+export type TypedRouteDefinition<P, Q, B, S extends ResponseSchema> = Omit<RouteDefinition<P, Q, B>, 'response' | 'handler'> & {
+  response?: RouteResponseSpec<S>;
+  handler(ctx: RequestContext<P, Q, B>): HandlerResult<S>;
+};
+
+/**
+ * Declares a route with its types inferred from the DTO classes and the response declaration: a
+ * handler whose value does not match `response.schema` (a TypeBox schema) does not compile.
+ */
+export function defineRoute<P = Record<string, never>, Q = Record<string, never>, B = undefined, S extends ResponseSchema = ClassType>(
+  route: TypedRouteDefinition<P, Q, B, S>,
 ): RouteDefinition<P, Q, B> {
-  return route;
+  return route as RouteDefinition<P, Q, B>;
 }

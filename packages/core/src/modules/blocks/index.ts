@@ -6,5 +6,6 @@ export { DeploymentService, DEPLOYMENT_TOKEN_HEADER, deploymentCallerOf, type De
 export { compareVersions, highestVersion, nextVersion, VERSION_PATTERN } from './services/versions.js';
 export { projectRunsServiceIdentifier, type ProjectRuns, type ProjectRunSummary } from './project-runs.js';
 export { blockAuth } from './routes.js';
-export { toBlockView, toBlockViews, toBlockVersionView, toDeploymentView, toDeploymentDetail, blockStatus, type BlockStatus, type BlockView } from './views.js';
+export { toBlockView, toBlockViews, toBlockVersionView, toDeploymentView, toDeploymentDetail, blockStatus, type BlockStatus } from './views.js';
+export type { BlockView, BlockVersionView, DeploymentView } from './schemas.js';
 export * as blockErrors from './errors.js';

@@ -2,6 +2,7 @@ import { raw, type FilterQuery } from '@mikro-orm/core';
 import { Reply } from '../../kernel/http/reply.js';
 import { PageQuery, pageOf, paging } from '../../kernel/http/dto/paging.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
+import { pageSchema } from '../../kernel/http/response-schema.js';
 import { kernelServiceIdentifier } from '../../kernel/tokens.js';
 import { ProjectService } from '../projects/services/project.service.js';
 import { BlockIdParams, DeploymentQuery, InstallBody, PidBidParams, ProjectBlockParams, ProjectIdParams, RestoreTrashBody, SearchQuery } from './dto/block.dto.js';
@@ -15,7 +16,6 @@ import {
   blockWithContentSchema,
   deploymentDetailSchema,
   deploymentSchema,
-  page,
   restoreTrashResultSchema,
   runSummarySchema,
   searchResultSchema,
@@ -43,7 +43,7 @@ export const blockProjectRoutes: RouteDefinition[] = [
     auth: blockAuth,
     params: ProjectIdParams,
     query: PageQuery,
-    response: { schema: page(runSummarySchema) },
+    response: { schema: pageSchema(runSummarySchema) },
     errors: { 404: projectMissing },
     async handler(ctx) {
       const { project } = await ctx.get(ProjectService).requireProject(ctx.em, ctx.params.projectId, ctx.requirePrincipal().userId);
@@ -63,7 +63,7 @@ export const blockProjectRoutes: RouteDefinition[] = [
     auth: blockAuth,
     params: ProjectIdParams,
     query: PageQuery,
-    response: { schema: page(deploymentSchema) },
+    response: { schema: pageSchema(deploymentSchema) },
     errors: { 404: projectMissing },
     async handler(ctx) {
       const p = paging(ctx.query);
@@ -166,7 +166,7 @@ export const blockProjectRoutes: RouteDefinition[] = [
     auth: blockAuth,
     params: PidBidParams,
     query: PageQuery,
-    response: { schema: page(blockVersionSchema) },
+    response: { schema: pageSchema(blockVersionSchema) },
     errors: { 404: blockMissing },
     async handler(ctx) {
       const p = paging(ctx.query);

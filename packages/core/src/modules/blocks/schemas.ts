@@ -1,170 +1,144 @@
-/** JSON Schemas of the block and deployment responses, for the OpenAPI document. */
+/** The block and deployment responses, declared once: their JSON Schema (OpenAPI) and TypeScript types. */
+import { dateTime, nullable, pageSchema, stringEnum, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
+import type { DocumentContent } from '../documents/content/rich-text.js';
 import { blockTypes, deploymentAccessLevels } from './entities/block.entity.js';
 
-const dateTime = { type: 'string', format: 'date-time' } as const;
-const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
-const uuid = { type: 'string', format: 'uuid' } as const;
-const content = { type: 'object', description: 'Document JSON (`{ "type": "doc", "content": [...] }`).' } as const;
+const content = Type.Unsafe<DocumentContent>({ type: 'object', description: 'Document JSON (`{ "type": "doc", "content": [...] }`).' });
 
-export const deploymentInputSchema = {
-  type: 'object',
-  required: ['name', 'type', 'required'],
-  properties: { name: { type: 'string' }, type: { type: 'string' }, required: { type: 'boolean' }, description: { type: 'string' }, default: {} },
-};
-
-const blockProperties = {
-  id: { ...uuid, description: 'The block id; also the id of its document (page) and of its file-tree node.' },
-  projectId: uuid,
-  name: { type: 'string' },
-  description: { type: 'string' },
-  type: { enum: [...blockTypes] },
-  status: { enum: ['draft', 'deployed', 'trashed'] },
-  contentHash: { ...nullable({ type: 'string' }), description: 'FNV-1a hash of the content (the document version).' },
-  access: nullable({ enum: [...deploymentAccessLevels] }),
-  deployType: nullable({ type: 'string' }),
-  cover: nullable({ type: 'string' }),
-  inputs: { type: 'array', items: deploymentInputSchema },
-  budget: {
-    ...nullable({ type: 'object', required: ['credits'], properties: { credits: { type: 'integer' } } }),
-    description: 'The deployment\'s budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none.',
-  },
-  version: { ...nullable({ type: 'string' }), description: 'The latest deployed version.' },
-  deployedAt: nullable(dateTime),
-  installedFrom: nullable({ type: 'object', required: ['blockId', 'version'], properties: { blockId: uuid, version: { type: 'string' } } }),
-  trashedAt: nullable(dateTime),
-  createdAt: dateTime,
-  updatedAt: dateTime,
-};
-const blockRequired = Object.keys(blockProperties);
-
-export const blockSchema = { type: 'object', required: blockRequired, properties: blockProperties };
-
-export const blockWithContentSchema = { type: 'object', required: [...blockRequired, 'content'], properties: { ...blockProperties, content } };
-
-export const deployedBlockSchema = {
-  type: 'object',
-  required: blockRequired,
-  properties: {
-    ...blockProperties,
-    deploymentToken: { type: 'string', description: 'The deployment token, answered only when one was just issued (access `token`). Store it: it is not shown again.' },
-  },
-};
-
-export const page = (items: Record<string, unknown>) => ({
-  type: 'object',
-  required: ['items', 'total', 'page', 'size'],
-  properties: { items: { type: 'array', items }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
+export const deploymentInputSchema = Type.Object({
+  name: Type.String(),
+  type: Type.String(),
+  required: Type.Boolean(),
+  description: Type.Optional(Type.String()),
+  default: Type.Optional(Type.Unknown()),
 });
 
-export const blockPageSchema = page(blockSchema);
-
-export const blockSearchItemSchema = { type: 'object', required: blockRequired, properties: { ...blockProperties, nextVersion: { type: 'string' } } };
-
-const versionProperties = {
-  id: uuid,
-  blockId: uuid,
-  version: { type: 'string' },
-  contentHash: { type: 'string' },
-  name: { type: 'string' },
-  description: { type: 'string' },
-  type: { enum: [...blockTypes] },
-  access: { enum: [...deploymentAccessLevels] },
-  deployType: nullable({ type: 'string' }),
-  cover: nullable({ type: 'string' }),
-  inputs: { type: 'array', items: deploymentInputSchema },
-  deployedBy: nullable(uuid),
-  createdAt: dateTime,
-  updatedAt: dateTime,
+const blockProperties = {
+  id: uuid({ description: 'The block id; also the id of its document (page) and of its file-tree node.' }),
+  projectId: uuid(),
+  name: Type.String(),
+  description: Type.String(),
+  type: stringEnum(blockTypes),
+  status: stringEnum(['draft', 'deployed', 'trashed']),
+  contentHash: nullable(Type.String(), { description: 'FNV-1a hash of the content (the document version).' }),
+  access: nullable(stringEnum(deploymentAccessLevels)),
+  deployType: nullable(Type.String()),
+  cover: nullable(Type.String()),
+  inputs: Type.Array(deploymentInputSchema),
+  budget: nullable(Type.Object({ credits: Type.Integer() }), {
+    description: 'The deployment\'s budget in credits: what its API runs may spend together (docs/runs.md, "Budgets"); null: none.',
+  }),
+  version: nullable(Type.String(), { description: 'The latest deployed version.' }),
+  deployedAt: nullable(dateTime()),
+  installedFrom: nullable(Type.Object({ blockId: uuid(), version: Type.String() })),
+  trashedAt: nullable(dateTime()),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
 };
 
-export const blockVersionSchema = { type: 'object', required: Object.keys(versionProperties), properties: versionProperties };
+export const blockSchema = Type.Object(blockProperties);
+export type BlockView = Static<typeof blockSchema>;
 
-export const deployResultSchema = {
-  type: 'object',
-  required: ['block', 'version'],
-  properties: {
-    block: blockSchema,
-    version: blockVersionSchema,
-    deploymentToken: { type: 'string', description: 'Answered only when a deployment token was just issued (access `token`); it is not shown again.' },
-  },
-};
+export const blockWithContentSchema = Type.Object({ ...blockProperties, content });
+export type BlockWithContentView = Static<typeof blockWithContentSchema>;
 
-export const deploymentSettingsResultSchema = {
-  type: 'object',
-  required: ['block', 'version'],
-  properties: {
-    block: blockSchema,
-    version: { ...nullable(blockVersionSchema), description: 'The version published by this call (first deployment only), else null.' },
-    deploymentToken: { type: 'string', description: 'Answered only when a deployment token was just issued; it is not shown again.' },
-  },
-};
+export const deployedBlockSchema = Type.Object({
+  ...blockProperties,
+  deploymentToken: Type.Optional(Type.String({ description: 'The deployment token, answered only when one was just issued (access `token`). Store it: it is not shown again.' })),
+});
 
-export const nextVersionSchema = {
-  type: 'object',
-  required: ['blockId', 'version', 'latestVersion'],
-  properties: { blockId: uuid, version: { type: 'string', description: 'The next free version.' }, latestVersion: nullable({ type: 'string' }) },
-};
+export const blockPageSchema = pageSchema(blockSchema);
+
+export const blockSearchItemSchema = Type.Object({ ...blockProperties, nextVersion: Type.Optional(Type.String()) });
+
+export const blockVersionSchema = Type.Object({
+  id: uuid(),
+  blockId: uuid(),
+  version: Type.String(),
+  contentHash: Type.String(),
+  name: Type.String(),
+  description: Type.String(),
+  type: stringEnum(blockTypes),
+  access: stringEnum(deploymentAccessLevels),
+  deployType: nullable(Type.String()),
+  cover: nullable(Type.String()),
+  inputs: Type.Array(deploymentInputSchema),
+  deployedBy: nullable(uuid()),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type BlockVersionView = Static<typeof blockVersionSchema>;
+
+export const deployResultSchema = Type.Object({
+  block: blockSchema,
+  version: blockVersionSchema,
+  deploymentToken: Type.Optional(Type.String({ description: 'Answered only when a deployment token was just issued (access `token`); it is not shown again.' })),
+});
+
+export const deploymentSettingsResultSchema = Type.Object({
+  block: blockSchema,
+  version: nullable(blockVersionSchema, { description: 'The version published by this call (first deployment only), else null.' }),
+  deploymentToken: Type.Optional(Type.String({ description: 'Answered only when a deployment token was just issued; it is not shown again.' })),
+});
+
+export const nextVersionSchema = Type.Object({
+  blockId: uuid(),
+  version: Type.String({ description: 'The next free version.' }),
+  latestVersion: nullable(Type.String()),
+});
 
 const deploymentProperties = {
-  id: uuid,
-  blockId: uuid,
-  projectId: uuid,
-  name: { type: 'string' },
-  description: { type: 'string' },
-  type: { enum: [...blockTypes] },
-  access: { enum: [...deploymentAccessLevels] },
-  deployType: nullable({ type: 'string' }),
-  cover: nullable({ type: 'string' }),
-  inputs: { type: 'array', items: deploymentInputSchema },
-  latestVersion: { type: 'string' },
-  deployedAt: dateTime,
-  createdAt: dateTime,
-  updatedAt: dateTime,
+  id: uuid(),
+  blockId: uuid(),
+  projectId: uuid(),
+  name: Type.String(),
+  description: Type.String(),
+  type: stringEnum(blockTypes),
+  access: stringEnum(deploymentAccessLevels),
+  deployType: nullable(Type.String()),
+  cover: nullable(Type.String()),
+  inputs: Type.Array(deploymentInputSchema),
+  latestVersion: Type.String(),
+  deployedAt: dateTime(),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
 };
 
-export const deploymentSchema = { type: 'object', required: Object.keys(deploymentProperties), properties: deploymentProperties };
-export const deploymentSearchItemSchema = { type: 'object', required: Object.keys(deploymentProperties), properties: { ...deploymentProperties, nextVersion: { type: 'string' } } };
+export const deploymentSchema = Type.Object(deploymentProperties);
+export type DeploymentView = Static<typeof deploymentSchema>;
+export const deploymentSearchItemSchema = Type.Object({ ...deploymentProperties, nextVersion: Type.Optional(Type.String()) });
 
-export const deploymentDetailSchema = {
-  type: 'object',
-  required: [...Object.keys(deploymentProperties), 'version', 'versionDeployedAt', 'contentHash', 'content', 'versions'],
-  properties: {
-    ...deploymentProperties,
-    version: { type: 'string', description: 'The version shown (the `version` asked for, or the latest).' },
-    versionDeployedAt: dateTime,
-    contentHash: { type: 'string' },
-    content,
-    versions: { type: 'array', items: { type: 'string' }, description: 'Every deployed version, newest first.' },
-  },
-};
+export const deploymentDetailSchema = Type.Object({
+  ...deploymentProperties,
+  version: Type.String({ description: 'The version shown (the `version` asked for, or the latest).' }),
+  versionDeployedAt: dateTime(),
+  contentHash: Type.String(),
+  content,
+  versions: Type.Array(Type.String(), { description: 'Every deployed version, newest first.' }),
+});
+export type DeploymentDetailView = Static<typeof deploymentDetailSchema>;
 
-export const searchResultSchema = {
-  type: 'object',
-  required: ['type', 'items', 'total', 'page', 'size'],
-  properties: {
-    type: { enum: ['page', 'deployment'] },
-    items: { type: 'array', items: { anyOf: [blockSearchItemSchema, deploymentSearchItemSchema] } },
-    total: { type: 'integer' },
-    page: { type: 'integer' },
-    size: { type: 'integer' },
-  },
-};
+export const searchResultSchema = Type.Object({
+  type: stringEnum(['page', 'deployment']),
+  items: Type.Array(Type.Union([blockSearchItemSchema, deploymentSearchItemSchema])),
+  total: Type.Integer(),
+  page: Type.Integer(),
+  size: Type.Integer(),
+});
 
-export const removeResultSchema = {
-  type: 'object',
-  required: ['id', 'result'],
-  properties: { id: uuid, result: { enum: ['trashed', 'deleted'], description: '`trashed`: moved to the trash (restore with POST /project/:pid/restore/:bid); `deleted`: gone for good.' } },
-};
+export const removeResultSchema = Type.Object({
+  id: uuid(),
+  result: stringEnum(['trashed', 'deleted'], {
+    description: '`trashed`: moved to the trash (restore with POST /project/:pid/restore/:bid); `deleted`: gone for good.',
+  }),
+});
 
-export const restoreTrashResultSchema = {
-  type: 'object',
-  required: ['projectId', 'restored'],
-  properties: { projectId: uuid, restored: { type: 'array', items: uuid, description: 'Ids of the restored blocks.' } },
-};
+export const restoreTrashResultSchema = Type.Object({
+  projectId: uuid(),
+  restored: Type.Array(uuid(), { description: 'Ids of the restored blocks.' }),
+});
 
-export const runSummarySchema = {
-  type: 'object',
-  required: ['id', 'documentId', 'status', 'createdAt', 'updatedAt'],
-  additionalProperties: true,
-  properties: { id: { type: 'string' }, documentId: { type: 'string' }, status: { type: 'string' }, createdAt: dateTime, updatedAt: dateTime },
-};
+export const runSummarySchema = Type.Object(
+  { id: Type.String(), documentId: Type.String(), status: Type.String(), createdAt: dateTime(), updatedAt: dateTime() },
+  { additionalProperties: true },
+);

@@ -1,38 +1,18 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { DocumentContent } from '../documents/content/rich-text.js';
 import { Document } from '../documents/entities/document.entity.js';
-import type { Block, DeploymentInput } from './entities/block.entity.js';
+import type { Block } from './entities/block.entity.js';
 import type { BlockVersion } from './entities/block-version.entity.js';
+import type { BlockVersionView, BlockView, BlockWithContentView, DeploymentDetailView, DeploymentView } from './schemas.js';
 
 /** `draft` (never deployed), `deployed` (has a deployed version), `trashed` (in the trash). */
 export type BlockStatus = 'draft' | 'deployed' | 'trashed';
 
 export const blockStatus = (block: Block): BlockStatus => (block.trashedAt ? 'trashed' : block.latestVersion ? 'deployed' : 'draft');
 
-export interface BlockView {
-  id: string;
-  projectId: string;
-  name: string;
-  description: string;
-  type: string;
-  status: BlockStatus;
-  contentHash: string | null;
-  content?: DocumentContent;
-  access: string | null;
-  deployType: string | null;
-  cover: string | null;
-  inputs: DeploymentInput[];
-  budget: { credits: number } | null;
-  version: string | null;
-  deployedAt: string | null;
-  installedFrom: { blockId: string; version: string } | null;
-  trashedAt: string | null;
-  createdAt: string;
-  updatedAt: string;
-  nextVersion?: string;
-}
-
-export function toBlockView(block: Block, doc: { contentHash: string; content?: DocumentContent } | null, withContent = false): BlockView {
+export function toBlockView(block: Block, doc: { contentHash: string; content?: DocumentContent } | null): BlockView;
+export function toBlockView(block: Block, doc: { contentHash: string; content?: DocumentContent } | null, withContent: true): BlockWithContentView;
+export function toBlockView(block: Block, doc: { contentHash: string; content?: DocumentContent } | null, withContent = false): BlockView | BlockWithContentView {
   return {
     id: block.id,
     projectId: block.project.id,
@@ -63,23 +43,6 @@ export async function toBlockViews(em: EntityManager, blocks: Block[]): Promise<
   return blocks.map((block) => toBlockView(block, hashes.get(block.id) ?? null));
 }
 
-export interface BlockVersionView {
-  id: string;
-  blockId: string;
-  version: string;
-  contentHash: string;
-  name: string;
-  description: string;
-  type: string;
-  access: string;
-  deployType: string | null;
-  cover: string | null;
-  inputs: DeploymentInput[];
-  deployedBy: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
 export const toBlockVersionView = (version: BlockVersion): BlockVersionView => ({
   id: version.id,
   blockId: version.block.id,
@@ -98,7 +61,7 @@ export const toBlockVersionView = (version: BlockVersion): BlockVersionView => (
 });
 
 /** A block's deployment (current settings, latest version). */
-export const toDeploymentView = (block: Block) => ({
+export const toDeploymentView = (block: Block): DeploymentView => ({
   id: block.id,
   blockId: block.id,
   projectId: block.project.id,
@@ -116,7 +79,7 @@ export const toDeploymentView = (block: Block) => ({
 });
 
 /** The deployment detail: the deployment with one pinned version and its content. */
-export const toDeploymentDetail = (block: Block, version: BlockVersion, versions: string[]) => ({
+export const toDeploymentDetail = (block: Block, version: BlockVersion, versions: string[]): DeploymentDetailView => ({
   ...toDeploymentView(block),
   name: version.name,
   description: version.description,
