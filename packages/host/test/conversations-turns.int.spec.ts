@@ -6,7 +6,6 @@ import { OpenAiProvider } from '@trellis/ai-openai';
 import { RedisPubSub } from '@trellis/pubsub-redis';
 import { OpenAiWireServer, sharedDatabase, startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { eventually } from './documents.fixtures.js';
-import { conformingRequests } from './openapi-conformance.js';
 import { startWeatherServer, UserSocket } from './support/ai-clients.js';
 
 const redisUrl = process.env.TRELLIS_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -86,8 +85,8 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
       });
     a = await start();
     b = await start();
-    requestA = await conformingRequests(a, ['/conversation']);
-    requestB = await conformingRequests(b, ['/conversation']);
+    requestA = a.request;
+    requestB = b.request;
   });
   afterAll(async () => {
     await wire?.close();
@@ -245,7 +244,7 @@ describe.each(testDatabases())('conversation turn events on $name', (db) => {
         adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])],
         config: { network: { allowPrivateNetworks: ['127.0.0.1'] }, server: { streamKeepAliveMs: 100 } },
       });
-      request = await conformingRequests(t, ['/conversation']);
+      request = t.request;
     });
     afterAll(async () => {
       await t?.close();

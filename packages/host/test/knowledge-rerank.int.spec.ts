@@ -3,7 +3,6 @@ import { aiProvidersServiceIdentifier, provide } from '@trellis/core';
 import { OpenAiWireServer, startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { settled, upload } from './knowledge.fixtures.js';
-import { conformingRequests } from './openapi-conformance.js';
 
 // The optional rerank step of retrieval, end to end: a knowledge base over HTTP, an AI model of
 // the real OpenAI adapter pointed at a local server speaking OpenAI's wire format, whose scripted
@@ -18,7 +17,7 @@ describe.each(testDatabases())('knowledge retrieval with an AI rerank on $name',
       adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider({ retry: { maxRetries: 0 } })])],
       config: { knowledge: { ingestion: { pollIntervalMs: 50 } }, network: { allowPrivateNetworks: ['127.0.0.1'] } },
     });
-    request = await conformingRequests(t, ['/knowledge', '/ai/models']);
+    request = t.request;
   });
   afterAll(async () => {
     await t?.close();

@@ -4,7 +4,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aiGatewayServiceIdentifier, clockServiceIdentifier, ManualClock, provide } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { actor, createProject, eventually, type Actor } from './documents.fixtures.js';
-import { conformingRequests } from './openapi-conformance.js';
 import { expectDense, wf, workflowDocument } from './runs.fixtures.js';
 import { readNdjson, readSse, runEventTypes, ScriptedGateway, type ReadEvent } from './support/run-clients.js';
 
@@ -52,7 +51,7 @@ describe.each(testDatabases())('run edges on $name', (db) => {
       adapters: [provide(aiGatewayServiceIdentifier, new ScriptedGateway())],
       config: { runs: { maxTimeoutSeconds: 60 } } as never,
     });
-    t = { ...host, request: await conformingRequests(host, ['/documents', '/block', '/project']) };
+    t = host;
     owner = await actor(t);
     other = await actor(t);
   });

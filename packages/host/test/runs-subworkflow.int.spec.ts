@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { aiGatewayServiceIdentifier, provide } from '@trellis/core';
 import { startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
 import { actor, createProject, eventually, type Actor } from './documents.fixtures.js';
-import { conformingRequests } from './openapi-conformance.js';
 import { sharedDatabase, wf, workflowDocument } from './runs.fixtures.js';
 import { readNdjson, ScriptedGateway } from './support/run-clients.js';
 
@@ -60,7 +59,7 @@ describe.each(testDatabases())('sub-workflows on $name', (db) => {
 
   beforeAll(async () => {
     host = await startTestHost(db, 'node', { adapters: [provide(aiGatewayServiceIdentifier, new ScriptedGateway())], config: { runs: { maxSubworkflowDepth: 2 } } as never });
-    t = { ...host, request: await conformingRequests(host, ['/documents', '/block']) };
+    t = host;
     owner = await actor(t);
     payer = (await t.request('POST', '/teams', { token: owner.token, body: { name: `Payer ${++counter}` } })).body.id;
     other = (await t.request('POST', '/teams', { token: owner.token, body: { name: `Other ${++counter}` } })).body.id;
@@ -164,7 +163,7 @@ describe.each(testDatabases())('examples/workflows of sub-workflows and failure 
   let owner: Actor;
   beforeAll(async () => {
     const host = await startTestHost(db, 'node');
-    t = { ...host, request: await conformingRequests(host, ['/documents', '/block']) };
+    t = host;
     owner = await actor(t);
   });
   afterAll(() => t?.close());

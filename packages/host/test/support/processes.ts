@@ -2,12 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import type { TestHost } from '@trellis/test-support';
+import { ContractValidator, type TestHost } from '@trellis/test-support';
 
 /**
  * Host and worker processes for the suites that need a real deployment (several `trellis start`
  * and `trellis worker` processes, each an OS process of its own): the built CLI in child processes,
- * and a `TestHost`-shaped client over plain HTTP for `conformingRequests`.
+ * and a `TestHost`-shaped client over plain HTTP whose responses the contract checker validates.
  */
 export const cliBin = fileURLToPath(new URL('../../../cli/dist/bin.js', import.meta.url));
 
@@ -71,11 +71,19 @@ export async function spawnTrellis(
 }
 
 /**
- * The part of `TestHost` the conformance helper needs, over plain HTTP to a child process (one
+ * The part of `TestHost` a suite needs (`request`), over plain HTTP to a child process (one
  * connection per request: no idle keep-alive connection for the server to close under a request).
+ * Every response is checked against the child's `/openapi.json` by the suites' one contract
+ * checker (`ContractValidator`), as `startTestHost`'s client does.
  */
 export function overHttp(baseUrl: string): TestHost {
-  const request = (method: string, path: string, options: { token?: string; body?: unknown } = {}) =>
+  const contract = new ContractValidator(baseUrl);
+  const request = async (method: string, path: string, options: { token?: string; body?: unknown } = {}) => {
+    const response = await send(method, path, options);
+    await contract.check(method, path, response.status, response.headers.get('content-type'), response.text);
+    return response;
+  };
+  const send = (method: string, path: string, options: { token?: string; body?: unknown }) =>
     new Promise<{ status: number; headers: Headers; text: string; body: any }>((resolve, reject) => {
       const payload = options.body === undefined ? undefined : JSON.stringify(options.body);
       const req = httpRequest(
@@ -106,7 +114,7 @@ export function overHttp(baseUrl: string): TestHost {
       req.on('error', reject);
       req.end(payload);
     });
-  return { request } as unknown as TestHost;
+  return { request, contract } as unknown as TestHost;
 }
 
 /** `read` until `done` holds, every `everyMs`, for at most `ms` (then throws naming `what`). */
