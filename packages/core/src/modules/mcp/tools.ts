@@ -5,7 +5,7 @@ import { TeamMember } from '../identity/entities/team.entity.js';
 import { DeploymentService } from '../blocks/services/deployment.service.js';
 import type { CompatCaller } from '../openai-compat/caller.js';
 import { callableBlocks } from '../openai-compat/models.js';
-import type { InputDefinition } from '../runs/blocks/workflow.js';
+import { deploymentInputDefinitions, inputsSchema } from '../runs/blocks/inputs.js';
 import { RunService } from '../runs/services/run.service.js';
 import { McpTool } from './entities/mcp-tool.entity.js';
 
@@ -26,20 +26,6 @@ const slug = (name: string) =>
     .replace(/[^a-z0-9_-]+/g, '_')
     .replace(/^_+|_+$/g, '')
     .slice(0, 48) || 'block';
-
-/** A JSON Schema of the run's inputs: the deployment's input definitions, else its input blocks. */
-function inputSchemaOf(inputs: readonly InputDefinition[]): OfferedTool['inputSchema'] {
-  const properties: Record<string, Record<string, unknown>> = {};
-  for (const input of inputs) {
-    properties[input.name] = {
-      ...(input.type === 'any' ? {} : { type: input.type }),
-      ...(input.description ? { description: input.description } : {}),
-      ...(input.default !== undefined ? { default: input.default } : {}),
-    };
-  }
-  const required = inputs.filter((i) => i.required && i.default === undefined).map((i) => i.name);
-  return { type: 'object', properties, ...(required.length ? { required } : {}) };
-}
 
 /**
  * The deployed blocks offered to this caller as MCP tools: those that opted in (`PUT
@@ -80,12 +66,11 @@ async function optedIn(em: EntityManager, caller: CompatCaller): Promise<string[
 }
 
 async function inputsOf(em: EntityManager, deployments: DeploymentService, runs: RunService, block: Block): Promise<OfferedTool['inputSchema']> {
-  if (block.inputs?.length) {
-    return inputSchemaOf(block.inputs.map((i) => ({ name: i.name, type: (['string', 'number', 'integer', 'boolean', 'object', 'array'].includes(i.type) ? i.type : 'any') as InputDefinition['type'], required: i.required, default: i.default, description: i.description })));
-  }
+  const declared = deploymentInputDefinitions(block.inputs);
+  if (declared) return inputsSchema(declared);
   const version = await deployments.version(em, block);
   try {
-    return inputSchemaOf(runs.inputsOf(version.content));
+    return inputsSchema(runs.inputsOf(version.content));
   } catch {
     return { type: 'object', properties: {} };
   }

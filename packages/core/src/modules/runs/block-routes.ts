@@ -8,7 +8,7 @@ import { deploymentCallerOf, DeploymentService } from '../blocks/services/deploy
 import { TeamService } from '../identity/services/team.service.js';
 import { Project } from '../projects/entities/project.entity.js';
 import { ProjectService } from '../projects/services/project.service.js';
-import { inputTypes, type InputDefinition, type InputType } from './blocks/workflow.js';
+import { deploymentInputDefinitions, type InputDefinition } from './blocks/inputs.js';
 import { BlockApiBody, BlockRunBody, BlockTestBody } from './dto/block-run.dto.js';
 import { runErrors } from './errors.js';
 import { runReply, runResponseSpec, startReply, startResponseSpec } from './routes.js';
@@ -24,16 +24,7 @@ const runErrorsDoc = {
 };
 
 /** The deployment's input definitions in the runtime's terms (an unknown type is not checked). */
-export function definitionsOf(target: BlockRunTarget): InputDefinition[] | undefined {
-  if (!target.inputs?.length) return undefined;
-  return target.inputs.map((input) => ({
-    name: input.name,
-    type: (inputTypes as readonly string[]).includes(input.type) ? (input.type as InputType) : 'any',
-    required: input.required,
-    ...(input.default !== undefined ? { default: input.default } : {}),
-    ...(input.description !== undefined ? { description: input.description } : {}),
-  }));
-}
+export const definitionsOf = (target: BlockRunTarget): InputDefinition[] | undefined => deploymentInputDefinitions(target.inputs);
 
 /** The user a deployment run executes as: the caller, or (anonymous or token callers) the project's owner. */
 export async function runAs(em: EntityManager, target: BlockRunTarget): Promise<string> {

@@ -4,7 +4,7 @@ import { failurePolicyIssues } from './failure-policy.js';
 import { askKind } from './kinds/ask.js';
 import { codeKind } from './kinds/code.js';
 import { builtinBlockKindRegistry } from './kinds/index.js';
-import { inputKind, inputTypes, type InputAttrs, type InputType } from './kinds/input.js';
+import { inputKind, inputTypes, type InputType } from './kinds/input.js';
 import { llmKind } from './kinds/llm.js';
 import { outputKind } from './kinds/output.js';
 import { toolKind } from './kinds/tool.js';
@@ -31,6 +31,7 @@ export const blockNodeTypes = {
 } as const;
 
 export { inputTypes, type InputType };
+export { inputDefinitions, validateInputs, type InputDefinition } from './inputs.js';
 
 /** A block of a workflow; `A` is its attrs' type once checked against its kind's schema. */
 export interface WorkflowBlock<A = Record<string, unknown>> {
@@ -65,15 +66,6 @@ export interface WorkflowArm {
   when?: CompiledExpression;
   onError?: 'stop' | 'continue';
   blocks: WorkflowBlock[];
-}
-
-export interface InputDefinition {
-  name: string;
-  /** `any`: not checked (a deployment's input of a type the runtime does not know). */
-  type: InputType | 'any';
-  required: boolean;
-  default?: unknown;
-  description?: string;
 }
 
 /** The text of a node: text children joined, block children separated by new lines. */
@@ -164,61 +156,3 @@ class WorkflowParser {
 
 export type { WorkflowParser };
 
-/** The input definitions of a workflow, in order (the spec's Input Block schema). */
-export function inputDefinitions(blocks: readonly WorkflowBlock[]): InputDefinition[] {
-  return blocks
-    .filter((b) => b.kind === 'input')
-    .map((b) => ({
-      name: b.name,
-      type: (b.attrs as InputAttrs).type ?? 'string',
-      required: b.attrs.required === true,
-      ...(b.attrs.default !== undefined ? { default: b.attrs.default } : {}),
-      ...(typeof b.attrs.description === 'string' ? { description: b.attrs.description } : {}),
-    }));
-}
-
-/** Checks `inputs` against the definitions and returns them with defaults applied. */
-export function validateInputs(definitions: readonly InputDefinition[], inputs: Record<string, unknown>): { values: Record<string, unknown>; issues: ValidationIssue[] } {
-  const issues: ValidationIssue[] = [];
-  const values: Record<string, unknown> = {};
-  const known = new Set(definitions.map((d) => d.name));
-  for (const key of Object.keys(inputs)) {
-    if (!known.has(key)) issues.push({ field: `inputs.${key}`, constraint: 'unknown', message: `no input block is named "${key}"` });
-  }
-  for (const def of definitions) {
-    const value = inputs[def.name];
-    if (value === undefined || value === null) {
-      if (def.default !== undefined) values[def.name] = def.default;
-      else if (def.required) issues.push({ field: `inputs.${def.name}`, constraint: 'required', message: `is required${def.description ? ` (${def.description})` : ''}` });
-      else values[def.name] = null;
-      continue;
-    }
-    if (!matchesType(def.type, value)) {
-      issues.push({ field: `inputs.${def.name}`, constraint: `is${def.type[0]!.toUpperCase()}${def.type.slice(1)}`, message: `must be ${article(def.type)} ${def.type}` });
-      continue;
-    }
-    values[def.name] = value;
-  }
-  return { values, issues };
-}
-
-function matchesType(type: InputType | 'any', value: unknown): boolean {
-  switch (type) {
-    case 'any':
-      return true;
-    case 'string':
-      return typeof value === 'string';
-    case 'number':
-      return typeof value === 'number' && Number.isFinite(value);
-    case 'integer':
-      return typeof value === 'number' && Number.isSafeInteger(value);
-    case 'boolean':
-      return typeof value === 'boolean';
-    case 'array':
-      return Array.isArray(value);
-    case 'object':
-      return typeof value === 'object' && !Array.isArray(value);
-  }
-}
-
-const article = (word: string) => (/^[aeiou]/.test(word) ? 'an' : 'a');

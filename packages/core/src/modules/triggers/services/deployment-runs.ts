@@ -1,23 +1,10 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { blockNotFound, deploymentNotFound } from '../../blocks/errors.js';
-import type { DeploymentInput } from '../../blocks/entities/block.entity.js';
 import { loadBlock } from '../../blocks/services/block.service.js';
 import { DeploymentService } from '../../blocks/services/deployment.service.js';
-import { inputTypes, type InputDefinition, type InputType } from '../../runs/blocks/workflow.js';
+import { deploymentInputDefinitions } from '../../runs/blocks/inputs.js';
 import { RunService, type RunIdempotency, type StartedRun } from '../../runs/services/run.service.js';
-
-/** The deployment's input definitions in the runtime's terms (an unknown type is not checked). */
-function definitionsOf(inputs: readonly DeploymentInput[] | null | undefined): InputDefinition[] | undefined {
-  if (!inputs?.length) return undefined;
-  return inputs.map((input) => ({
-    name: input.name,
-    type: (inputTypes as readonly string[]).includes(input.type) ? (input.type as InputType) : 'any',
-    required: input.required,
-    ...(input.default !== undefined ? { default: input.default } : {}),
-    ...(input.description !== undefined ? { description: input.description } : {}),
-  }));
-}
 
 /**
  * Starts runs of a deployment for triggers, as `POST /block/:bid/api` does for a caller without a
@@ -44,7 +31,7 @@ export class DeploymentRuns {
       teamId: block.project.team.id,
       content: pinned.content,
       inputs: options.inputs,
-      inputDefinitions: definitionsOf(block.inputs ?? pinned.inputs),
+      inputDefinitions: deploymentInputDefinitions(block.inputs ?? pinned.inputs),
       source: 'api',
       version: pinned.version,
       ...(options.idempotency ? { idempotency: options.idempotency } : {}),
