@@ -153,7 +153,7 @@ describe.each(testDatabases())('evaluations on $name', (db) => {
     ]);
     // Each case is a real run of the pinned version with the case's inputs, billed as usual.
     const run = await t.request('GET', `/documents/${bid}/runs/${six.runId}`, { token: owner.token });
-    expect(run.body).toMatchObject({ status: 'completed', version: '2', inputs: { n: 6 }, output: 'fizz' });
+    expect(run.body).toMatchObject({ status: 'completed', source: 'evaluation', version: '2', inputs: { n: 6 }, output: 'fizz' });
     expect(six.credits).toBe(run.body.usedCredits);
     expect(done2.summary.credits).toBe(rows.reduce((sum, r) => sum + r.credits, 0));
     const paged = await t.request('GET', `/evaluations/${v2.id}/results?size=5&page=4`, { token: owner.token });

@@ -114,7 +114,7 @@ describe.each(testDatabases())('MCP server on $name', (db) => {
         // An ordinary run of the deployment, recorded with its version.
         const runId = (result._meta as Record<string, string>)['trellis/runId'];
         const run = await t.request('GET', `/documents/${blockId}/runs/${runId}`, { token: owner.token });
-        expect(run.body).toMatchObject({ source: 'api', version: '1', status: 'completed', inputs: { name: 'Ada' } });
+        expect(run.body).toMatchObject({ source: 'mcp', version: '1', status: 'completed', inputs: { name: 'Ada' } });
 
         const refused = await client.callTool({ name: 'greeter', arguments: { name: 42 } });
         expect(refused.isError).toBe(true);

@@ -149,8 +149,8 @@ describe.each(testDatabases())('OpenAI-compatible API on $name', (db) => {
       // An ordinary run of the deployment: listed for the project with its version and source.
       const runs = await t.request('GET', `/documents/${blockId}/runs`, { token: owner.token });
       expect(runs.body.items.slice(0, 2).map((r: { source: string; version: string; status: string }) => [r.source, r.version, r.status])).toEqual([
-        ['api', '1', 'completed'],
-        ['api', '1', 'completed'],
+        ['openai', '1', 'completed'],
+        ['openai', '1', 'completed'],
       ]);
       // The owner's API key may call it too; a stranger may not see it.
       expect((await client(owner.apiKey).chat.completions.create({ model: `block:${blockId}`, messages: [{ role: 'user', content: 'Lin' }] })).choices[0]!.message.content).toBe('Hello, Lin');

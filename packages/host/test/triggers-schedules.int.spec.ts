@@ -121,7 +121,7 @@ describe.each(testDatabases())('schedules on two hosts on $name', (base) => {
       'scheduled runs',
     );
     expect(new Set(runs.map((r) => r.id))).toEqual(new Set(done.map((f) => f.runId)));
-    expect(runs.every((r) => r.source === 'api' && r.version === '1' && r.output === 8 && r.inputs.n === 4)).toBe(true);
+    expect(runs.every((r) => r.source === 'schedule' && r.version === '1' && r.output === 8 && r.inputs.n === 4)).toBe(true);
     // Nothing more while paused.
     await new Promise((resolve) => setTimeout(resolve, 1_200));
     expect((await fires(id)).length).toBe(done.length);
@@ -176,6 +176,7 @@ describe.each(testDatabases())('schedules on two hosts on $name', (base) => {
     expect(caught[0]).toMatchObject({ dueAt: '2026-01-01T00:00:00.000Z', error: null });
     const run = await eventually(() => a.request('GET', `/documents/${bid}/runs/${caught[0]!.runId}`, { token: owner.token }), (r) => r.body.status === 'completed', 'the catch-up run');
     expect(run.body.output).toBe(10);
+    expect(run.body.source).toBe('schedule');
   });
 
   it('trellis schedules list, pause, resume and delete on the hosts\' database', async () => {

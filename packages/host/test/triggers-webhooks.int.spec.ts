@@ -79,7 +79,7 @@ describe.each(testDatabases())('inbound webhooks on $name', (db) => {
     expect(first.status, first.text).toBe(202);
     expect(first.body).toMatchObject({ documentId: bid, status: 'accepted', duplicate: false });
     const run = await finished(first.body.runId);
-    expect(run).toMatchObject({ status: 'completed', output: 'v1=42!', source: 'api', version: '1', inputs: { n: 21, tag: '!' } });
+    expect(run).toMatchObject({ status: 'completed', output: 'v1=42!', source: 'webhook', version: '1', inputs: { n: 21, tag: '!' } });
 
     const again = await deliver(hook.path, payload, headers);
     expect(again.status).toBe(202);

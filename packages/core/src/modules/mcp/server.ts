@@ -37,7 +37,7 @@ export function createMcpServer(ctx: McpServerContext): Server {
     const progressToken = extra._meta?.progressToken;
     let runId: string | undefined;
     try {
-      const started = await startDeploymentRun(ctx.em, ctx.get, ctx.caller, tool.blockId, () => request.params.arguments ?? {});
+      const started = await startDeploymentRun(ctx.em, ctx.get, ctx.caller, 'mcp', tool.blockId, () => request.params.arguments ?? {});
       runId = started.runId;
       let progress = 0;
       for await (const event of started.events(0, extra.signal)) {

@@ -50,10 +50,18 @@ export function parseBlockModel(model: string): { bid: string; version?: string 
 
 /**
  * Starts a run of a deployed block as `POST /block/{bid}/api` does (same access rules, inputs
- * checked against the deployment, credits held from the project's team, recorded with source
- * `api`), with the inputs `inputsOf` makes for the deployment.
+ * checked against the deployment, credits held from the project's team), recorded with `source`
+ * (`mcp`, `openai`), with the inputs `inputsOf` makes for the deployment.
  */
-export async function startDeploymentRun(em: EntityManager, get: Get, caller: DeploymentCaller, bid: string, inputsOf: (target: BlockRunTarget) => Record<string, unknown>, version?: string): Promise<StartedRun> {
+export async function startDeploymentRun(
+  em: EntityManager,
+  get: Get,
+  caller: DeploymentCaller,
+  source: 'mcp' | 'openai',
+  bid: string,
+  inputsOf: (target: BlockRunTarget) => Record<string, unknown>,
+  version?: string,
+): Promise<StartedRun> {
   const target = await get(DeploymentService).resolveApiRun(em, caller, bid, version);
   return get(RunService).start(em, {
     userId: await runAs(em, target),
@@ -63,7 +71,7 @@ export async function startDeploymentRun(em: EntityManager, get: Get, caller: De
     content: target.content,
     inputs: inputsOf(target),
     inputDefinitions: definitionsOf(target),
-    source: 'api',
+    source,
     version: target.version,
     store: true,
   });
@@ -72,13 +80,13 @@ export async function startDeploymentRun(em: EntityManager, get: Get, caller: De
 /**
  * A run of a deployed block, as `POST /block/{bid}/api` starts it (same access rules, inputs
  * checked against the deployment, credits held from the project's team, recorded with source
- * `api`). The answer's text is what the run's blocks stream (`block_chunk`), or the run's output
+ * `openai`). The answer's text is what the run's blocks stream (`block_chunk`), or the run's output
  * as text when nothing was streamed. A run that fails answers the run's error. The usage is the
  * tokens of the run's model calls (every LLM block, all models summed).
  */
 export async function prepareBlockCompletion(em: EntityManager, get: Get, caller: DeploymentCaller, model: string, text: string, signal: AbortSignal): Promise<PreparedCompletion> {
   const { bid, version } = parseBlockModel(model);
-  const started = await startDeploymentRun(em, get, caller, bid, (target) => inputsFromText(target, text), version);
+  const started = await startDeploymentRun(em, get, caller, 'openai', bid, (target) => inputsFromText(target, text), version);
 
   async function* parts(): AsyncGenerator<CompletionPart> {
     let streamed = false;

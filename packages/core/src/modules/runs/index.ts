@@ -1,7 +1,7 @@
 export { runsModule } from './runs.module.js';
 export { runsConfigSchema, type RunsConfig } from './runs.config.js';
 export { runsConfigServiceIdentifier } from './tokens.js';
-export { Run, RunSchema, runSources, runStatuses, terminalRunStatuses, type RunSource, type RunStatus, type BlockSession, type BlockSessionStatus, type CtxEntry, type RunUsage } from './entities/run.entity.js';
+export { Run, RunSchema, deploymentRunSources, runSources, runStatuses, type DeploymentRunSource, terminalRunStatuses, type RunSource, type RunStatus, type BlockSession, type BlockSessionStatus, type CtxEntry, type RunUsage } from './entities/run.entity.js';
 export { RunEvent, RunEventSchema } from './entities/run-event.entity.js';
 export { RunService, type StartRunInput, type StartedRun, type RunResult, type DocumentRunBody } from './services/run.service.js';
 export { InProcessRunQueue, type InProcessRunQueueOptions } from './services/in-process-run-queue.js';

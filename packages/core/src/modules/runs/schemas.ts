@@ -1,4 +1,5 @@
 /** JSON Schemas of the run responses and events, for the OpenAPI document. */
+import { runSources } from './entities/run.entity.js';
 const dateTime = { type: 'string', format: 'date-time' } as const;
 const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
 const failure = { type: 'object', required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } };
@@ -100,7 +101,7 @@ export const runRecordSchema = {
     documentId: nullable({ type: 'string', format: 'uuid' }),
     projectId: nullable({ type: 'string', format: 'uuid' }),
     userId: { type: 'string', format: 'uuid' },
-    source: { enum: ['document', 'block', 'test', 'api'] },
+    source: { enum: [...runSources] },
     version: nullable({ type: 'string' }),
     status: runStatus,
     inputs: { type: 'object', additionalProperties: true },

@@ -162,6 +162,7 @@ export class EvaluationRunner {
       if (result.runId) started = await this.runs.attach(em, blockId, result.runId);
       if (!started) {
         started = await this.runs.start(em, blockId, {
+          source: 'evaluation',
           inputs: result.inputs,
           version: evaluation.version,
           idempotency: { scope: `evaluation:${evaluation.id}`, key: result.id, requestHash: result.id },

@@ -1,8 +1,17 @@
 import { EntitySchema } from '@mikro-orm/core';
 
-/** Where a run was started from (the Block API adds `block`, `test` and `api`). */
-export const runSources = ['document', 'block', 'test', 'api'] as const;
+/**
+ * Where a run was started from: the document API (`document`), the Block API (`block`, `test`,
+ * `api`: `POST /block/{bid}/api`, and a sub-workflow's child), or a trigger of a deployment: an
+ * inbound webhook (`webhook`), a schedule (`schedule`), an MCP tool call (`mcp`), the
+ * OpenAI-compatible endpoint (`openai`), or an evaluation of a dataset (`evaluation`).
+ */
+export const runSources = ['document', 'block', 'test', 'api', 'webhook', 'schedule', 'mcp', 'openai', 'evaluation'] as const;
 export type RunSource = (typeof runSources)[number];
+
+/** The sources of a deployment's runs: what a deployment's budget counts (docs/runs.md, "Budgets"). */
+export const deploymentRunSources = ['api', 'webhook', 'schedule', 'mcp', 'openai', 'evaluation'] as const satisfies readonly RunSource[];
+export type DeploymentRunSource = (typeof deploymentRunSources)[number];
 
 /**
  * Lifecycle: `queued` → `running` → `completed` | `failed` | `timed_out` | `cancelled`, with

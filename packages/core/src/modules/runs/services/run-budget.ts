@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { AiGateway } from '../../../ports/ai-provider.js';
 import { Block } from '../../blocks/entities/block.entity.js';
-import { Run, type RunWaiting } from '../entities/run.entity.js';
+import { deploymentRunSources, Run, type RunWaiting } from '../entities/run.entity.js';
 import type { RunContext } from './run-context.js';
 
 /*
@@ -51,7 +51,7 @@ export class RunBudgets {
       const em = this.ctx.fork();
       const root = run.budgetRootId ?? run.id;
       const rootRun = await em.findOne(Run, { id: root }, { fields: ['budgetCredits'] });
-      const deployment = run.source === 'api' && run.documentId ? await em.findOne(Block, { id: run.documentId }, { fields: ['budgetCredits'] }) : null;
+      const deployment = (deploymentRunSources as readonly string[]).includes(run.source) && run.documentId ? await em.findOne(Block, { id: run.documentId }, { fields: ['budgetCredits'] }) : null;
       const runBudget = rootRun?.budgetCredits ?? null;
       const deploymentBudget = deployment?.budgetCredits ?? null;
       if (runBudget === null && deploymentBudget === null) return null;
@@ -85,11 +85,15 @@ export class RunBudgets {
     return sumOf(rows);
   }
 
-  /** Credits the model calls of a deployment's API runs cost. */
+  /** Credits the model calls of a deployment's runs cost (Block API, sub-workflow children and triggers). */
   async spentByDeployment(em: EntityManager, blockId: string): Promise<number> {
     const rows = await em
       .getConnection()
-      .execute("select coalesce(sum(c.credits), 0) as spent from ai_model_calls c join runs r on r.id = c.run_id where r.document_id = ? and r.source = 'api'", [blockId], 'all');
+      .execute(
+        `select coalesce(sum(c.credits), 0) as spent from ai_model_calls c join runs r on r.id = c.run_id where r.document_id = ? and r.source in (${deploymentRunSources.map(() => '?').join(', ')})`,
+        [blockId, ...deploymentRunSources],
+        'all',
+      );
     return sumOf(rows);
   }
 
@@ -125,7 +129,7 @@ export class RunBudgets {
 
   /** The runs of a deployment that wait for its budget. */
   async waitingOnDeployment(em: EntityManager, blockId: string): Promise<Run[]> {
-    const waiting = await em.find(Run, { documentId: blockId, source: 'api', status: 'waiting' }, { limit: 10_000 });
+    const waiting = await em.find(Run, { documentId: blockId, source: { $in: [...deploymentRunSources] }, status: 'waiting' }, { limit: 10_000 });
     return waiting.filter((run) => run.waiting?.reason === 'budget' && run.waiting.budget?.scope === 'deployment');
   }
 

@@ -10,7 +10,7 @@ import { RunService, type RunIdempotency, type StartedRun } from '../../runs/ser
  * Starts runs of a deployment for triggers, as `POST /block/:bid/api` does for a caller without a
  * credential: the deployed version (pinned, else the latest), inputs checked against the
  * deployment's definitions, executed as the project's owner, billed to the project's team,
- * recorded with source `api` and its version. The trigger itself is the authorisation.
+ * recorded with the trigger's source (`webhook`, `schedule`, `evaluation`) and its version. The trigger itself is the authorisation.
  */
 @injectable()
 export class DeploymentRuns {
@@ -19,7 +19,7 @@ export class DeploymentRuns {
     @inject(DeploymentService) private readonly deployments: DeploymentService,
   ) {}
 
-  async start(em: EntityManager, blockId: string, options: { inputs: Record<string, unknown>; version: string | null; idempotency?: RunIdempotency }): Promise<StartedRun> {
+  async start(em: EntityManager, blockId: string, options: { source: 'webhook' | 'schedule' | 'evaluation'; inputs: Record<string, unknown>; version: string | null; idempotency?: RunIdempotency }): Promise<StartedRun> {
     const block = await loadBlock(em, blockId);
     if (!block || block.trashedAt) throw blockNotFound();
     if (!block.latestVersion) throw deploymentNotFound();
@@ -32,7 +32,7 @@ export class DeploymentRuns {
       content: pinned.content,
       inputs: options.inputs,
       inputDefinitions: deploymentInputDefinitions(block.inputs ?? pinned.inputs),
-      source: 'api',
+      source: options.source,
       version: pinned.version,
       ...(options.idempotency ? { idempotency: options.idempotency } : {}),
       store: true,

@@ -274,7 +274,7 @@ export class ScheduleService {
       throw error;
     }
     try {
-      const run = await this.runs.start(em.fork(), schedule.block.id, { inputs: schedule.inputs, version: schedule.version });
+      const run = await this.runs.start(em.fork(), schedule.block.id, { source: 'schedule', inputs: schedule.inputs, version: schedule.version });
       await em.fork().nativeUpdate(ScheduleFire, { id }, { runId: run.runId });
       return true;
     } catch (error) {

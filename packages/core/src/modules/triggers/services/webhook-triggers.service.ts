@@ -158,7 +158,7 @@ export class WebhookTriggerService {
     }
     let started: StartedRun;
     try {
-      started = await this.runs.start(em, blockId, { inputs, version: trigger.version });
+      started = await this.runs.start(em, blockId, { source: 'webhook', inputs, version: trigger.version });
     } catch (error) {
       // The run did not start: the delivery may be retried with the same webhook-id.
       if (receiptId) await em.fork().nativeDelete(WebhookReceipt, { id: receiptId });
