@@ -101,7 +101,7 @@ describe.each(testDatabases())('the Database port on $name', (database) => {
       expect(await sql.execute!(read, [id])).toEqual([{ name: 'plain' }]);
       // As the ORM reads what it wrote.
       await sql.execute!(update, ['again', at, true, id], kernel.fork());
-      const user = await kernel.fork().findOneOrFail<{ updatedAt: Date; isDeveloper: boolean }>('User', id);
+      const user = await kernel.fork().findOneOrFail<{ id: string; updatedAt: Date; isDeveloper: boolean }>('User', id);
       expect(user.updatedAt.getTime()).toBe(at.getTime());
       expect(user.isDeveloper).toBe(true);
     });
