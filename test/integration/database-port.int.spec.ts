@@ -81,6 +81,7 @@ describe.each(testDatabases())('the Database port on $name', (database) => {
       // The object `em` already held stays the one it holds, with the committed state as its snapshot.
       expect(work.getById('User', keptId)).toBe(kept);
       expect(work.getOriginalEntityData(kept)).toMatchObject({ name: 'after' });
+      expect(kept.name).toBe('after');
       expect((work.getById('User', createdId) as UserRow | undefined)?.name).toBe('created');
       expect((await kernel.fork().findOneOrFail<UserRow>('User', keptId)).name).toBe('after');
     });
