@@ -10,6 +10,19 @@ const coreInternals = {
   ],
 };
 
+/**
+ * Core talks to the database through MikroORM's public API (`@mikro-orm/core`) and the Database
+ * port: knex, the SQL drivers and the adapters' MikroORM internals stay in the adapters.
+ */
+const coreDatabaseBoundary = {
+  patterns: [
+    {
+      group: ['knex', 'knex/*', 'pg', 'pg/*', 'sqlite3', 'better-sqlite3', '@mikro-orm/*', '!@mikro-orm/core', '@trellis/db-*'],
+      message: 'Core uses @mikro-orm/core and the Database port only: put what needs knex, a driver or MikroORM internals in the database adapters (see docs/adapters.md, "Past MikroORM\'s public API").',
+    },
+  ],
+};
+
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**', 'packages/cli/templates/**'] },
   js.configs.recommended,
@@ -27,5 +40,10 @@ export default tseslint.config(
   {
     files: ['packages/adapters/**', 'packages/host/**', 'packages/cli/**', 'examples/**', 'bench/**'],
     rules: { 'no-restricted-imports': ['error', coreInternals] },
+  },
+  {
+    files: ['packages/core/src/**'],
+    ignores: ['packages/core/src/**/*.spec.ts'],
+    rules: { 'no-restricted-imports': ['error', coreDatabaseBoundary] },
   },
 );

@@ -13,6 +13,7 @@ export default defineConfig({
       { find: /^@trellis\/core$/, replacement: here('./packages/core/src/index.ts') },
       { find: /^@trellis\/db-sqlite$/, replacement: here('./packages/adapters/db-sqlite/src/index.ts') },
       { find: /^@trellis\/db-postgres$/, replacement: here('./packages/adapters/db-postgres/src/index.ts') },
+      { find: /^@trellis\/db-mikro-orm$/, replacement: here('./packages/adapters/db-mikro-orm/src/index.ts') },
       { find: /^@trellis\/pubsub-redis$/, replacement: here('./packages/adapters/pubsub-redis/src/index.ts') },
       { find: /^@trellis\/ratelimit-redis$/, replacement: here('./packages/adapters/ratelimit-redis/src/index.ts') },
       { find: /^@trellis\/ratelimit-postgres$/, replacement: here('./packages/adapters/ratelimit-postgres/src/index.ts') },

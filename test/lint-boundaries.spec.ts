@@ -12,6 +12,14 @@ describe('import boundaries', () => {
     expect(await lint('packages/cli/src/x.ts', "import { x } from '@trellis/core/dist/index.js';\nexport { x };\n")).toContain('no-restricted-imports');
   });
 
+  it('keeps knex, the SQL drivers and MikroORM internals out of core', async () => {
+    expect(await lint('packages/core/src/x.ts', "import knex from 'knex';\nexport { knex };\n")).toContain('no-restricted-imports');
+    expect(await lint('packages/core/src/x.ts', "import { SqlEntityManager } from '@mikro-orm/knex';\nexport { SqlEntityManager };\n")).toContain('no-restricted-imports');
+    expect(await lint('packages/core/src/x.ts', "import pg from 'pg';\nexport { pg };\n")).toContain('no-restricted-imports');
+    expect(await lint('packages/core/src/x.ts', "import { knexPoolStats } from '@trellis/db-mikro-orm';\nexport { knexPoolStats };\n")).toContain('no-restricted-imports');
+    expect(await lint('packages/core/src/x.ts', "import { MikroORM } from '@mikro-orm/core';\nexport { MikroORM };\n")).toEqual([]);
+  });
+
   it('allows the published entry point, and internal imports inside core', async () => {
     expect(await lint('packages/host/src/x.ts', "import { createKernel } from '@trellis/core';\nexport { createKernel };\n")).toEqual([]);
     expect(await lint('packages/core/src/x.ts', "import { Router } from './kernel/http/router.js';\nexport { Router };\n")).toEqual([]);

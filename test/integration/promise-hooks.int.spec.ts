@@ -11,7 +11,7 @@ import { wf } from '../../packages/host/test/runs.fixtures.js';
 // On Node 20 the first AsyncLocalStorage#run (or any enabled async hook) switches promise hooks
 // on for the whole process, for good: every later `await` pays for them (issue #14: cached
 // GET /auth/me -24 %, JSON-RPC -45 %). MikroORM enters one in `em.transactional` and in every
-// `em.flush()`; Trellis avoids both (kernel/transaction.ts, kernel/orm-flush.ts). This suite runs a
+// `em.flush()`; Trellis avoids both (kernel/transaction.ts, @trellis/db-mikro-orm). This suite runs a
 // reference host in a process of its own (vitest's may have hooks on), drives the writes a real
 // server sees over real sockets, and asks that process whether promise hooks are on.
 

@@ -7,3 +7,4 @@ export * from './ai-wire/index.js';
 export * from './contract.js';
 export * from './redis.js';
 export * from './net.js';
+export * from './adapter-internals.js';

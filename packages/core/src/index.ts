@@ -58,7 +58,7 @@ export { addressParserServiceIdentifier, type AddressCandidate, type AddressPars
 export { speechSynthesizerServiceIdentifier, type SpeechSynthesizer, type SynthesizeOptions, type SynthesizedAudio } from './ports/speech-synthesizer.js';
 export { embedderServiceIdentifier, type Embedder } from './ports/embedder.js';
 export { vectorStoreServiceIdentifier, type VectorEntry, type VectorHit, type VectorSearchRequest, type VectorStore } from './ports/vector-store.js';
-export { dialects, toMigrationEntries, type DatabaseAdapter, type Dialect, type EntityDefinition, type MigrationDefinition, type MigrationEntry } from './ports/database.js';
+export { dialects, toMigrationEntries, type DatabaseAdapter, type DatabasePoolState, type Dialect, type EntityDefinition, type MigrationDefinition, type MigrationEntry } from './ports/database.js';
 export { rowsPerInsert, sqlBool, sqlDate, sqlInsertRows, sqlRowTable, sqlStatement, type PreparedStatements, type RowSink, type SqlRowTable, type SqlStatement, type SqlValue } from './ports/database.js';
 export { preparedStatementsServiceIdentifier } from './kernel/prepared-statements.js';
 

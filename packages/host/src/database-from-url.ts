@@ -33,6 +33,15 @@ export function databaseFromUrl(url: string): DatabaseAdapter {
     statements(orm) {
       return loadedAdapter().statements(orm);
     },
+    // The optional methods are the loaded adapter's own (undefined before it loads, or when it has none).
+    get poolStats() {
+      const adapter = loaded;
+      return adapter?.poolStats ? (orm: Parameters<NonNullable<DatabaseAdapter['poolStats']>>[0]) => adapter.poolStats!(orm) : undefined;
+    },
+    get mergeCommitted() {
+      const adapter = loaded;
+      return adapter?.mergeCommitted ? (...args: Parameters<NonNullable<DatabaseAdapter['mergeCommitted']>>) => adapter.mergeCommitted!(...args) : undefined;
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 import { Migration, Migrator } from '@mikro-orm/migrations';
-import { PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
+import { EntityManager, PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
 import { SqlRunStore, toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
+import { knexPoolStats, mergeCommittedFork, withoutAsyncFlushContext } from '@trellis/db-mikro-orm';
 import { postgresStatements } from './statements.js';
 
 export interface PostgresDatabaseOptions {
@@ -19,6 +20,8 @@ export function postgresDatabase(options: PostgresDatabaseOptions): DatabaseAdap
     ormOptions(migrations): Options {
       return {
         driver: PostgreSqlDriver,
+        // The driver's entity manager, with a flush that enters no async context (see @trellis/db-mikro-orm).
+        entityManager: withoutAsyncFlushContext(EntityManager) as unknown as Options['entityManager'],
         clientUrl: options.url,
         ...(options.schema ? { schema: options.schema } : {}),
         extensions: [Migrator],
@@ -38,6 +41,8 @@ export function postgresDatabase(options: PostgresDatabaseOptions): DatabaseAdap
       };
     },
     statements: (orm) => postgresStatements(orm),
+    poolStats: (orm) => knexPoolStats(orm),
+    mergeCommitted: (parent, fork, deleted) => mergeCommittedFork(parent, fork, deleted),
     // A transaction per write (many connections); a new run's credit hold goes last before its
     // commit, so the balance's row lock the team's other runs wait for is held for the commit only.
     runStore: (deps) => new SqlRunStore(deps, { groupCommit: false, holdLast: true }),

@@ -1,7 +1,8 @@
 import { Migration, Migrator } from '@mikro-orm/migrations';
 import type { Options } from '@mikro-orm/core';
-import { SqliteDriver } from '@mikro-orm/sqlite';
+import { EntityManager as SqliteEntityManager, SqliteDriver } from '@mikro-orm/sqlite';
 import { SqlRunStore, toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
+import { knexPoolStats, mergeCommittedFork, withoutAsyncFlushContext, type EntityManagerClass } from '@trellis/db-mikro-orm';
 import { sqliteStatements, type SqliteDriverName } from './statements.js';
 
 export type { SqliteDriverName } from './statements.js';
@@ -45,10 +46,17 @@ export class SqliteDriverNotInstalledError extends Error {
   }
 }
 
+/** MikroORM's driver and its entity manager class. */
+interface LoadedDriver {
+  driver: Options['driver'];
+  entityManager: EntityManagerClass;
+}
+
 /** Imports MikroORM's better-sqlite3 driver, or throws SqliteDriverNotInstalledError. */
-async function importBetterSqliteDriver(): Promise<Options['driver']> {
+async function importBetterSqliteDriver(): Promise<LoadedDriver> {
   try {
-    return (await import('@mikro-orm/better-sqlite')).BetterSqliteDriver;
+    const loaded = await import('@mikro-orm/better-sqlite');
+    return { driver: loaded.BetterSqliteDriver, entityManager: loaded.EntityManager as unknown as EntityManagerClass };
   } catch (error) {
     const e = error as { code?: unknown; message?: unknown };
     const missing = (e.code === 'ERR_MODULE_NOT_FOUND' || e.code === 'MODULE_NOT_FOUND') && typeof e.message === 'string' && /['"](@mikro-orm\/better-sqlite|better-sqlite3)['"]/.test(e.message);
@@ -68,7 +76,7 @@ export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAda
   const memory = path === ':memory:';
   const driver = options.driver ?? 'sqlite3';
   // better-sqlite3 is an optional peer dependency: imported at prepare() when it is the driver.
-  let betterSqliteDriver: Options['driver'] | undefined;
+  let betterSqliteDriver: LoadedDriver | undefined;
   return {
     dialect: 'sqlite',
     description: `sqlite:${path}`,
@@ -77,8 +85,11 @@ export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAda
     },
     ormOptions(migrations): Options {
       if (driver === 'better-sqlite3' && !betterSqliteDriver) throw new Error('The better-sqlite3 driver is not loaded yet: await database.prepare() first (the kernel does).');
+      const loaded: LoadedDriver = driver === 'sqlite3' ? { driver: SqliteDriver, entityManager: SqliteEntityManager as unknown as EntityManagerClass } : betterSqliteDriver!;
       return {
-        driver: driver === 'sqlite3' ? SqliteDriver : betterSqliteDriver,
+        driver: loaded.driver,
+        // The driver's entity manager, with a flush that enters no async context (see @trellis/db-mikro-orm).
+        entityManager: withoutAsyncFlushContext(loaded.entityManager) as unknown as Options['entityManager'],
         dbName: path,
         extensions: [Migrator],
         pool: { min: 1, max: 1 },
@@ -101,6 +112,8 @@ export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAda
       }
     },
     statements: (orm) => sqliteStatements(orm, driver),
+    poolStats: (orm) => knexPoolStats(orm),
+    mergeCommitted: (parent, fork, deleted) => mergeCommittedFork(parent, fork, deleted),
     // One writer, and every commit a sync of the WAL: the runs' writes share commits (group commit).
     runStore: (deps) => new SqlRunStore(deps, { groupCommit: true, holdLast: false }),
   };

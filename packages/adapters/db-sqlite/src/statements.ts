@@ -1,20 +1,9 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { PreparedStatements, SqlStatement, SqlValue } from '@trellis/core';
+import { knexClientFor, type KnexClient } from '@trellis/db-mikro-orm';
 
 /** knex's client (or a transaction's client), which hands out the ORM's one SQLite connection. */
-interface ConnectionSource {
-  acquireConnection(): Promise<object>;
-  releaseConnection(connection: object): Promise<unknown> | unknown;
-  /** knex's tarn pool (absent on a transaction's client). */
-  pool?: TarnPool;
-}
-
-interface TarnPool {
-  numUsed(): number;
-  numPendingAcquires(): number;
-  numPendingCreates(): number;
-  free: ReadonlyArray<{ resource: object }>;
-}
+type ConnectionSource = KnexClient;
 
 /**
  * The pool's one connection when nothing holds it and nobody waits for it: a synchronous
@@ -30,6 +19,10 @@ function idleConnection(source: ConnectionSource): object | undefined {
 /** better-sqlite3's `Database` and `Statement` (synchronous). */
 interface BetterDatabase {
   prepare(text: string): BetterStatement;
+}
+/** A statement run once (`execute`) on a sqlite3 connection. */
+interface AsyncOnce {
+  all(text: string, params: unknown[], callback: (error: Error | null, rows: unknown[]) => void): void;
 }
 interface BetterStatement {
   readonly reader: boolean;
@@ -63,18 +56,13 @@ function bindable(params: readonly SqlValue[]): unknown[] {
 
 /**
  * Prepared statements on the ORM's SQLite connection: prepared on first use per connection and
- * kept. The connection comes from knex's pool (one connection: a statement waits while a
+ * kept (`execute`'s are not kept). The connection comes from knex's pool (one connection: a statement waits while a
  * transaction holds it, as ORM queries do) or, for an entity manager in a transaction, from that
  * transaction.
  */
 export function sqliteStatements(orm: MikroORM, driver: SqliteDriverName): PreparedStatements {
   const prepared = new WeakMap<object, Map<string, unknown>>();
-  const root = (): ConnectionSource => (orm.em.getConnection() as unknown as { getKnex(): { client: ConnectionSource } }).getKnex().client;
-
-  const source = (em?: EntityManager): ConnectionSource => {
-    const trx = em?.getTransactionContext<{ client: ConnectionSource }>();
-    return trx ? trx.client : root();
-  };
+  const source = (em?: EntityManager): ConnectionSource => knexClientFor(orm, em?.getTransactionContext());
 
   const statementsOf = (connection: object): Map<string, unknown> => {
     let statements = prepared.get(connection);
@@ -137,22 +125,35 @@ export function sqliteStatements(orm: MikroORM, driver: SqliteDriverName): Prepa
     return copy;
   }
 
-  function runBetter<T>(connection: object, statement: SqlStatement, values: unknown[], write: boolean): T {
+  /** `write`: the number of rows changed; `read`: the rows; `once`: the rows, with the statement not kept. */
+  type Mode = 'read' | 'write' | 'once';
+
+  function runBetter<T>(connection: object, statement: SqlStatement, values: unknown[], mode: Mode): T {
+    if (mode === 'once') {
+      const once = (connection as BetterDatabase).prepare(statement.text);
+      if (once.reader) return once.all(...values) as T;
+      once.run(...values);
+      return [] as T;
+    }
     const prepared = betterStatement(connection, statement);
-    return (write ? prepared.run(...values).changes : prepared.all(...values)) as T;
+    return (mode === 'write' ? prepared.run(...values).changes : prepared.all(...values)) as T;
   }
 
-  async function execute<T>(statement: SqlStatement, params: readonly SqlValue[], em: EntityManager | undefined, write: boolean): Promise<T> {
+  async function execute<T>(statement: SqlStatement, params: readonly SqlValue[], em: EntityManager | undefined, mode: Mode): Promise<T> {
     const from = source(em);
     if (driver === 'better-sqlite3') {
       // The pool's round trip (a timer and a few promises) costs more than the statement itself.
       const idle = idleConnection(from);
-      if (idle) return runBetter<T>(idle, statement, bindable(params), write);
+      if (idle) return runBetter<T>(idle, statement, bindable(params), mode);
     }
     const connection = await from.acquireConnection();
     try {
       const values = bindable(params);
-      if (driver === 'better-sqlite3') return runBetter<T>(connection, statement, values, write);
+      if (driver === 'better-sqlite3') return runBetter<T>(connection, statement, values, mode);
+      if (mode === 'once') {
+        return await new Promise<T>((resolve, reject) => (connection as AsyncOnce).all(statement.text, values, (error, rows) => (error ? reject(error) : resolve(rows as T))));
+      }
+      const write = mode === 'write';
       const copy = takeAsync(connection, statement);
       try {
         const prepared = await copy.ready;
@@ -176,8 +177,9 @@ export function sqliteStatements(orm: MikroORM, driver: SqliteDriverName): Prepa
 
   return {
     dialect: 'sqlite',
-    all: <R>(statement: SqlStatement, params: readonly SqlValue[] = [], em?: EntityManager) => execute<R[]>(statement, params, em, false),
-    first: async <R>(statement: SqlStatement, params: readonly SqlValue[] = [], em?: EntityManager) => (await execute<R[]>(statement, params, em, false))[0],
-    run: (statement: SqlStatement, params: readonly SqlValue[] = [], em?: EntityManager) => execute<number>(statement, params, em, true),
+    all: <R>(statement: SqlStatement, params: readonly SqlValue[] = [], em?: EntityManager) => execute<R[]>(statement, params, em, 'read'),
+    first: async <R>(statement: SqlStatement, params: readonly SqlValue[] = [], em?: EntityManager) => (await execute<R[]>(statement, params, em, 'read'))[0],
+    run: (statement: SqlStatement, params: readonly SqlValue[] = [], em?: EntityManager) => execute<number>(statement, params, em, 'write'),
+    execute: <R>(statement: SqlStatement, params: readonly SqlValue[] = [], em?: EntityManager) => execute<R[]>(statement, params, em, 'once'),
   };
 }

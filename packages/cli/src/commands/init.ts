@@ -207,7 +207,7 @@ as above. \`overrides\` in package.json points the packages' own \`@trellis/*\` 
 }
 
 /** Vendored packages that other `@trellis/*` packages depend on but the scaffold does not list: npm must take them from the tarballs too. */
-const transitivePackages = ['@trellis/ai-sdk'] as const;
+const transitivePackages = ['@trellis/ai-sdk', '@trellis/db-mikro-orm'] as const;
 
 function packageJson(name: string, tarballs?: ReadonlyMap<string, string>): Record<string, unknown> {
   const range = `^${cliVersion()}`;

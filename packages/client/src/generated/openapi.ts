@@ -404,7 +404,7 @@ export interface paths {
         put?: never;
         /**
          * Act as a user
-         * @description Returns a short-lived JWT (`admin.becomeTtlSeconds`, default 15 minutes) for the user that records the administrator as its actor (RFC 8693 `act` claim; `GET /auth/me` shows it as `credential.actorId`). Written to the audit trail. The token stops working as soon as the administrator is disabled or loses the administrator permission. While impersonating, minting credentials (API keys, agent tokens, device tokens), approving OAuth grants, changing the password, team membership or user permissions answer 403 `impersonation_forbidden`; audit entries name the administrator. Administrators and site administrators cannot be become.
+         * @description Returns a short-lived JWT (`admin.becomeTtlSeconds`, default 15 minutes) for the user that records the administrator as its actor (RFC 8693 `act` claim; `GET /auth/me` shows it as `credential.actorId`). Written to the audit trail. The token is refused as soon as the administrator is disabled or loses the administrator permission. While impersonating, minting credentials (API keys, agent tokens, device tokens), approving OAuth grants, changing the password, team membership or user permissions answer 403 `impersonation_forbidden`; audit entries name the administrator. Administrators and site administrators cannot be become.
          */
         post: operations["postAdminUserByIdBecome"];
         delete?: never;
@@ -1595,7 +1595,7 @@ export interface paths {
         put?: never;
         /**
          * Issue the device token of a application
-         * @description The application connects to `/v3/wss/{id}` with this token (`tdv_...`) instead of its owner's credentials. Shown once; only its SHA-256 digest is stored. Issuing again replaces the previous token, which stops working at once.
+         * @description The application connects to `/v3/wss/{id}` with this token (`tdv_...`) instead of its owner's credentials. Shown once; only its SHA-256 digest is stored. Issuing again replaces the previous token, which is revoked at once.
          */
         post: operations["postDevAppByIdToken"];
         /** Revoke the device token of a application */
@@ -1817,7 +1817,7 @@ export interface paths {
         put?: never;
         /**
          * Issue the device token of a hardware device
-         * @description The hardware device connects to `/v3/wss/{id}` with this token (`tdv_...`) instead of its owner's credentials. Shown once; only its SHA-256 digest is stored. Issuing again replaces the previous token, which stops working at once.
+         * @description The hardware device connects to `/v3/wss/{id}` with this token (`tdv_...`) instead of its owner's credentials. Shown once; only its SHA-256 digest is stored. Issuing again replaces the previous token, which is revoked at once.
          */
         post: operations["postDevHardwareByIdToken"];
         /** Revoke the device token of a hardware device */
@@ -2220,7 +2220,7 @@ export interface paths {
         put?: never;
         /**
          * Edit a document: whole content or block commands, with optimistic concurrency
-         * @description Commands (list, read, read_range, write, insert, delete, replace, move, str_replace) apply in order to a working copy; the edit is all or nothing. A stale base_version answers 409 with the current version and content; active collaborative connections answer 423.
+         * @description Commands (list, read, read_range, write, insert, delete, replace, move, str_replace) apply in order to a copy of the content; the edit is all or nothing. A stale base_version answers 409 with the current version and content; active collaborative connections answer 423.
          */
         post: operations["postDocumentsByDocumentIdEdit"];
         delete?: never;
@@ -3905,7 +3905,7 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             /**
-             * @description `disabled` logs the user out everywhere at once: every credential of theirs stops working.
+             * @description `disabled` logs the user out everywhere at once: every credential of theirs is refused from then on.
              * @enum {unknown}
              */
             status?: "active" | "disabled";
@@ -5151,7 +5151,7 @@ export interface components {
             deployType?: string;
             /** @description Input definitions shown to the callers of the deployment. */
             inputs?: components["schemas"]["DeploymentInput"][];
-            /** @description With access `token`: issue a new deployment token (the old one stops working). */
+            /** @description With access `token`: issue a new deployment token (the old one is revoked). */
             rotateToken?: boolean;
         };
         /** @description Send only the fields to change. Changing scopes or redirect_uris revokes every token of the app. */
@@ -5242,7 +5242,7 @@ export interface components {
                 [key: string]: string;
             };
             name?: string;
-            /** @description Issue a new secret (answered once); the old one stops working. */
+            /** @description Issue a new secret (answered once); the old one is revoked. */
             rotateSecret?: boolean;
             /**
              * @description `standard` (default): Standard Webhooks signatures (`webhook-id`, `webhook-timestamp`, `webhook-signature`) with a `whsec_` secret; `bearer`: the secret in `Authorization: Bearer`.

@@ -1,12 +1,17 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
-import type { Dialect } from '../ports/database.js';
+import type { DatabaseAdapter, Dialect } from '../ports/database.js';
 
-/** The dialect of each connected ORM, by its configuration (shared by every fork and transaction of its managers). */
-const dialects = new WeakMap<object, Dialect>();
+/** The database adapter of each connected ORM, by its configuration (shared by every fork and transaction of its managers). */
+const adapters = new WeakMap<object, DatabaseAdapter>();
 
-/** Records the dialect the database adapter declared (`DatabaseAdapter.dialect`) for the ORM it connected. */
-export function registerDialect(orm: MikroORM, dialect: Dialect): void {
-  dialects.set(orm.config, dialect);
+/** Records the database adapter that connected `orm` (its dialect, its unit-of-work behaviour). */
+export function registerDatabase(orm: MikroORM, adapter: DatabaseAdapter): void {
+  adapters.set(orm.config, adapter);
+}
+
+/** The database adapter that connected the ORM of `em`, or undefined for an ORM the kernel did not connect. */
+export function databaseOf(em: EntityManager): DatabaseAdapter | undefined {
+  return adapters.get(em.config);
 }
 
 /**
@@ -14,7 +19,7 @@ export function registerDialect(orm: MikroORM, dialect: Dialect): void {
  * class name). Throws for a manager of an ORM the kernel did not connect.
  */
 export function dialectOf(em: EntityManager): Dialect {
-  const dialect = dialects.get(em.config);
-  if (!dialect) throw new Error('The dialect of this entity manager is unknown: its ORM was not connected by the kernel.');
-  return dialect;
+  const adapter = adapters.get(em.config);
+  if (!adapter) throw new Error('The dialect of this entity manager is unknown: its ORM was not connected by the kernel.');
+  return adapter.dialect;
 }

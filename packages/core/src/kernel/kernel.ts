@@ -18,13 +18,12 @@ import { HttpDispatcher } from './http/dispatcher.js';
 import { buildOpenApi } from './http/openapi.js';
 import type { RouteDefinition } from './http/route.js';
 import { createLogger } from './logger.js';
-import { registerDialect } from './dialect.js';
-import { flushWithoutAsyncContext } from './orm-flush.js';
+import { registerDatabase } from './dialect.js';
 import { mappedType } from './timestamp-type.js';
 import { allowPrivateNetworksOf, NetworkGuard, networkGuardServiceIdentifier } from './net/network-guard.js';
-import { observedStatements, preparedStatementsServiceIdentifier } from './prepared-statements.js';
+import { executeStatement, observedStatements, preparedStatementsServiceIdentifier } from './prepared-statements.js';
 import type { PreparedStatements } from '../ports/database.js';
-import { countingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, readDatabasePool, RequestObserver, TrellisMetrics } from './observability/index.js';
+import { countingPubSub, metricsRoutes, metricsServiceIdentifier, ObservingOrmLogger, observeJobRun, RequestObserver, TrellisMetrics } from './observability/index.js';
 import type { JobDefinition, ModuleContext, RpcMethodDefinition, TrellisModule } from './module.js';
 import {
   authenticatorServiceIdentifier,
@@ -116,7 +115,7 @@ export function createKernel(options: KernelOptions): Kernel {
   const log = options.logger ?? createLogger(config.log.level);
   if (generatedSecret) {
     log.warn(
-      '⚠ auth.jwtSecret is not set: a random secret was generated for this process. Issued JWTs stop working at restart and differ between processes. Set auth.jwtSecret (or TRELLIS_JWT_SECRET) in production.',
+      '⚠ auth.jwtSecret is not set: a random secret was generated for this process. Issued JWTs are rejected after a restart and differ between processes. Set auth.jwtSecret (or TRELLIS_JWT_SECRET) in production.',
     );
   }
 
@@ -124,7 +123,7 @@ export function createKernel(options: KernelOptions): Kernel {
   const metrics = new TrellisMetrics({
     defaultMetrics: config.metrics.defaultMetrics,
     inFlight: () => kernel.http.activeRequests,
-    databasePool: () => (orm ? readDatabasePool(orm.em.getConnection()) : undefined),
+    databasePool: () => (orm ? options.database.poolStats?.(orm) : undefined),
   });
   const container = new Container({ defaultScope: 'Singleton' });
   let orm: MikroORM | undefined;
@@ -167,6 +166,7 @@ export function createKernel(options: KernelOptions): Kernel {
     all: (statement, params, em) => requireStatements().all(statement, params, em),
     first: (statement, params, em) => requireStatements().first(statement, params, em),
     run: (statement, params, em) => requireStatements().run(statement, params, em),
+    execute: (statement, params = [], em) => executeStatement(requireStatements(), statement, params, em ?? requireOrm().em),
   };
   container.bind(preparedStatementsServiceIdentifier).toConstantValue(preparedStatements);
   container
@@ -238,9 +238,7 @@ export function createKernel(options: KernelOptions): Kernel {
       logger: (message: string) => log.debug({ orm: true }, message),
       loggerFactory: (loggerOptions) => new ObservingOrmLogger(loggerOptions, metrics, options.database.dialect),
     });
-    // No AsyncLocalStorage on writes: MikroORM's flush enters one (see orm-flush.ts).
-    flushWithoutAsyncContext(orm);
-    registerDialect(orm, options.database.dialect);
+    registerDatabase(orm, options.database);
     await options.database.afterConnect?.(orm);
     return orm;
   }

@@ -8,6 +8,18 @@ import { context, SpanKind, SpanStatusCode, trace, tracer } from './observabilit
 export const preparedStatementsServiceIdentifier: ServiceIdentifier<PreparedStatements> = Symbol.for('@trellis/core/PreparedStatements');
 
 /**
+ * Runs `statement` once with `statements.execute`, or, when the adapter's runner has none, through
+ * MikroORM's public `Connection.execute` on `em`'s connection (in its transaction when it has one),
+ * which formats the values into the SQL text as each dialect's ORM mapping stores them.
+ */
+export function executeStatement<R = Record<string, unknown>>(statements: PreparedStatements, statement: SqlStatement, params: readonly SqlValue[], em: EntityManager): Promise<R[]> {
+  if (statements.execute) return statements.execute<R>(statement, params, em);
+  const sqlite = statements.dialect === 'sqlite';
+  const values = params.map((v): unknown => (sqlite && v instanceof Date ? v.getTime() : sqlite && typeof v === 'boolean' ? (v ? 1 : 0) : v));
+  return em.getConnection('write').execute(statement.text, values, 'all', em.getTransactionContext()) as Promise<R[]>;
+}
+
+/**
  * The adapter's runner with each statement's duration recorded in `trellis_db_query_duration_seconds`,
  * as the ORM's statements are (see ObservingOrmLogger), and, inside a recording span (a traced
  * request or job), a client span `db <operation>` per statement, child of it: `db.system`,
@@ -49,5 +61,7 @@ export function observedStatements(inner: PreparedStatements, metrics: TrellisMe
     all: <R>(statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager) => observe(statement, inner.all<R>(statement, params, em)),
     first: <R>(statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager) => observe(statement, inner.first<R>(statement, params, em)),
     run: (statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager) => observe(statement, inner.run(statement, params, em)),
+    // Without the adapter's, executeStatement goes through MikroORM, whose logger records the statement.
+    ...(inner.execute ? { execute: <R>(statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager) => observe(statement, inner.execute!<R>(statement, params, em)) } : {}),
   };
 }

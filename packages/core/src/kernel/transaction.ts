@@ -1,4 +1,5 @@
-import { helper, TransactionEventBroadcaster, type EntityManager } from '@mikro-orm/core';
+import { TransactionEventBroadcaster, type EntityManager } from '@mikro-orm/core';
+import { databaseOf } from './dialect.js';
 
 /**
  * Runs `work` in a database transaction on a fork of `em`: the fork is flushed and committed when
@@ -13,9 +14,13 @@ import { helper, TransactionEventBroadcaster, type EntityManager } from '@mikro-
  * function; `test/integration/promise-hooks.int.spec.ts` fails if a write switches hooks on.
  *
  * Entities the transaction loaded or created are merged back into `em` after the commit (as
- * `em.transactional` does), so a caller may keep using what `work` returned.
+ * `em.transactional` does), so a caller may keep using what `work` returned. That step reaches into
+ * MikroORM's unit of work, so the database adapter does it (`DatabaseAdapter.mergeCommitted`); with
+ * an adapter that has no such method, this runs `em.transactional` itself.
  */
 export async function inTransaction<E extends EntityManager, T>(em: E, work: (tx: E) => T | Promise<T>): Promise<T> {
+  const database = databaseOf(em);
+  if (!database?.mergeCommitted) return em.transactional((tx) => work(tx as E));
   const parent = em.getTransactionContext();
   const tx = em.fork({ clear: false, cloneEventManager: true }) as E;
   tx.setTransactionContext(
@@ -50,24 +55,6 @@ export async function inTransaction<E extends EntityManager, T>(em: E, work: (tx
   } finally {
     tx.resetTransactionContext();
   }
-  mergeInto(em, tx, deleted);
+  database.mergeCommitted(em, tx, deleted);
   return result;
-}
-
-/** Makes what the committed fork knows visible to the entity manager it was forked from. */
-function mergeInto(parent: EntityManager, fork: EntityManager, deleted: readonly object[]): void {
-  const parentWork = parent.getUnitOfWork(false);
-  for (const entity of deleted) parentWork.unsetIdentity(entity);
-  for (const entity of fork.getUnitOfWork(false).getIdentityMap()) {
-    const wrapped = helper(entity);
-    const existing = parentWork.getById<object>(wrapped.__meta.className, wrapped.getPrimaryKey() as never, undefined, true);
-    if (existing && existing !== entity) {
-      const known = helper(existing);
-      if (!wrapped.__initialized && known.__initialized) continue;
-      known.__data = wrapped.__data;
-      known.__originalEntityData = wrapped.__originalEntityData;
-    } else {
-      parentWork.merge(entity, new Set([entity]));
-    }
-  }
 }

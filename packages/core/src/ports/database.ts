@@ -21,9 +21,22 @@ export interface MigrationDefinition {
 /** MikroORM's migration entry: a name and a class extending its `Migration`. */
 export type MigrationEntry = { name: string; class: new (...args: any[]) => unknown };
 
+/** What the database connection pool holds at one moment (`trellis_db_pool_connections`). */
+export interface DatabasePoolState {
+  used: number;
+  free: number;
+  pending: number;
+}
+
 /**
  * The Database port: an adapter package supplies the MikroORM driver and its options for one
  * dialect. The kernel adds the entities and migrations of the loaded modules.
+ *
+ * Whatever Trellis needs from the ORM or its driver beyond MikroORM's public API (the driver's
+ * connections, the pool, members MikroORM keeps private) goes through a method of this port, so
+ * that it lives in the adapter that owns the dependency and an upgrade that changes those
+ * internals breaks that adapter (and its tests), never core. The optional methods have a portable
+ * fallback, named on each.
  */
 export interface DatabaseAdapter {
   readonly dialect: Dialect;
@@ -34,7 +47,14 @@ export interface DatabaseAdapter {
    * reference host imports the adapter package named by `database.url` here).
    */
   prepare?(): Promise<void>;
-  /** MikroORM options without `entities`; must include `driver` and the Migrator extension. */
+  /**
+   * MikroORM options without `entities`; must include `driver` and the Migrator extension. The
+   * bundled adapters also set `entityManager` to their driver's entity manager with a unit of work
+   * whose flush enters no async context (`@trellis/db-mikro-orm`): MikroORM's own flush enters an
+   * `AsyncLocalStorage`, which on Node 20 switches promise hooks on for the whole process. Without
+   * it, MikroORM's own entity manager is used: the same behaviour, every `await` slower on Node 20
+   * after the first write.
+   */
   ormOptions(migrations: readonly MigrationDefinition[]): Options;
   /** Called once the ORM is up, before migrations (pragmas, extensions). */
   afterConnect?(orm: MikroORM): Promise<void>;
@@ -43,6 +63,22 @@ export interface DatabaseAdapter {
    * own connections and transactions. Called once the ORM is up.
    */
   statements(orm: MikroORM): PreparedStatements;
+  /**
+   * What the ORM's connection pool holds now, for the `trellis_db_pool_connections` metric. Without
+   * it (or when it answers undefined) that metric has no samples.
+   */
+  poolStats?(orm: MikroORM): DatabasePoolState | undefined;
+  /**
+   * The unit-of-work step that ends `inTransaction` (see kernel/transaction.ts): makes what the
+   * committed transaction fork `fork` knows visible to `parent`, the entity manager it was forked
+   * from, as `em.transactional` does. Entities in `deleted` (removed by the transaction) leave
+   * `parent`'s identity map; an entity `parent` holds another object for gets the fork's committed
+   * data and change-tracking snapshot on that object (so `parent` neither shows stale values nor
+   * writes them again), unless the fork only has an uninitialized reference to it; any other
+   * entity joins `parent`'s identity map. Without it `inTransaction` runs through MikroORM's
+   * `em.transactional`: the same behaviour, with MikroORM's async transaction context entered.
+   */
+  mergeCommitted?(parent: EntityManager, fork: EntityManager, deleted: readonly object[]): void;
   /**
    * The store of runs on this database (see the RunStore port), made once the ORM is up. Without
    * it the runtime uses the portable store (`SqlRunStore`, no group commit, hold first).
@@ -166,7 +202,19 @@ export interface PreparedStatements {
   first<R = Record<string, unknown>>(statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager): Promise<R | undefined>;
   /** Runs a write; resolves with the number of rows it changed. */
   run(statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager): Promise<number>;
+  /**
+   * Runs a statement once, without preparing it (for a text that varies, such as an `update` of
+   * the columns that changed, or one that runs rarely), and resolves with the rows it returns (none
+   * for a write without `returning`). Its values are bound as parameters, never formatted into the
+   * SQL text, so a large value (a document's JSON) goes to the driver once, unescaped. Same
+   * placeholders, values and connection rules as the other methods; `statement.name` only names it
+   * in metrics and traces. Optional: without it, such statements run through MikroORM's public
+   * `Connection.execute`, which formats the values into the SQL text (the same results, slower for
+   * large values). The kernel's runner (`preparedStatementsServiceIdentifier`) always has it.
+   */
+  execute?<R = Record<string, unknown>>(statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager): Promise<R[]>;
 }
+
 
 /** A `datetime` column as read by a prepared statement (milliseconds or ISO text on SQLite, a `Date` on PostgreSQL). */
 export function sqlDate(value: unknown): Date | null {

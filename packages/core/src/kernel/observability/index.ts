@@ -1,4 +1,4 @@
-export { TrellisMetrics, metricsServiceIdentifier, durationBuckets, queryBuckets, readDatabasePool, sqlOperation, type DatabasePoolState, type MetricOptions, type HistogramOptions } from './metrics.js';
+export { TrellisMetrics, metricsServiceIdentifier, durationBuckets, queryBuckets, sqlOperation, type DatabasePoolState, type MetricOptions, type HistogramOptions } from './metrics.js';
 export { RequestObserver, RequestObservation, unmatchedRoute } from './request-observer.js';
 export { ObservingOrmLogger } from './orm-logger.js';
 export { countingPubSub } from './counting-pubsub.js';

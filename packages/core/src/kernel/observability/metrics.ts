@@ -1,5 +1,8 @@
 import type { ServiceIdentifier } from 'inversify';
+import type { DatabasePoolState } from '../../ports/database.js';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type Metric } from 'prom-client';
+
+export type { DatabasePoolState };
 
 /** What a module passes to register one metric. Names should start with `trellis_`. */
 export interface MetricOptions<L extends string = string> {
@@ -11,31 +14,6 @@ export interface MetricOptions<L extends string = string> {
 export interface HistogramOptions<L extends string = string> extends MetricOptions<L> {
   /** Upper bounds in the metric's unit (seconds for durations). */
   buckets?: number[];
-}
-
-/** What the database connection pool holds at one moment. */
-export interface DatabasePoolState {
-  used: number;
-  free: number;
-  pending: number;
-}
-
-interface PoolLike {
-  numUsed(): number;
-  numFree(): number;
-  numPendingAcquires(): number;
-}
-
-/**
- * Reads the pool of a SQL connection (MikroORM's knex-based drivers keep a tarn pool); undefined
- * when the connection has none that can be read.
- */
-export function readDatabasePool(connection: unknown): DatabasePoolState | undefined {
-  const getKnex = (connection as { getKnex?: () => { client?: { pool?: PoolLike } } } | undefined)?.getKnex;
-  if (typeof getKnex !== 'function') return undefined;
-  const pool = getKnex.call(connection).client?.pool;
-  if (!pool || typeof pool.numUsed !== 'function') return undefined;
-  return { used: pool.numUsed(), free: pool.numFree(), pending: pool.numPendingAcquires() };
 }
 
 /** Request duration buckets, in seconds: 5 ms to 10 s. */

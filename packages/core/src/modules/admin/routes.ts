@@ -88,7 +88,7 @@ const userRoutes: RouteDefinition[] = [
     noStore: true,
     description:
       'Returns a short-lived JWT (`admin.becomeTtlSeconds`, default 15 minutes) for the user that records the administrator as its actor (RFC 8693 `act` claim; `GET /auth/me` shows it as `credential.actorId`). Written to the audit trail. ' +
-      'The token stops working as soon as the administrator is disabled or loses the administrator permission. While impersonating, minting credentials (API keys, agent tokens, device tokens), approving OAuth grants, ' +
+      'The token is refused as soon as the administrator is disabled or loses the administrator permission. While impersonating, minting credentials (API keys, agent tokens, device tokens), approving OAuth grants, ' +
       'changing the password, team membership or user permissions answer 403 `impersonation_forbidden`; audit entries name the administrator. Administrators and site administrators cannot be become.',
     ...guarded,
     params: IdParams,

@@ -114,7 +114,7 @@ function tokenRoutes(type: 'hardware' | 'app', kind: DeviceKind): RouteDefinitio
       summary: `Issue the device token of a ${d.label}`,
       noStore: true,
       refuseImpersonation: true,
-      description: `The ${d.label} connects to \`/v3/wss/{id}\` with this token (\`tdv_...\`) instead of its owner's credentials. Shown once; only its SHA-256 digest is stored. Issuing again replaces the previous token, which stops working at once.`,
+      description: `The ${d.label} connects to \`/v3/wss/{id}\` with this token (\`tdv_...\`) instead of its owner's credentials. Shown once; only its SHA-256 digest is stored. Issuing again replaces the previous token, which is revoked at once.`,
       ...guarded,
       params: IdParams,
       response: { status: 201, schema: issuedDeviceTokenSchema },

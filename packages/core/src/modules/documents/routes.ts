@@ -132,7 +132,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       path: '/documents/:documentId/edit',
       summary: 'Edit a document: whole content or block commands, with optimistic concurrency',
       description:
-        'Commands (list, read, read_range, write, insert, delete, replace, move, str_replace) apply in order to a working copy; the edit is all or nothing. A stale base_version answers 409 with the current version and content; active collaborative connections answer 423.',
+        'Commands (list, read, read_range, write, insert, delete, replace, move, str_replace) apply in order to a copy of the content; the edit is all or nothing. A stale base_version answers 409 with the current version and content; active collaborative connections answer 423.',
       tags,
       auth: combinedAuth,
       params: DocumentParams,

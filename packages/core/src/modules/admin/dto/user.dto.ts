@@ -62,7 +62,7 @@ export class AdminUserUpdateBody {
 
   @ValidateIf(present)
   @IsIn(userStatuses)
-  @Doc({ description: '`disabled` logs the user out everywhere at once: every credential of theirs stops working.' })
+  @Doc({ description: '`disabled` logs the user out everywhere at once: every credential of theirs is refused from then on.' })
   status?: 'active' | 'disabled';
 
   @IsOptional()

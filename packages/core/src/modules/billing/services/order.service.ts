@@ -33,7 +33,7 @@ export interface PaymentGuidance {
   url: string | null;
   /** What to do when there is no page, else null. */
   instructions: string | null;
-  /** When this way to pay stops working. */
+  /** When this way to pay expires. */
   expiresAt: string;
 }
 

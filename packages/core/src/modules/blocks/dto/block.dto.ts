@@ -199,7 +199,7 @@ export class UpdateDeploymentBody {
 
   @IsOptional()
   @IsBoolean()
-  @Doc({ description: 'With access `token`: issue a new deployment token (the old one stops working).' })
+  @Doc({ description: 'With access `token`: issue a new deployment token (the old one is revoked).' })
   rotateToken?: boolean;
 
   @IsOptional()

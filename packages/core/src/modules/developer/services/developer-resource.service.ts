@@ -83,7 +83,7 @@ export class DeveloperResourceService {
     // One conditional statement: a concurrent second delete finds nothing and answers 404.
     const deleted = await em.nativeDelete(d.entity, { id, owner: ownerId } as FilterQuery<OwnedEntity>);
     if (deleted === 0) throw new TrellisError('not_found', d.notFound, `No ${d.label} of yours has the id ${id}.`);
-    // A deleted device's token must stop working at once, not when the principal cache expires.
+    // A deleted device's token must be refused at once, not when the principal cache expires.
     if (type === 'hardware' || type === 'app') await this.deviceTokens.forget(ownerId, id);
   }
 }

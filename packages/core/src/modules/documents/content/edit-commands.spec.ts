@@ -21,7 +21,7 @@ describe('edit commands', () => {
     expect(out.results[2]!.data).toEqual([p('a', 'Alpha', 'first'), p('b', 'Beta')]);
   });
 
-  it('applies writes in order on a working copy', () => {
+  it('applies writes in order on a copy', () => {
     const out = applyCommands(
       base,
       [

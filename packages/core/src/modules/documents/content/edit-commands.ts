@@ -32,7 +32,7 @@ export interface CommandOutcome {
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
- * Applies commands in order to a working copy of `doc`. All or nothing: the first failing command
+ * Applies commands in order to a copy of `doc`. All or nothing: the first failing command
  * throws a `CommandError` naming its position and the reason, and `doc` is never modified.
  * `newId` gives ids to inserted blocks that have none. The copy is made on write: blocks no
  * command changes are the very objects of `doc` (so a 1 MB document is not cloned for a one-block

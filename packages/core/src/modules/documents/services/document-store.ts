@@ -1,58 +1,37 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { dialectOf } from '../../../kernel/dialect.js';
+import { executeStatement } from '../../../kernel/prepared-statements.js';
+import { sqlStatement, type PreparedStatements, type SqlValue } from '../../../ports/database.js';
 
 /**
  * The statements of the document write path, with every value bound as a parameter. MikroORM's
  * own statements (`nativeUpdate`, `flush`, and `Connection.execute(sql, params)` too) format each
  * value into the SQL text, escaping it with regular expressions: for a 1 MB document that is the
- * JSON text copied and scanned several times per write. Here the content goes to the driver as a
- * bound string (a `?::json` parameter on PostgreSQL), once. Statements run on the entity
- * manager's connection, inside its transaction when it has one, and are reported to the ORM logger
- * (query metrics and tracing) without their values.
+ * JSON text copied and scanned several times per write. Here they run through the database
+ * adapter's `PreparedStatements.execute`, which hands the content to the driver as a bound string
+ * (a `?::json` parameter on PostgreSQL), once. Statements run on the entity manager's connection,
+ * inside its transaction when it has one, and are recorded in the query metrics and traces under
+ * their names, without their values.
  */
-
-interface RawQuery extends PromiseLike<unknown> {
-  transacting(trx: unknown): RawQuery;
-}
-interface KnexLike {
-  raw(sql: string, bindings: readonly unknown[]): RawQuery;
-}
 
 export type Row = Record<string, unknown>;
 
-async function run(em: EntityManager, sql: string, bindings: readonly unknown[]): Promise<Row[]> {
-  const connection = em.getConnection('write') as unknown as { getKnex(): KnexLike };
-  const query = connection.getKnex().raw(sql, bindings);
-  const trx = em.getTransactionContext();
-  if (trx) query.transacting(trx);
-  const logger = em.config.getLogger();
-  const started = Date.now();
-  let result: unknown;
-  try {
-    result = await query;
-  } catch (error) {
-    logger.logQuery({ query: sql, took: Date.now() - started, level: 'error' });
-    throw error;
-  }
-  const rows = (Array.isArray(result) ? result : ((result as { rows?: Row[] }).rows ?? [])) as Row[];
-  logger.logQuery({ query: sql, took: Date.now() - started, results: rows.length, level: 'info' });
-  return rows;
-}
+const run = (sql: PreparedStatements, em: EntityManager, name: string, text: string, params: readonly SqlValue[]): Promise<Row[]> =>
+  executeStatement<Row>(sql, sqlStatement(`documents.${name}`, text), params, em);
 
-const isPostgres = (em: EntityManager) => dialectOf(em) === 'postgresql';
 // The content columns are `json` on PostgreSQL: the text is checked and stored as it is (no jsonb conversion).
-const jsonParam = (em: EntityManager) => (isPostgres(em) ? '?::json' : '?');
-const dateValue = (em: EntityManager, date: Date): unknown => em.getPlatform().processDateProperty(date);
+const jsonParam = (sql: PreparedStatements) => (sql.dialect === 'postgresql' ? '?::json' : '?');
 
 /**
  * The content of a document with the hash and head version that go with it, read in one
  * statement (they must agree: the next version's delta is made against this content). The JSON
  * is parsed once, with no ORM snapshot of it.
  */
-export async function readContent(em: EntityManager, documentId: string, unlessHead: string | null = null): Promise<{ content: unknown; contentHash: string; headVersionId: string | null } | null> {
+export async function readContent(sql: PreparedStatements, em: EntityManager, documentId: string, unlessHead: string | null = null): Promise<{ content: unknown; contentHash: string; headVersionId: string | null } | null> {
   // With `unlessHead`, the content is left out when the head version is that one (the caller has it).
   const rows = await run(
+    sql,
     em,
+    'read_content',
     unlessHead === null
       ? 'select content, content_hash, head_version_id from documents where id = ? and deleted_at is null'
       : 'select case when head_version_id = ? then null else content end as content, content_hash, head_version_id from documents where id = ? and deleted_at is null',
@@ -83,11 +62,11 @@ export interface ContentUpdate {
 }
 
 /** The compare-and-swap write of a document's content: the title when the update matched, or `null`. */
-export async function updateContent(em: EntityManager, update: ContentUpdate): Promise<{ title: string | null } | null> {
+export async function updateContent(sql: PreparedStatements, em: EntityManager, update: ContentUpdate): Promise<{ title: string | null } | null> {
   const sets: string[] = [];
-  const values: unknown[] = [];
+  const values: SqlValue[] = [];
   if (update.content) {
-    sets.push(`content = ${jsonParam(em)}`, 'content_hash = ?');
+    sets.push(`content = ${jsonParam(sql)}`, 'content_hash = ?');
     values.push(update.content.json, update.content.hash);
   }
   if (update.title !== undefined) {
@@ -95,7 +74,7 @@ export async function updateContent(em: EntityManager, update: ContentUpdate): P
     values.push(update.title);
   }
   sets.push('updated_at = ?');
-  values.push(dateValue(em, update.now));
+  values.push(update.now);
   if (update.headVersionId !== undefined) {
     sets.push('head_version_id = ?');
     values.push(update.headVersionId);
@@ -104,9 +83,9 @@ export async function updateContent(em: EntityManager, update: ContentUpdate): P
   values.push(update.documentId, update.expectedHash);
   if (update.requireUnlocked) {
     where += ' and (collab_lease_until is null or collab_lease_until <= ?)';
-    values.push(dateValue(em, update.now));
+    values.push(update.now);
   }
-  const rows = await run(em, `update documents set ${sets.join(', ')} where ${where} returning id, title`, values);
+  const rows = await run(sql, em, 'update_content', `update documents set ${sets.join(', ')} where ${where} returning id, title`, values);
   return rows.length ? { title: (rows[0]!.title as string | null) ?? null } : null;
 }
 
@@ -125,10 +104,12 @@ export interface VersionRow {
   createdAt: Date;
 }
 
-export async function insertVersion(em: EntityManager, row: VersionRow): Promise<void> {
+export async function insertVersion(sql: PreparedStatements, em: EntityManager, row: VersionRow): Promise<void> {
   await run(
+    sql,
     em,
-    `insert into document_versions (id, document_id, content_hash, content, title, source, author_id, author_kind, created_at, base_id, delta, chain_length) values (?, ?, ?, ${jsonParam(em)}, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    'insert_version',
+    `insert into document_versions (id, document_id, content_hash, content, title, source, author_id, author_kind, created_at, base_id, delta, chain_length) values (?, ?, ?, ${jsonParam(sql)}, ?, ?, ?, ?, ?, ?, ?, ?)`,
     [
       row.id,
       row.documentId,
@@ -139,7 +120,7 @@ export async function insertVersion(em: EntityManager, row: VersionRow): Promise
       row.source,
       row.authorId,
       row.authorKind,
-      dateValue(em, row.createdAt),
+      row.createdAt,
       row.delta?.baseId ?? null,
       row.delta?.text ?? null,
       row.delta?.chainLength ?? 0,
@@ -148,8 +129,8 @@ export async function insertVersion(em: EntityManager, row: VersionRow): Promise
 }
 
 /** The hash and delta chain length of a version (the base of the next delta). */
-export async function versionHead(em: EntityManager, versionId: string): Promise<{ contentHash: string; chainLength: number } | null> {
-  const rows = await run(em, 'select content_hash, chain_length from document_versions where id = ?', [versionId]);
+export async function versionHead(sql: PreparedStatements, em: EntityManager, versionId: string): Promise<{ contentHash: string; chainLength: number } | null> {
+  const rows = await run(sql, em, 'version_head', 'select content_hash, chain_length from document_versions where id = ?', [versionId]);
   const row = rows[0];
   return row ? { contentHash: String(row.content_hash), chainLength: Number(row.chain_length) } : null;
 }
@@ -166,9 +147,11 @@ export interface ChainLink {
  * The versions from `versionId` back to the nearest snapshot, oldest (the snapshot) first, in one
  * recursive query.
  */
-export async function versionChain(em: EntityManager, versionId: string, maxLength: number): Promise<ChainLink[]> {
+export async function versionChain(sql: PreparedStatements, em: EntityManager, versionId: string, maxLength: number): Promise<ChainLink[]> {
   const rows = await run(
+    sql,
     em,
+    'version_chain',
     'with recursive chain (id, base_id, content, delta, content_hash, depth) as (' +
       'select id, base_id, content, delta, content_hash, 0 from document_versions where id = ? ' +
       'union all select v.id, v.base_id, v.content, v.delta, v.content_hash, c.depth + 1 from document_versions v join chain c on v.id = c.base_id where c.delta is not null and c.depth < ?' +

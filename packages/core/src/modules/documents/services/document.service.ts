@@ -26,6 +26,8 @@ import { DocumentVersion, type VersionSource } from '../entities/document-versio
 import { Document } from '../entities/document.entity.js';
 import { commentPreservationRequired, contentTooLarge, documentLocked, documentNotFound, versionConflict, writePermissionRequired } from '../errors.js';
 import { inTransaction } from '../../../kernel/transaction.js';
+import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
+import type { PreparedStatements } from '../../../ports/database.js';
 
 export type ContentFormat = 'json' | 'markdown-ir';
 
@@ -79,6 +81,8 @@ export class DocumentService {
     @inject(ProjectService) private readonly projects: ProjectService,
     @inject(hooksServiceIdentifier) private readonly hooks: Hooks,
     @inject(kernelServiceIdentifier) private readonly kernel: Kernel,
+    /** Runs the document write path's statements (see document-store.ts); `VersionService` uses it too. */
+    @inject(preparedStatementsServiceIdentifier) readonly sql: PreparedStatements,
   ) {
     this.config = config.documents as DocumentsConfig;
   }
@@ -112,12 +116,12 @@ export class DocumentService {
     const doc = found as Document | null;
     if (!doc) throw documentNotFound();
     if (options.rawContent) {
-      const stored = await readContent(em, documentId, this.recent.head(documentId));
+      const stored = await readContent(this.sql, em, documentId, this.recent.head(documentId));
       if (!stored) throw documentNotFound();
       const cached = stored.content === null ? this.recent.get(documentId, stored.headVersionId, stored.contentHash) : undefined;
       if (stored.content !== null) this.recent.forget(documentId);
       // Content, hash and head always come from one read (or the cache entry of that very head).
-      const current = cached ? { ...stored, content: cached.content } : stored.content !== null ? stored : await readContent(em, documentId);
+      const current = cached ? { ...stored, content: cached.content } : stored.content !== null ? stored : await readContent(this.sql, em, documentId);
       if (!current) throw documentNotFound();
       Object.assign(doc, current);
     }
@@ -245,7 +249,7 @@ export class DocumentService {
     // A fresh fork: the transaction's flush then has no 1 MB entity to compare.
     const runner = em.isInTransaction() ? em : em.fork();
     const updated = await inTransaction(runner, async (tx) => {
-      const row = await updateContent(tx, {
+      const row = await updateContent(this.sql, tx, {
         documentId: doc.id,
         expectedHash: options.expectedHash,
         content: hash !== options.expectedHash ? serialized : undefined,
@@ -282,14 +286,14 @@ export class DocumentService {
     const { base, content, serialized } = version;
     let delta: { text: string; baseId: string; chainLength: number } | null = null;
     if (base?.headVersionId && base.content.content?.length && content.content?.length) {
-      const head = await versionHead(tx, base.headVersionId);
+      const head = await versionHead(this.sql, tx, base.headVersionId);
       // The head must be the content `base` holds (a head left behind by some other writer is not).
       if (head && head.contentHash === base.contentHash && head.chainLength < MAX_DELTA_CHAIN) {
         const text = blockDelta(base.content.content, content.content, serialized.blocks);
         if (text.length * 2 <= serialized.json.length) delta = { text, baseId: base.headVersionId, chainLength: head.chainLength + 1 };
       }
     }
-    await insertVersion(tx, {
+    await insertVersion(this.sql, tx, {
       id: version.id,
       documentId: version.documentId,
       contentHash: serialized.hash,
@@ -310,7 +314,7 @@ export class DocumentService {
   async writeMirrored(em: EntityManager, documentId: string, content: DocumentContent, serialized: SerializedContent, expectedHash: string, author: Author, source: VersionSource, now: Date): Promise<boolean> {
     const versionId = this.ids.next();
     return inTransaction(em, async (tx) => {
-      const row = await updateContent(tx, { documentId, expectedHash, content: serialized, headVersionId: versionId, now, requireUnlocked: false });
+      const row = await updateContent(this.sql, tx, { documentId, expectedHash, content: serialized, headVersionId: versionId, now, requireUnlocked: false });
       if (!row) return false;
       await this.storeVersion(tx, { id: versionId, documentId, content, serialized, title: row.title, author, source, at: now });
       return true;

@@ -57,7 +57,7 @@ export class VersionService {
    */
   async contentOf(em: EntityManager, version: DocumentVersion): Promise<DocumentContent> {
     if (version.delta === null && version.content !== null) return version.content;
-    const chain = await versionChain(em, version.id, version.chainLength + 1);
+    const chain = await versionChain(this.documents.sql, em, version.id, version.chainLength + 1);
     const [snapshot, ...deltas] = chain;
     if (!snapshot || snapshot.delta !== null || chain[chain.length - 1]!.id !== version.id) throw damagedHistory(version.id);
     let content = snapshot.content as DocumentContent;

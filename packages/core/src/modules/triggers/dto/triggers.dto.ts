@@ -103,7 +103,7 @@ export class CreateWebhookTriggerBody extends WebhookTriggerFields {}
 export class UpdateWebhookTriggerBody extends WebhookTriggerFields {
   @IsOptional()
   @IsBoolean()
-  @Doc({ description: 'Issue a new secret (answered once); the old one stops working.' })
+  @Doc({ description: 'Issue a new secret (answered once); the old one is revoked.' })
   rotateSecret?: boolean;
 }
 

@@ -3,7 +3,7 @@ import { invalidRefreshDescription, type TokenCheck } from './token-request.js';
 
 /**
  * Refresh tokens are single use and rotate. Presenting a token that was already rotated is reuse:
- * the whole family is revoked (its access tokens stop working at once) and the answer is the same
+ * the whole family is revoked (its access tokens are refused at once) and the answer is the same
  * `invalid_grant` as for any invalid token. Within `oauth.refreshGraceSeconds` of the rotation, a
  * second exchange is taken as a benign double refresh instead. Any other revoked token is simply
  * invalid. Concurrent rotations are settled by the conditional update in the token service.
