@@ -38,6 +38,10 @@ export function databaseFromUrl(url: string): DatabaseAdapter {
       const adapter = loaded;
       return adapter?.poolStats ? (orm: Parameters<NonNullable<DatabaseAdapter['poolStats']>>[0]) => adapter.poolStats!(orm) : undefined;
     },
+    get runStore() {
+      const adapter = loaded;
+      return adapter?.runStore ? (deps: Parameters<NonNullable<DatabaseAdapter['runStore']>>[0]) => adapter.runStore!(deps) : undefined;
+    },
     get mergeCommitted() {
       const adapter = loaded;
       return adapter?.mergeCommitted ? (...args: Parameters<NonNullable<DatabaseAdapter['mergeCommitted']>>) => adapter.mergeCommitted!(...args) : undefined;
