@@ -1,12 +1,29 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
-import { AiSdkProvider, ConfReader, readSamplingConf, type AiAdapterOptions, type AiSdkConf } from '@trellis/ai-sdk';
+import { Type } from '@sinclair/typebox';
+import { AiSdkProvider, confField, readConf, samplingField, type AiAdapterOptions, type ConfOf } from '@trellis/ai-sdk';
 import type { LanguageModel } from 'ai';
 
 export const anthropicDefaultBaseUrl = 'https://api.anthropic.com/v1';
 
+/** What the `conf` of an `anthropic` model may hold. */
+export const anthropicConfSchema = Type.Object(
+  {
+    model: confField.required('The Claude model, e.g. "claude-sonnet-4-5".', 'e.g. "claude-sonnet-4-5"'),
+    apiKey: confField.required('An Anthropic API key (sk-ant-...). Encrypted at rest, answered masked.', 'an Anthropic API key, sk-ant-...'),
+    baseURL: confField.url(`The Messages API base URL (default ${anthropicDefaultBaseUrl}).`, { default: anthropicDefaultBaseUrl }),
+    temperature: samplingField.temperature(1),
+    topP: samplingField.topP(),
+    topK: samplingField.topK(),
+    maxTokens: samplingField.maxTokens(),
+    stop: samplingField.stop(),
+    headers: samplingField.headers(),
+    maxRetries: samplingField.maxRetries(),
+  },
+  { additionalProperties: false, title: 'anthropic model conf' },
+);
+
 /** The normalised `conf` of an `anthropic` model. */
-export interface AnthropicConf extends AiSdkConf {
-  apiKey: string;
+export interface AnthropicConf extends ConfOf<typeof anthropicConfSchema> {
   baseURL: string;
 }
 
@@ -20,6 +37,7 @@ export type AnthropicProviderOptions = AiAdapterOptions;
  */
 export class AnthropicProvider extends AiSdkProvider<AnthropicConf> {
   readonly service = 'anthropic';
+  readonly confSchema = anthropicConfSchema;
   protected readonly vendor = 'Anthropic';
 
   constructor(options: AnthropicProviderOptions = {}) {
@@ -27,13 +45,8 @@ export class AnthropicProvider extends AiSdkProvider<AnthropicConf> {
   }
 
   parseConf(conf: Record<string, unknown>): AnthropicConf {
-    const reader = new ConfReader(conf, 'anthropic');
-    const model = reader.requiredString('model', 'e.g. "claude-sonnet-4-5"');
-    const apiKey = reader.requiredString('apiKey', 'an Anthropic API key, sk-ant-...');
-    const baseURL = reader.url('baseURL') ?? anthropicDefaultBaseUrl;
-    const sampling = readSamplingConf(reader, { temperatureMax: 1, topK: true });
-    reader.done();
-    return { model, apiKey, baseURL, ...sampling };
+    const settings = readConf(anthropicConfSchema, conf, this.service);
+    return { ...settings, baseURL: settings.baseURL ?? anthropicDefaultBaseUrl };
   }
 
   protected languageModel(conf: AnthropicConf, fetch?: typeof globalThis.fetch): LanguageModel {

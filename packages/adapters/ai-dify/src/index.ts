@@ -1,32 +1,40 @@
 import { aiErrors, redactProviderError, refusalOf, TrellisError, type AiChatRequest, type AiMessage, type AiProvider, type AiStreamPart, type AiUsage } from '@trellis/core';
-import { aiErrorFromStatus, ConfReader, confSecrets, defaultRetryPolicy, final, isAbortError, streamWithRetries, type AiAdapterOptions, type RetryPolicy } from '@trellis/ai-sdk';
+import { Type } from '@sinclair/typebox';
+import { aiErrorFromStatus, confField, confSecrets, defaultRetryPolicy, final, isAbortError, readConf, streamWithRetries, type AiAdapterOptions, type ConfOf, type RetryPolicy } from '@trellis/ai-sdk';
 import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
 
 export const difyDefaultBaseUrl = 'https://api.dify.ai/v1';
 
-/** The normalised `conf` of a `dify` model (one Dify app). */
-export interface DifyConf {
-  /** The app's API key (`app-...`). */
-  apiKey: string;
+/** What the `conf` of a `dify` model (one Dify app) may hold. */
+export const difyConfSchema = Type.Object(
+  {
+    apiKey: confField.required("The app's API key (app-...). Encrypted at rest, answered masked.", 'the API key of the Dify app, app-...'),
+    baseURL: confField.url(`The Dify service API base URL (default ${difyDefaultBaseUrl}; self-hosted: http://host/v1).`, { default: difyDefaultBaseUrl }),
+    mode: confField.oneOf(['chat', 'workflow'] as const, '`chat`: `POST /chat-messages` (chat, agent and chatflow apps); `workflow`: `POST /workflows/run`. Default `chat`.', { default: 'chat' }),
+    user: confField.string("Dify's end-user identifier for the calls (Dify scopes conversations by it). Default `trellis`.", { default: 'trellis' }),
+    inputs: confField.object("Fixed values of the app's input variables."),
+    queryInput: confField.string('Workflow mode: the input variable that receives the message text. Default `query`.', { default: 'query' }),
+    systemInput: confField.string('The input variable that receives the system messages (unset: not sent).'),
+    toolsInput: confField.string('The input variable that receives the offered tools as a JSON array of function definitions (unset: not sent).'),
+    answerOutput: confField.string('Workflow mode: the output holding the answer when the workflow streamed no text. Default `text`.', { default: 'text' }),
+    toolCallsOutput: confField.string('The workflow output (chatflow or workflow) whose list of `{id?, name, arguments}` become tool calls for Trellis to run. Default `tool_calls`.', {
+      default: 'tool_calls',
+    }),
+    headers: confField.stringRecord('Extra HTTP headers sent with every call.'),
+    maxRetries: confField.integer('Retries after a 429 or 5xx before the first part (default: the adapter option, 2).', { minimum: 0, maximum: 10 }),
+  },
+  { additionalProperties: false, title: 'dify model conf' },
+);
+
+/** The normalised `conf` of a `dify` model (one Dify app): `difyConfSchema` with its defaults applied. */
+export interface DifyConf extends ConfOf<typeof difyConfSchema> {
   baseURL: string;
-  /** `chat`: `POST /chat-messages` (chat, agent and chatflow apps); `workflow`: `POST /workflows/run`. */
   mode: 'chat' | 'workflow';
-  /** Dify's end-user identifier for the calls (Dify scopes conversations by it). */
   user: string;
-  /** Fixed values of the app's input variables. */
   inputs: Record<string, unknown>;
-  /** Workflow mode: the input variable that receives the message text. */
   queryInput: string;
-  /** The input variable that receives the system messages (unset: not sent). */
-  systemInput?: string;
-  /** The input variable that receives the offered tools as a JSON array of function definitions (unset: not sent). */
-  toolsInput?: string;
-  /** Workflow mode: the output holding the answer when the workflow streamed no text. */
   answerOutput: string;
-  /** The workflow output (chatflow or workflow) whose list of `{id?, name, arguments}` become tool calls for Trellis to run. */
   toolCallsOutput: string;
-  headers?: Record<string, string>;
-  maxRetries?: number;
 }
 
 export interface DifyProviderOptions extends AiAdapterOptions {
@@ -86,6 +94,7 @@ const numberOr = (value: unknown, fallback = 0): number => (typeof value === 'nu
  */
 export class DifyProvider implements AiProvider<DifyConf> {
   readonly service = 'dify';
+  readonly confSchema = difyConfSchema;
   readonly secretConfKeys: readonly string[] = ['apiKey'];
   private readonly retryPolicy: RetryPolicy;
   private readonly threads = new Map<string, string>();
@@ -97,21 +106,17 @@ export class DifyProvider implements AiProvider<DifyConf> {
   }
 
   parseConf(conf: Record<string, unknown>): DifyConf {
-    const reader = new ConfReader(conf, 'dify');
-    const apiKey = reader.requiredString('apiKey', 'the API key of the Dify app, app-...');
-    const baseURL = reader.url('baseURL') ?? difyDefaultBaseUrl;
-    const mode = reader.oneOf('mode', ['chat', 'workflow'] as const) ?? 'chat';
-    const user = reader.string('user') ?? 'trellis';
-    const inputs = reader.object('inputs') ?? {};
-    const queryInput = reader.string('queryInput') ?? 'query';
-    const systemInput = reader.string('systemInput');
-    const toolsInput = reader.string('toolsInput');
-    const answerOutput = reader.string('answerOutput') ?? 'text';
-    const toolCallsOutput = reader.string('toolCallsOutput') ?? 'tool_calls';
-    const headers = reader.stringRecord('headers');
-    const maxRetries = reader.number('maxRetries', { min: 0, max: 10, integer: true });
-    reader.done();
-    return { apiKey, baseURL, mode, user, inputs, queryInput, systemInput, toolsInput, answerOutput, toolCallsOutput, headers, maxRetries };
+    const settings = readConf(difyConfSchema, conf, this.service);
+    return {
+      ...settings,
+      baseURL: settings.baseURL ?? difyDefaultBaseUrl,
+      mode: settings.mode ?? 'chat',
+      user: settings.user ?? 'trellis',
+      inputs: settings.inputs ?? {},
+      queryInput: settings.queryInput ?? 'query',
+      answerOutput: settings.answerOutput ?? 'text',
+      toolCallsOutput: settings.toolCallsOutput ?? 'tool_calls',
+    };
   }
 
   /** The Dify conversation id remembered for a Trellis thread (for tests and diagnostics). */

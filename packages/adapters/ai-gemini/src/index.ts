@@ -1,17 +1,39 @@
 import type { APICallError } from '@ai-sdk/provider';
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { aiErrors, type AiEmbedRequest, type AiEmbedResult, type TrellisError } from '@trellis/core';
-import { AiSdkProvider, ConfReader, readSamplingConf, retryAfterSeconds, type AiAdapterOptions, type AiSdkConf } from '@trellis/ai-sdk';
+import { Type } from '@sinclair/typebox';
+import { AiSdkProvider, confField, readConf, retryAfterSeconds, samplingField, type AiAdapterOptions, type ConfOf } from '@trellis/ai-sdk';
 import type { LanguageModel } from 'ai';
 
 export const geminiDefaultBaseUrl = 'https://generativelanguage.googleapis.com/v1beta';
+export const geminiDefaultEmbeddingModel = 'gemini-embedding-001';
+
+/** What the `conf` of a `gemini` model may hold. */
+export const geminiConfSchema = Type.Object(
+  {
+    model: confField.required('The Gemini model, e.g. "gemini-2.5-flash".', 'e.g. "gemini-2.5-flash"'),
+    apiKey: confField.required('A Gemini API key from Google AI Studio. Encrypted at rest, answered masked.', 'a Gemini API key from Google AI Studio'),
+    baseURL: confField.url(`The Gemini API base URL (default ${geminiDefaultBaseUrl}).`, { default: geminiDefaultBaseUrl }),
+    temperature: samplingField.temperature(2),
+    topP: samplingField.topP(),
+    topK: samplingField.topK(),
+    maxTokens: samplingField.maxTokens(),
+    stop: samplingField.stop(),
+    seed: samplingField.seed(),
+    presencePenalty: samplingField.presencePenalty(),
+    frequencyPenalty: samplingField.frequencyPenalty(),
+    headers: samplingField.headers(),
+    maxRetries: samplingField.maxRetries(),
+    embeddingModel: confField.string(`The embedding model (default ${geminiDefaultEmbeddingModel}).`, { default: geminiDefaultEmbeddingModel }),
+    dimensions: confField.integer('The length of the embedding vectors (the model\'s own when unset).', { minimum: 1 }),
+  },
+  { additionalProperties: false, title: 'gemini model conf' },
+);
 
 /** The normalised `conf` of a `gemini` model. */
-export interface GeminiConf extends AiSdkConf {
-  apiKey: string;
+export interface GeminiConf extends ConfOf<typeof geminiConfSchema> {
   baseURL: string;
   embeddingModel: string;
-  dimensions?: number;
 }
 
 export type GeminiProviderOptions = AiAdapterOptions;
@@ -31,6 +53,7 @@ const durationSeconds = (value: unknown): number | null => {
  */
 export class GeminiProvider extends AiSdkProvider<GeminiConf> {
   readonly service = 'gemini';
+  readonly confSchema = geminiConfSchema;
   protected readonly vendor = 'Gemini';
 
   constructor(options: GeminiProviderOptions = {}) {
@@ -38,15 +61,8 @@ export class GeminiProvider extends AiSdkProvider<GeminiConf> {
   }
 
   parseConf(conf: Record<string, unknown>): GeminiConf {
-    const reader = new ConfReader(conf, 'gemini');
-    const model = reader.requiredString('model', 'e.g. "gemini-2.5-flash"');
-    const apiKey = reader.requiredString('apiKey', 'a Gemini API key from Google AI Studio');
-    const baseURL = reader.url('baseURL') ?? geminiDefaultBaseUrl;
-    const sampling = readSamplingConf(reader, { temperatureMax: 2, topK: true, penalties: true, seed: true });
-    const embeddingModel = reader.string('embeddingModel') ?? 'gemini-embedding-001';
-    const dimensions = reader.number('dimensions', { min: 1, integer: true });
-    reader.done();
-    return { model, apiKey, baseURL, embeddingModel, dimensions, ...sampling };
+    const settings = readConf(geminiConfSchema, conf, this.service);
+    return { ...settings, baseURL: settings.baseURL ?? geminiDefaultBaseUrl, embeddingModel: settings.embeddingModel ?? geminiDefaultEmbeddingModel };
   }
 
   private google(conf: GeminiConf, fetch: typeof globalThis.fetch | undefined) {

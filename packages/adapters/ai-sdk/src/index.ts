@@ -1,5 +1,5 @@
-export { ConfReader, type ConfIssue } from './conf.js';
-export { AiSdkProvider, confSecrets, mapAiSdkError, sentenceStart, readSamplingConf, toModelMessages, type AiSdkConf } from './provider.js';
+export { CONF_HINT, confField, HTTP_URL_PATTERN, readConf, samplingField, type ConfIssue, type ConfOf, type ConfRule } from './conf.js';
+export { AiSdkProvider, confSecrets, mapAiSdkError, sentenceStart, toModelMessages, type AiSdkConf } from './provider.js';
 export {
   abortReason,
   aiErrorFromStatus,

@@ -1,4 +1,5 @@
 import { APICallError } from '@ai-sdk/provider';
+import type { TObject } from '@sinclair/typebox';
 import {
   aiErrors,
   refusalOf,
@@ -17,7 +18,6 @@ import {
   type AiToolCall,
 } from '@trellis/core';
 import { embedMany, jsonSchema, Output, RetryError, streamText, tool, type EmbeddingModel, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
-import { ConfReader } from './conf.js';
 import { abortReason, aiErrorFromStatus, callWithRetries, defaultRetryPolicy, streamWithRetries, type AiAdapterOptions, type RetryPolicy } from './retry.js';
 
 /** The settings every AI SDK based adapter reads from `conf` (besides its own). */
@@ -35,22 +35,6 @@ export interface AiSdkConf {
   frequencyPenalty?: number;
   headers?: Record<string, string>;
   maxRetries?: number;
-}
-
-/** Reads the common sampling settings; `temperatureMax` is the vendor's upper bound. */
-export function readSamplingConf(reader: ConfReader, options: { temperatureMax: number; topK?: boolean; penalties?: boolean; seed?: boolean }) {
-  return {
-    temperature: reader.number('temperature', { min: 0, max: options.temperatureMax }),
-    topP: reader.number('topP', { min: 0, max: 1 }),
-    topK: options.topK ? reader.number('topK', { min: 1, integer: true }) : undefined,
-    maxTokens: reader.number('maxTokens', { min: 1, integer: true }),
-    stop: reader.stringList('stop', 4),
-    seed: options.seed ? reader.number('seed', { integer: true }) : undefined,
-    presencePenalty: options.penalties ? reader.number('presencePenalty', { min: -2, max: 2 }) : undefined,
-    frequencyPenalty: options.penalties ? reader.number('frequencyPenalty', { min: -2, max: 2 }) : undefined,
-    headers: reader.stringRecord('headers'),
-    maxRetries: reader.number('maxRetries', { min: 0, max: 10, integer: true }),
-  };
 }
 
 const finishReasons: Record<string, AiFinishReason> = { stop: 'stop', length: 'length', 'tool-calls': 'tool-calls', 'content-filter': 'content-filter', error: 'error' };
@@ -178,6 +162,8 @@ export abstract class AiSdkProvider<Conf extends AiSdkConf> implements AiProvide
   /** The vendor's name in error messages, a noun phrase that reads mid-sentence (`Anthropic`). */
   protected abstract readonly vendor: string;
   readonly secretConfKeys: readonly string[] = ['apiKey'];
+  /** The JSON Schema of `conf` (a `Type.Object` of `confField`s) that `parseConf` checks with `readConf`. */
+  abstract readonly confSchema: TObject;
   protected readonly retryPolicy: RetryPolicy;
 
   constructor(protected readonly options: AiAdapterOptions = {}) {

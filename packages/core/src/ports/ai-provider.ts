@@ -1,4 +1,5 @@
 import type { ModelCallFrame } from '../modules/ai/services/model-call-scope.js';
+import type { TSchema } from '@sinclair/typebox';
 import type { ServiceIdentifier } from 'inversify';
 import { TrellisError } from '../kernel/errors.js';
 
@@ -15,6 +16,12 @@ import { TrellisError } from '../kernel/errors.js';
  *   `aiErrors.invalidConf(issues)` (422 `invalid_model_conf` with `details`). It never calls the
  *   network. `secretConfKeys` names the `conf` keys Trellis encrypts at rest and masks in every
  *   response (`apiKey` by default).
+ * - `confSchema` (optional) is the JSON Schema of `conf` that `parseConf` checks (a TypeBox
+ *   `Type.Object`, which is a JSON Schema object), with a `description` on each field, so a host
+ *   can publish what each service accepts and an editor can offer a form. `parseConf` accepts what
+ *   the schema accepts, except for rules across fields the schema cannot say (the adapter
+ *   documents those), and reports what it refuses as `details` with the field, a constraint name
+ *   and a message.
  * - `chat` yields `AiStreamPart`s: any number of `text-delta`s and `tool-call`s, then exactly one
  *   `finish` with the usage the provider reported. It stops promptly when `request.signal` aborts
  *   (throwing the signal's reason or an `AbortError`). Failures throw `TrellisError`s from
@@ -34,6 +41,8 @@ export interface AiProvider<Conf = Record<string, unknown>> {
   readonly service: string;
   /** Keys of `conf` that hold secrets (encrypted at rest, masked in responses). Default `['apiKey']`. */
   readonly secretConfKeys?: readonly string[];
+  /** The JSON Schema of `conf` (a JSON Schema object; TypeBox builds one), for hosts and editors to publish. */
+  readonly confSchema?: TSchema;
   parseConf(conf: Record<string, unknown>): Conf;
   chat(conf: Conf, request: AiChatRequest): AsyncIterable<AiStreamPart>;
   embed?(conf: Conf, request: AiEmbedRequest): Promise<AiEmbedResult>;
