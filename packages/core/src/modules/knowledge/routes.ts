@@ -134,7 +134,7 @@ export function knowledgeRoutes(config: KnowledgeConfig): RouteDefinition[] {
         const { service, base } = await scope(ctx);
         const items = [];
         for (const file of files) items.push(await service.addSource(ctx.em, base, { kind: 'file', name: file.name, mediaType: file.mediaType, data: file.data, metadata }));
-        return Reply.json({ items: items.map(toSourceView) }, 202);
+        return { items: items.map(toSourceView) };
       },
     }),
     defineRoute({

@@ -9,7 +9,6 @@ import type { ModelEntry } from './schemas.js';
 
 type Get = <T>(id: new (...args: any[]) => T) => T;
 
-
 /** Most bots and deployed blocks one list shows. */
 const LIST_LIMIT = 200;
 

@@ -246,7 +246,7 @@ export function runRoutes(): RouteDefinition[] {
       },
       async handler(ctx) {
         const run = await ctx.get(RunService).resume(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId, ctx.body?.answer);
-        return Reply.json({ success: true, runId: run.id, status: run.status }, 202);
+        return { success: true as const, runId: run.id, status: run.status };
       },
     }),
     defineRoute({
@@ -288,7 +288,7 @@ export function runRoutes(): RouteDefinition[] {
       },
       async handler(ctx) {
         const run = await ctx.get(RunService).cancel(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId);
-        return Reply.json({ success: true, runId: run.id, status: run.status }, 202);
+        return { success: true as const, runId: run.id, status: run.status };
       },
     }),
   ];
