@@ -5,7 +5,8 @@ import { AiListQuery, AiModelBody, AiModelParams, AiToolBody, AiToolParams } fro
 import type { AiModel } from './entities/ai-model.entity.js';
 import { AiModelService } from './services/ai-model.service.js';
 import { AiToolService } from './services/ai-tool.service.js';
-import { aiModelSchema, aiToolSchema, pageSchema, toAiModelView, toAiToolView } from './views.js';
+import { pageSchema } from '../../kernel/http/response-schema.js';
+import { aiModelSchema, aiToolSchema, toAiModelView, toAiToolView } from './views.js';
 
 const auth = ['jwt', 'api_key', 'agent_token', 'oauth'] as const;
 const modelTags = ['AI models'];

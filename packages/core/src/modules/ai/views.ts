@@ -1,11 +1,45 @@
+import { dateTime, jsonObject, nullable, stringEnum, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
 import type { AiModel } from './entities/ai-model.entity.js';
 import type { AiTool } from './entities/ai-tool.entity.js';
 import { maskConf } from './services/secret-fields.js';
 
-const dateTime = { type: 'string', format: 'date-time' } as const;
-const nullableString = { anyOf: [{ type: 'string' }, { type: 'null' }] };
+/** The AI model and tool responses, declared once: their JSON Schema (OpenAPI) and TypeScript types. */
+export const aiModelSchema = Type.Object({
+  id: uuid(),
+  ownerId: uuid(),
+  name: Type.String(),
+  desc: nullable(Type.String()),
+  service: nullable(Type.String()),
+  conf: jsonObject({ additionalProperties: true, description: 'Provider settings; secret keys are answered as `********`.' }),
+  providerInstalled: Type.Boolean({ description: 'Whether this deployment has an adapter for `service`.' }),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type AiModelView = Static<typeof aiModelSchema>;
 
-export const toAiModelView = (model: AiModel, maskedConf: Record<string, unknown>, providerInstalled: boolean) => ({
+export const aiToolActionTypes = ['http', 'mcp', 'knowledge'] as const;
+
+export const aiToolActionSchema = Type.Object({
+  name: Type.String(),
+  type: stringEnum(aiToolActionTypes),
+  conf: Type.Optional(jsonObject({ additionalProperties: true })),
+});
+export type AiToolActionView = Static<typeof aiToolActionSchema>;
+
+export const aiToolSchema = Type.Object({
+  id: uuid(),
+  ownerId: uuid(),
+  name: Type.String(),
+  desc: nullable(Type.String()),
+  service: nullable(Type.String()),
+  conf: jsonObject({ additionalProperties: true, description: 'Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`.' }),
+  actions: Type.Array(aiToolActionSchema),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type AiToolView = Static<typeof aiToolSchema>;
+
+export const toAiModelView = (model: AiModel, maskedConf: Record<string, unknown>, providerInstalled: boolean): AiModelView => ({
   id: model.id,
   ownerId: model.owner.id,
   name: model.name,
@@ -18,9 +52,15 @@ export const toAiModelView = (model: AiModel, maskedConf: Record<string, unknown
 });
 
 /** Actions with their secrets (header values, secret-looking keys) masked. */
-export const maskActions = (actions: AiTool['actions']) => actions.map((action) => (action.conf === undefined ? action : { ...action, conf: maskConf(action.conf) }));
+export const maskActions = (actions: AiTool['actions']): AiToolActionView[] =>
+  actions.map((action) => ({
+    ...action,
+    // Stored actions passed AiToolService.validateActions, which admits only these types.
+    type: action.type as AiToolActionView['type'],
+    ...(action.conf === undefined ? {} : { conf: maskConf(action.conf) }),
+  }));
 
-export const toAiToolView = (tool: AiTool) => ({
+export const toAiToolView = (tool: AiTool): AiToolView => ({
   id: tool.id,
   ownerId: tool.owner.id,
   name: tool.name,
@@ -32,46 +72,3 @@ export const toAiToolView = (tool: AiTool) => ({
   updatedAt: tool.updatedAt.toISOString(),
 });
 
-export const aiModelSchema = {
-  type: 'object',
-  required: ['id', 'ownerId', 'name', 'desc', 'service', 'conf', 'providerInstalled', 'createdAt', 'updatedAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    ownerId: { type: 'string', format: 'uuid' },
-    name: { type: 'string' },
-    desc: nullableString,
-    service: nullableString,
-    conf: { type: 'object', additionalProperties: true, description: 'Provider settings; secret keys are answered as `********`.' },
-    providerInstalled: { type: 'boolean', description: 'Whether this deployment has an adapter for `service`.' },
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
-
-export const aiToolActionSchema = {
-  type: 'object',
-  required: ['name', 'type'],
-  properties: { name: { type: 'string' }, type: { enum: ['http', 'mcp', 'knowledge'] }, conf: { type: 'object', additionalProperties: true } },
-};
-
-export const aiToolSchema = {
-  type: 'object',
-  required: ['id', 'ownerId', 'name', 'desc', 'service', 'conf', 'actions', 'createdAt', 'updatedAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    ownerId: { type: 'string', format: 'uuid' },
-    name: { type: 'string' },
-    desc: nullableString,
-    service: nullableString,
-    conf: { type: 'object', additionalProperties: true, description: 'Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`.' },
-    actions: { type: 'array', items: aiToolActionSchema },
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
-
-export const pageSchema = (item: Record<string, unknown>) => ({
-  type: 'object',
-  required: ['items', 'total', 'page', 'size'],
-  properties: { items: { type: 'array', items: item }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
-});

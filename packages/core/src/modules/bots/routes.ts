@@ -1,6 +1,7 @@
 import { Reply } from '../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import { pageOf, paging } from '../../kernel/http/dto/paging.js';
+import { dateTime, jsonObject, pageSchema, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
 import { BotCreateBody, BotListQuery, BotParams, BotUpdateBody } from './dto/bot.dto.js';
 import type { Bot } from './entities/bot.entity.js';
 import { BotService } from './services/bot.service.js';
@@ -9,22 +10,18 @@ const auth = ['jwt', 'api_key', 'agent_token', 'oauth'] as const;
 const tags = ['Bots'];
 const notFound = 'No bot of yours has this id (bot_not_found)';
 const invalidConf = 'conf.modelId or conf.toolIds names an AI model or tool that is not yours, or a conf field has the wrong type (invalid_bot_conf, with details)';
-const dateTime = { type: 'string', format: 'date-time' } as const;
+/** A bot as the API answers it, declared once: its JSON Schema (OpenAPI) and TypeScript type. */
+export const botSchema = Type.Object({
+  id: uuid(),
+  ownerId: uuid(),
+  name: Type.String(),
+  conf: jsonObject({ additionalProperties: true, description: 'avatar, desc, modelId, prompt, toolIds, and any other keys given.' }),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type BotView = Static<typeof botSchema>;
 
-export const botSchema = {
-  type: 'object',
-  required: ['id', 'ownerId', 'name', 'conf', 'createdAt', 'updatedAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    ownerId: { type: 'string', format: 'uuid' },
-    name: { type: 'string' },
-    conf: { type: 'object', additionalProperties: true, description: 'avatar, desc, modelId, prompt, toolIds, and any other keys given.' },
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
-
-export const toBotView = (bot: Bot) => ({
+export const toBotView = (bot: Bot): BotView => ({
   id: bot.id,
   ownerId: bot.owner.id,
   name: bot.name,
@@ -41,9 +38,7 @@ export const botRoutes: RouteDefinition[] = [
     tags,
     auth,
     query: BotListQuery,
-    response: {
-      schema: { type: 'object', required: ['items', 'total', 'page', 'size'], properties: { items: { type: 'array', items: botSchema }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } } },
-    },
+    response: { schema: pageSchema(botSchema) },
     async handler(ctx) {
       const p = paging(ctx.query);
       const { items, total } = await ctx.get(BotService).list(ctx.em, ctx.requirePrincipal().userId, p);

@@ -1,5 +1,7 @@
+import { dateTime, nullable, stringEnum, Type } from '../../kernel/http/response-schema.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import type { ModuleContext } from '../../kernel/module.js';
+import type { CommandResult } from '../documents/content/edit-commands.js';
 import type { DocumentsConfig } from '../documents/documents.config.js';
 import { DocumentParams, SmartEditBody } from '../documents/dto/document.dto.js';
 import { combinedAuth, documentValidation } from '../documents/routes.js';
@@ -13,29 +15,43 @@ const tags = ['Collaboration'];
 const missing = 'No such document, or no access to it (document_not_found)';
 const readOnly = 'You may read but not write this document (write_permission_required)';
 
-const collaboratorSchema = {
-  type: 'object',
-  required: ['clientId', 'userId', 'name', 'color', 'cursor', 'selection'],
-  properties: {
-    clientId: { type: 'integer', description: 'The Yjs client id of the editor.' },
-    userId: { anyOf: [{ type: 'string' }, { type: 'null' }] },
-    name: { anyOf: [{ type: 'string' }, { type: 'null' }] },
-    color: { anyOf: [{ type: 'string' }, { type: 'null' }] },
-    cursor: { anyOf: [{ type: 'object', properties: { anchor: { type: 'number' }, head: { type: 'number' } } }, { type: 'null' }] },
-    selection: { anyOf: [{ type: 'object', properties: { blockId: { type: 'string' }, blockType: { type: 'string' }, text: { type: 'string' } } }, { type: 'null' }] },
-  },
-};
+/** The collaboration responses, declared once: their JSON Schema (OpenAPI) and TypeScript types. */
+const collaboratorSchema = Type.Object({
+  clientId: Type.Integer({ description: 'The Yjs client id of the editor.' }),
+  userId: nullable(Type.String()),
+  name: nullable(Type.String()),
+  color: nullable(Type.String()),
+  cursor: nullable(Type.Object({ anchor: Type.Optional(Type.Number()), head: Type.Optional(Type.Number()) })),
+  selection: nullable(Type.Object({ blockId: Type.Optional(Type.String()), blockType: Type.Optional(Type.String()), text: Type.Optional(Type.String()) })),
+});
 
-const editResponse = {
-  type: 'object',
-  required: ['success', 'mode', 'version'],
-  properties: {
-    success: { const: true },
-    mode: { enum: ['rest', 'collab'], description: 'The road the edit took.' },
-    version: { type: 'string', description: 'The content_hash after the edit.' },
-    results: { type: 'array', items: { type: 'object' } },
-  },
-};
+const editResponse = Type.Object({
+  success: Type.Literal(true),
+  mode: stringEnum(['rest', 'collab'], { description: 'The road the edit took.' }),
+  version: Type.String({ description: 'The content_hash after the edit.' }),
+  // Each is the documents module's CommandResult, published as any object (its shape is declared there, not here).
+  results: Type.Optional(Type.Array(Type.Unsafe<CommandResult>({ type: 'object' }))),
+});
+
+const awarenessSchema = Type.Object({ collaborators: Type.Array(collaboratorSchema), active_connections: Type.Integer(), scope: Type.Literal('local') });
+
+const yjsStateSchema = Type.Object({ state: nullable(Type.Array(Type.Integer())) });
+
+const successSchema = Type.Object({ success: Type.Literal(true) });
+
+const joinSchema = Type.Object({
+  success: Type.Literal(true),
+  participant_id: Type.String(),
+  content_source: Type.Literal('collab'),
+  active_connections: Type.Integer(),
+  websocket_path: Type.String({ description: '/v3/collab/{documentId}; add ?token=<bearer token>.' }),
+  protocol: Type.Literal('y-websocket'),
+  fragment: Type.Literal('default'),
+  expires_at: dateTime(),
+  state: Type.Array(Type.Integer()),
+});
+
+const leaveSchema = Type.Object({ success: Type.Literal(true), left: Type.Integer({ description: 'Participations removed.' }), active_connections: Type.Integer() });
 
 /** Smart-edit, awareness, yjs-state and the REST side of collaborative editing. */
 export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
@@ -65,7 +81,7 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
       },
       async handler(ctx) {
         const outcome = await ctx.get(SmartEditService).edit(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.body);
-        return { success: true, mode: outcome.mode, version: outcome.version, results: outcome.results };
+        return { success: true as const, mode: outcome.mode, version: outcome.version, results: outcome.results };
       },
     }),
     defineRoute({
@@ -76,18 +92,12 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
       tags,
       auth: combinedAuth,
       params: DocumentParams,
-      response: {
-        schema: {
-          type: 'object',
-          required: ['collaborators', 'active_connections', 'scope'],
-          properties: { collaborators: { type: 'array', items: collaboratorSchema }, active_connections: { type: 'integer' }, scope: { const: 'local' } },
-        },
-      },
+      response: { schema: awarenessSchema },
       errors: { 404: missing },
       async handler(ctx) {
         await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, ctx.requirePrincipal());
         const { collaborators, activeConnections } = ctx.get(CollabService).awareness(ctx.params.documentId);
-        return { collaborators, active_connections: activeConnections, scope: 'local' };
+        return { collaborators, active_connections: activeConnections, scope: 'local' as const };
       },
     }),
     defineRoute({
@@ -97,7 +107,7 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
       tags,
       auth: ['jwt', 'api_key'],
       params: DocumentParams,
-      response: { schema: { type: 'object', required: ['state'], properties: { state: { anyOf: [{ type: 'array', items: { type: 'integer' } }, { type: 'null' }] } } } },
+      response: { schema: yjsStateSchema },
       errors: { 403: 'Not a JWT or API key (credential_not_allowed)', 404: missing },
       async handler(ctx) {
         return { state: await ctx.get(YjsStateService).read(ctx.em, ctx.requirePrincipal(), ctx.params.documentId) };
@@ -115,7 +125,7 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
       body: YjsStateBody,
       maxBodyBytes: stateBody,
       validationError: documentValidation,
-      response: { schema: { type: 'object', required: ['success'], properties: { success: { const: true } } } },
+      response: { schema: successSchema },
       errors: {
         400: 'state missing or not an array of bytes (validation_failed); not a decodable Yjs update (invalid_yjs_state)',
         403: `Not a JWT or API key (credential_not_allowed); ${readOnly}`,
@@ -124,7 +134,7 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
       },
       async handler(ctx) {
         await ctx.get(YjsStateService).write(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.body.state);
-        return { success: true };
+        return { success: true as const };
       },
     }),
     defineRoute({
@@ -136,23 +146,7 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
       tags,
       auth: combinedAuth,
       params: DocumentParams,
-      response: {
-        schema: {
-          type: 'object',
-          required: ['success', 'participant_id', 'content_source', 'active_connections', 'websocket_path', 'protocol', 'fragment', 'expires_at', 'state'],
-          properties: {
-            success: { const: true },
-            participant_id: { type: 'string' },
-            content_source: { const: 'collab' },
-            active_connections: { type: 'integer' },
-            websocket_path: { type: 'string', description: '/v3/collab/{documentId}; add ?token=<bearer token>.' },
-            protocol: { const: 'y-websocket' },
-            fragment: { const: 'default' },
-            expires_at: { type: 'string', format: 'date-time' },
-            state: { type: 'array', items: { type: 'integer' } },
-          },
-        },
-      },
+      response: { schema: joinSchema },
       errors: { 404: missing },
       async handler(ctx) {
         const principal = ctx.requirePrincipal();
@@ -160,13 +154,13 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
         // A reader may join (to follow along) but does not count as an editor for the 423 rule.
         const joined = await ctx.get(CollabService).join(ctx.params.documentId, principal, permissions.has('write'));
         return {
-          success: true,
+          success: true as const,
           participant_id: joined.participantId,
-          content_source: 'collab',
+          content_source: 'collab' as const,
           active_connections: joined.activeConnections,
           websocket_path: `/v3/collab/${ctx.params.documentId}`,
-          protocol: 'y-websocket',
-          fragment: 'default',
+          protocol: 'y-websocket' as const,
+          fragment: 'default' as const,
           expires_at: joined.expiresAt.toISOString(),
           state: Array.from(joined.state),
         };
@@ -182,20 +176,14 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
       params: DocumentParams,
       body: CollabLeaveBody,
       validationError: documentValidation,
-      response: {
-        schema: {
-          type: 'object',
-          required: ['success', 'left', 'active_connections'],
-          properties: { success: { const: true }, left: { type: 'integer', description: 'Participations removed.' }, active_connections: { type: 'integer' } },
-        },
-      },
+      response: { schema: leaveSchema },
       errors: { 404: missing },
       async handler(ctx) {
         const principal = ctx.requirePrincipal();
         await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, principal);
         const collab = ctx.get(CollabService);
         const left = await collab.leave(ctx.params.documentId, principal, ctx.body.participant_id);
-        return { success: true, left, active_connections: collab.localConnections(ctx.params.documentId) };
+        return { success: true as const, left, active_connections: collab.localConnections(ctx.params.documentId) };
       },
     }),
     defineRoute({
@@ -222,7 +210,7 @@ export function collabRoutes(ctx: ModuleContext): RouteDefinition[] {
         const collab = ctx.get(CollabService);
         collab.touch(ctx.params.documentId, principal);
         const { version, results } = await collab.edit(ctx.params.documentId, ctx.body, principal, 'collab_edit');
-        return { success: true, mode: 'collab', version, results };
+        return { success: true as const, mode: 'collab' as const, version, results };
       },
     }),
   ];

@@ -21,7 +21,8 @@ import { ConversationService } from './services/conversation.service.js';
 import { ConversationTurnService, type TurnOptions, type TurnResult } from './services/conversation-turn.service.js';
 import { ToolExecutionService } from './services/tool-execution.service.js';
 import type { ConversationEventRecord } from './entities/conversation-event.entity.js';
-import { conversationSchema, messageSchema, pageSchema, toConversationView, toMessageView, turnSchema } from './views.js';
+import { pageSchema } from '../../kernel/http/response-schema.js';
+import { conversationEventStreamSchema, conversationSchema, messageSchema, toConversationView, toMessageView, toolExecutionSchema, turnSchema, turnStopSchema } from './views.js';
 
 const auth = ['jwt', 'api_key', 'agent_token', 'oauth'] as const;
 const tags = ['Conversations'];
@@ -43,7 +44,7 @@ const eventFrames = {
   status: 200,
   description: "The conversation's events after `after` (or `Last-Event-ID`), then the live tail, each once and in order, to the end of a turn (`turn-end`).",
   contentType: 'text/event-stream',
-  schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: {seq, type, turnId, msgId, convId, content}`.' },
+  schema: conversationEventStreamSchema,
   alternatives: [{ status: 204, description: 'No event after `after` and no turn running: an EventSource stops reconnecting.' }],
 };
 
@@ -279,13 +280,7 @@ export const conversationRoutes: RouteDefinition[] = [
     tags,
     auth,
     params: ConversationParams,
-    response: {
-      schema: {
-        type: 'object',
-        required: ['convId', 'turnId', 'status'],
-        properties: { convId: { type: 'string', format: 'uuid' }, turnId: { type: 'string', format: 'uuid' }, status: { enum: ['stopped', 'stopping'] } },
-      },
-    },
+    response: { schema: turnStopSchema },
     errors: { 404: notFound, 409: 'The bot is not answering in this conversation (no_turn_in_progress)' },
     async handler(ctx) {
       return ctx.get(ConversationTurnService).stop(ctx.em, ctx.requirePrincipal().userId, ctx.params.convId);
@@ -302,13 +297,7 @@ export const conversationRoutes: RouteDefinition[] = [
     params: ToolExecuteParams,
     body: ToolExecuteBody,
     validationError: badRequest,
-    response: {
-      schema: {
-        type: 'object',
-        required: ['toolId', 'hook', 'result', 'message'],
-        properties: { toolId: { type: 'string', format: 'uuid' }, hook: { type: 'string' }, result: { description: 'What the action returned (JSON).' }, message: { anyOf: [messageSchema, { type: 'null' }] } },
-      },
-    },
+    response: { schema: toolExecutionSchema },
     errors: {
       400: 'Body invalid (validation_failed); the destination is a private address (tool_destination_refused)',
       404: 'No tool of yours (tool_not_found), no such action (tool_action_not_found), conversation (conversation_not_found) or message (message_not_found)',

@@ -1,10 +1,72 @@
+import { dateTime, jsonObject, nullable, stringEnum, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
 import type { Conversation } from './entities/conversation.entity.js';
 import type { Message } from './entities/message.entity.js';
 
-const dateTime = { type: 'string', format: 'date-time' } as const;
-const nullable = (schema: Record<string, unknown>) => ({ anyOf: [schema, { type: 'null' }] });
+/** The conversation responses, declared once: their JSON Schema (OpenAPI) and TypeScript types. */
+export const conversationSchema = Type.Object({
+  id: uuid(),
+  ownerId: uuid(),
+  name: Type.String(),
+  botId: nullable(uuid()),
+  conf: jsonObject({ additionalProperties: true, description: 'title, description, and any other keys given.' }),
+  members: Type.Array(Type.String(), { description: 'User ids; the creator first.' }),
+  hdId: nullable(Type.String()),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type ConversationView = Static<typeof conversationSchema>;
 
-export const toConversationView = (c: Conversation) => ({
+export const messageSchema = Type.Object({
+  id: uuid(),
+  convId: uuid(),
+  role: stringEnum(['user', 'assistant', 'tool']),
+  content: Type.String(),
+  status: stringEnum(['completed', 'streaming', 'waiting_tool', 'error', 'stopped']),
+  authorId: nullable(uuid()),
+  attrs: Type.Object({ stream: Type.Optional(Type.Boolean()), tool_auto: Type.Optional(Type.Boolean()), isDebug: Type.Optional(Type.Boolean()) }),
+  toolCalls: nullable(Type.Array(Type.Object({ id: Type.String(), name: Type.String(), input: Type.Unknown() }))),
+  toolCallId: nullable(Type.String()),
+  toolName: nullable(Type.String()),
+  usage: nullable(Type.Object({ inputTokens: Type.Integer(), outputTokens: Type.Integer(), credits: Type.Integer() })),
+  error: nullable(
+    Type.Object({
+      error: Type.String(),
+      message: Type.String(),
+      retry_after: Type.Optional(Type.Number({ description: 'Seconds to wait before trying again (ai_rate_limited).' })),
+    }),
+  ),
+  debug: nullable(jsonObject({ additionalProperties: true })),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type MessageView = Static<typeof messageSchema>;
+
+export const turnSchema = Type.Object({
+  convId: uuid(),
+  status: stringEnum(['streaming', 'completed', 'waiting_tool', 'step_limit', 'stopped']),
+  messages: Type.Array(messageSchema, { description: 'Messages this call created, oldest first.' }),
+  turnId: Type.Optional(uuid({ description: 'The turn this call started.' })),
+  after: Type.Optional(
+    Type.Integer({ minimum: 0, description: "The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event." }),
+  ),
+});
+export type TurnView = Static<typeof turnSchema>;
+
+export const turnStopSchema = Type.Object({ convId: uuid(), turnId: uuid(), status: stringEnum(['stopped', 'stopping']) });
+export type TurnStopView = Static<typeof turnStopSchema>;
+
+export const toolExecutionSchema = Type.Object({
+  toolId: uuid(),
+  hook: Type.String(),
+  result: Type.Unknown({ description: 'What the action returned (JSON).' }),
+  message: nullable(messageSchema),
+});
+export type ToolExecutionView = Static<typeof toolExecutionSchema>;
+
+/** The SSE frames of `GET /conversation/{convId}/events`. */
+export const conversationEventStreamSchema = Type.String({ description: 'SSE frames `id: <seq>`, `event: <type>`, `data: {seq, type, turnId, msgId, convId, content}`.' });
+
+export const toConversationView = (c: Conversation): ConversationView => ({
   id: c.id,
   ownerId: c.owner.id,
   name: c.name,
@@ -16,7 +78,7 @@ export const toConversationView = (c: Conversation) => ({
   updatedAt: c.updatedAt.toISOString(),
 });
 
-export const toMessageView = (m: Message) => ({
+export const toMessageView = (m: Message): MessageView => ({
   id: m.id,
   convId: m.conversation.id,
   role: m.role,
@@ -32,69 +94,4 @@ export const toMessageView = (m: Message) => ({
   debug: m.debug,
   createdAt: m.createdAt.toISOString(),
   updatedAt: m.updatedAt.toISOString(),
-});
-
-export type MessageView = ReturnType<typeof toMessageView>;
-
-export const conversationSchema = {
-  type: 'object',
-  required: ['id', 'ownerId', 'name', 'botId', 'conf', 'members', 'hdId', 'createdAt', 'updatedAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    ownerId: { type: 'string', format: 'uuid' },
-    name: { type: 'string' },
-    botId: nullable({ type: 'string', format: 'uuid' }),
-    conf: { type: 'object', additionalProperties: true, description: 'title, description, and any other keys given.' },
-    members: { type: 'array', items: { type: 'string' }, description: 'User ids; the creator first.' },
-    hdId: nullable({ type: 'string' }),
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
-
-export const messageSchema = {
-  type: 'object',
-  required: ['id', 'convId', 'role', 'content', 'status', 'authorId', 'attrs', 'toolCalls', 'toolCallId', 'toolName', 'usage', 'error', 'debug', 'createdAt', 'updatedAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    convId: { type: 'string', format: 'uuid' },
-    role: { enum: ['user', 'assistant', 'tool'] },
-    content: { type: 'string' },
-    status: { enum: ['completed', 'streaming', 'waiting_tool', 'error', 'stopped'] },
-    authorId: nullable({ type: 'string', format: 'uuid' }),
-    attrs: { type: 'object', properties: { stream: { type: 'boolean' }, tool_auto: { type: 'boolean' }, isDebug: { type: 'boolean' } } },
-    toolCalls: nullable({
-      type: 'array',
-      items: { type: 'object', required: ['id', 'name', 'input'], properties: { id: { type: 'string' }, name: { type: 'string' }, input: {} } },
-    }),
-    toolCallId: nullable({ type: 'string' }),
-    toolName: nullable({ type: 'string' }),
-    usage: nullable({
-      type: 'object',
-      required: ['inputTokens', 'outputTokens', 'credits'],
-      properties: { inputTokens: { type: 'integer' }, outputTokens: { type: 'integer' }, credits: { type: 'integer' } },
-    }),
-    error: nullable({ type: 'object', required: ['error', 'message'], properties: { error: { type: 'string' }, message: { type: 'string' }, retry_after: { type: 'number', description: 'Seconds to wait before trying again (ai_rate_limited).' } } }),
-    debug: nullable({ type: 'object', additionalProperties: true }),
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
-
-export const turnSchema = {
-  type: 'object',
-  required: ['convId', 'status', 'messages'],
-  properties: {
-    convId: { type: 'string', format: 'uuid' },
-    status: { enum: ['streaming', 'completed', 'waiting_tool', 'step_limit', 'stopped'] },
-    messages: { type: 'array', items: messageSchema, description: 'Messages this call created, oldest first.' },
-    turnId: { type: 'string', format: 'uuid', description: 'The turn this call started.' },
-    after: { type: 'integer', minimum: 0, description: "The conversation's last event before this turn: `GET /conversation/{convId}/events?after=` follows the turn from its first event." },
-  },
-};
-
-export const pageSchema = (item: Record<string, unknown>) => ({
-  type: 'object',
-  required: ['items', 'total', 'page', 'size'],
-  properties: { items: { type: 'array', items: item }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
 });

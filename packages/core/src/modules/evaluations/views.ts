@@ -1,26 +1,17 @@
+import { dateTime, jsonObject, nullable, pageSchema, stringEnum, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
 import type { Dataset, DatasetCase } from './entities/dataset.entity.js';
 import { caseStatuses, evaluationStatuses, type Evaluation, type EvaluationResult, type EvaluationSummary } from './entities/evaluation.entity.js';
 import type { Comparison } from './services/evaluation.service.js';
 
-const dateTime = { type: 'string', format: 'date-time' } as const;
-const nullableDateTime = { type: ['string', 'null'], format: 'date-time' } as const;
-const uuid = { type: 'string', format: 'uuid' } as const;
-const nullableNumber = { type: ['number', 'null'] } as const;
-const error = { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } } as const;
-const page = (items: Record<string, unknown>) => ({
-  type: 'object',
-  required: ['items', 'total', 'page', 'size'],
-  properties: { items: { type: 'array', items }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
-});
+/** The dataset and evaluation responses, declared once: their JSON Schema (OpenAPI) and TypeScript types. */
+const error = nullable(Type.Object({ code: Type.String(), message: Type.String() }));
+const nullableNumber = () => nullable(Type.Number());
 
-export const datasetSchema = {
-  type: 'object',
-  required: ['id', 'blockId', 'name', 'caseCount', 'createdBy', 'createdAt', 'updatedAt'],
-  properties: { id: uuid, blockId: uuid, name: { type: 'string' }, caseCount: { type: 'integer' }, createdBy: uuid, createdAt: dateTime, updatedAt: dateTime },
-};
-export const datasetPageSchema = page(datasetSchema);
+export const datasetSchema = Type.Object({ id: uuid(), blockId: uuid(), name: Type.String(), caseCount: Type.Integer(), createdBy: uuid(), createdAt: dateTime(), updatedAt: dateTime() });
+export type DatasetView = Static<typeof datasetSchema>;
+export const datasetPageSchema = pageSchema(datasetSchema);
 
-export const toDatasetView = (d: Dataset) => ({
+export const toDatasetView = (d: Dataset): DatasetView => ({
   id: d.id,
   blockId: d.block.id,
   name: d.name,
@@ -30,23 +21,20 @@ export const toDatasetView = (d: Dataset) => ({
   updatedAt: d.updatedAt.toISOString(),
 });
 
-export const datasetCaseSchema = {
-  type: 'object',
-  required: ['id', 'datasetId', 'name', 'inputs', 'expected', 'sourceRunId', 'createdAt'],
-  properties: {
-    id: uuid,
-    datasetId: uuid,
-    name: { type: ['string', 'null'] },
-    inputs: { type: 'object', additionalProperties: true },
-    expected: { description: 'What the output should be (any JSON value), or null.' },
-    sourceRunId: { type: ['string', 'null'], format: 'uuid', description: 'The run the case was taken from (`fromRuns`).' },
-    createdAt: dateTime,
-  },
-};
-export const datasetCasePageSchema = page(datasetCaseSchema);
-export const datasetCaseListSchema = { type: 'object', required: ['items'], properties: { items: { type: 'array', items: datasetCaseSchema } } };
+export const datasetCaseSchema = Type.Object({
+  id: uuid(),
+  datasetId: uuid(),
+  name: nullable(Type.String()),
+  inputs: jsonObject({ additionalProperties: true }),
+  expected: Type.Unknown({ description: 'What the output should be (any JSON value), or null.' }),
+  sourceRunId: nullable(uuid(), { description: 'The run the case was taken from (`fromRuns`).' }),
+  createdAt: dateTime(),
+});
+export type DatasetCaseView = Static<typeof datasetCaseSchema>;
+export const datasetCasePageSchema = pageSchema(datasetCaseSchema);
+export const datasetCaseListSchema = Type.Object({ items: Type.Array(datasetCaseSchema) });
 
-export const toDatasetCaseView = (c: DatasetCase) => ({
+export const toDatasetCaseView = (c: DatasetCase): DatasetCaseView => ({
   id: c.id,
   datasetId: c.dataset.id,
   name: c.name,
@@ -56,42 +44,35 @@ export const toDatasetCaseView = (c: DatasetCase) => ({
   createdAt: c.createdAt.toISOString(),
 });
 
-const summarySchema = {
-  type: 'object',
-  required: ['cases', 'passed', 'failed', 'errored', 'meanScore', 'credits', 'latencyMs'],
-  properties: {
-    cases: { type: 'integer' },
-    passed: { type: 'integer', description: 'Cases whose run completed and every evaluator passed.' },
-    failed: { type: 'integer', description: 'Cases whose run completed and some evaluator failed.' },
-    errored: { type: 'integer', description: 'Cases whose run did not complete (failed, timed out, waited for an answer, could not start).' },
-    meanScore: { ...nullableNumber, description: 'Mean case score (0 to 1) over completed cases; null before any.' },
-    credits: { type: 'integer', description: 'Credits of the runs and of judge calls.' },
-    latencyMs: { type: 'object', required: ['p50', 'p95'], properties: { p50: nullableNumber, p95: nullableNumber }, description: 'Run durations (nearest rank); null before any.' },
-  },
-};
+const summarySchema = Type.Object({
+  cases: Type.Integer(),
+  passed: Type.Integer({ description: 'Cases whose run completed and every evaluator passed.' }),
+  failed: Type.Integer({ description: 'Cases whose run completed and some evaluator failed.' }),
+  errored: Type.Integer({ description: 'Cases whose run did not complete (failed, timed out, waited for an answer, could not start).' }),
+  meanScore: nullable(Type.Number(), { description: 'Mean case score (0 to 1) over completed cases; null before any.' }),
+  credits: Type.Integer({ description: 'Credits of the runs and of judge calls.' }),
+  latencyMs: Type.Object({ p50: nullableNumber(), p95: nullableNumber() }, { description: 'Run durations (nearest rank); null before any.' }),
+});
 
-export const evaluationSchema = {
-  type: 'object',
-  required: ['id', 'datasetId', 'blockId', 'version', 'status', 'evaluators', 'concurrency', 'summary', 'error', 'createdBy', 'createdAt', 'startedAt', 'finishedAt'],
-  properties: {
-    id: uuid,
-    datasetId: uuid,
-    blockId: uuid,
-    version: { type: 'string' },
-    status: { type: 'string', enum: [...evaluationStatuses] },
-    evaluators: { type: 'array', items: { type: 'object', required: ['type'], properties: { type: { type: 'string' } }, additionalProperties: true } },
-    concurrency: { type: 'integer' },
-    summary: summarySchema,
-    error: { ...error, description: 'Why a `failed` evaluation could not run (the version or block is gone).' },
-    createdBy: uuid,
-    createdAt: dateTime,
-    startedAt: nullableDateTime,
-    finishedAt: nullableDateTime,
-  },
-};
-export const evaluationPageSchema = page(evaluationSchema);
+export const evaluationSchema = Type.Object({
+  id: uuid(),
+  datasetId: uuid(),
+  blockId: uuid(),
+  version: Type.String(),
+  status: stringEnum(evaluationStatuses),
+  evaluators: Type.Array(Type.Object({ type: Type.String() }, { additionalProperties: true })),
+  concurrency: Type.Integer(),
+  summary: summarySchema,
+  error: nullable(Type.Object({ code: Type.String(), message: Type.String() }), { description: 'Why a `failed` evaluation could not run (the version or block is gone).' }),
+  createdBy: uuid(),
+  createdAt: dateTime(),
+  startedAt: nullable(dateTime()),
+  finishedAt: nullable(dateTime()),
+});
+export type EvaluationView = Static<typeof evaluationSchema>;
+export const evaluationPageSchema = pageSchema(evaluationSchema);
 
-export const toEvaluationView = (e: Evaluation, summary: EvaluationSummary) => ({
+export const toEvaluationView = (e: Evaluation, summary: EvaluationSummary): EvaluationView => ({
   id: e.id,
   datasetId: e.dataset.id,
   blockId: e.block.id,
@@ -107,38 +88,31 @@ export const toEvaluationView = (e: Evaluation, summary: EvaluationSummary) => (
   finishedAt: e.finishedAt?.toISOString() ?? null,
 });
 
-const scoreSchema = {
-  type: 'object',
-  required: ['evaluator', 'score', 'passed', 'detail'],
-  properties: {
-    evaluator: { type: 'string', description: 'The evaluator\'s type, with `:path` when it judges a field.' },
-    score: { type: 'number' },
-    passed: { type: 'boolean' },
-    detail: { type: ['string', 'null'], description: 'Why it failed, or the judge\'s reason.' },
-    credits: { type: 'integer', description: 'Credits of a judge\'s model call.' },
-  },
-};
+const scoreSchema = Type.Object({
+  evaluator: Type.String({ description: 'The evaluator\'s type, with `:path` when it judges a field.' }),
+  score: Type.Number(),
+  passed: Type.Boolean(),
+  detail: nullable(Type.String(), { description: 'Why it failed, or the judge\'s reason.' }),
+  credits: Type.Optional(Type.Integer({ description: 'Credits of a judge\'s model call.' })),
+});
 
-export const evaluationResultSchema = {
-  type: 'object',
-  required: ['caseId', 'caseName', 'runId', 'status', 'output', 'scores', 'score', 'passed', 'credits', 'latencyMs', 'error'],
-  properties: {
-    caseId: uuid,
-    caseName: { type: ['string', 'null'] },
-    runId: { type: ['string', 'null'], format: 'uuid', description: 'The case\'s run (GET /documents/{blockId}/runs/{runId}).' },
-    status: { type: 'string', enum: [...caseStatuses] },
-    output: { description: 'The run\'s output (any JSON value), or null.' },
-    scores: { type: 'array', items: scoreSchema },
-    score: { ...nullableNumber, description: 'The weighted mean of the scores.' },
-    passed: { type: 'boolean', description: 'The run completed and every evaluator passed.' },
-    credits: { type: 'integer' },
-    latencyMs: { type: ['integer', 'null'] },
-    error: error,
-  },
-};
-export const evaluationResultPageSchema = page(evaluationResultSchema);
+export const evaluationResultSchema = Type.Object({
+  caseId: uuid(),
+  caseName: nullable(Type.String()),
+  runId: nullable(uuid(), { description: 'The case\'s run (GET /documents/{blockId}/runs/{runId}).' }),
+  status: stringEnum(caseStatuses),
+  output: Type.Unknown({ description: 'The run\'s output (any JSON value), or null.' }),
+  scores: Type.Array(scoreSchema),
+  score: nullable(Type.Number(), { description: 'The weighted mean of the scores.' }),
+  passed: Type.Boolean({ description: 'The run completed and every evaluator passed.' }),
+  credits: Type.Integer(),
+  latencyMs: nullable(Type.Integer()),
+  error,
+});
+export type EvaluationResultView = Static<typeof evaluationResultSchema>;
+export const evaluationResultPageSchema = pageSchema(evaluationResultSchema);
 
-export const toEvaluationResultView = (r: EvaluationResult) => ({
+export const toEvaluationResultView = (r: EvaluationResult): EvaluationResultView => ({
   caseId: r.caseId,
   caseName: r.caseName,
   runId: r.runId,
@@ -152,28 +126,18 @@ export const toEvaluationResultView = (r: EvaluationResult) => ({
   error: r.error ?? null,
 });
 
-const sideSchema = { type: 'object', required: ['passed', 'score', 'output'], properties: { passed: { type: 'boolean' }, score: nullableNumber, output: {} } };
-const changes = ['improved', 'regressed', 'unchanged', 'changed'];
+const sideSchema = Type.Object({ passed: Type.Boolean(), score: nullableNumber(), output: Type.Unknown() });
+const changes = ['improved', 'regressed', 'unchanged', 'changed'] as const;
 
-export const comparisonSchema = {
-  type: 'object',
-  required: ['base', 'candidate', 'summary', 'cases'],
-  properties: {
-    base: evaluationSchema,
-    candidate: evaluationSchema,
-    summary: { type: 'object', required: changes, properties: Object.fromEntries(changes.map((c) => [c, { type: 'integer' }])) },
-    cases: {
-      type: 'array',
-      items: {
-        type: 'object',
-        required: ['caseId', 'caseName', 'base', 'candidate', 'change'],
-        properties: { caseId: uuid, caseName: { type: ['string', 'null'] }, base: sideSchema, candidate: sideSchema, change: { type: 'string', enum: changes } },
-      },
-    },
-  },
-};
+export const comparisonSchema = Type.Object({
+  base: evaluationSchema,
+  candidate: evaluationSchema,
+  summary: Type.Object({ improved: Type.Integer(), regressed: Type.Integer(), unchanged: Type.Integer(), changed: Type.Integer() }),
+  cases: Type.Array(Type.Object({ caseId: uuid(), caseName: nullable(Type.String()), base: sideSchema, candidate: sideSchema, change: stringEnum(changes) })),
+});
+export type ComparisonView = Static<typeof comparisonSchema>;
 
-export const toComparisonView = (c: Comparison, summaries: { base: EvaluationSummary; candidate: EvaluationSummary }) => ({
+export const toComparisonView = (c: Comparison, summaries: { base: EvaluationSummary; candidate: EvaluationSummary }): ComparisonView => ({
   base: toEvaluationView(c.base, summaries.base),
   candidate: toEvaluationView(c.candidate, summaries.candidate),
   summary: c.summary,

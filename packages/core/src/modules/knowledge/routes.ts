@@ -9,17 +9,13 @@ import type { KnowledgeConfig } from './knowledge.config.js';
 import { KnowledgeService } from './services/knowledge.service.js';
 import { RetrievalService } from './services/retrieval.service.js';
 import { readUpload } from './upload.js';
+import { pageSchema } from '../../kernel/http/response-schema.js';
 import { knowledgeBaseSchema, knowledgeSourceSchema, retrieveSchema, sourceBatchSchema, toBaseView, toSourceView } from './views.js';
 
 const tags = ['Knowledge bases'];
 const auth: readonly CredentialKind[] = ['jwt', 'api_key'];
 const baseMissing = 'Your team has no such knowledge base (knowledge_base_not_found)';
 const sourceMissing = 'No such knowledge base (knowledge_base_not_found) or source (knowledge_source_not_found)';
-const pageSchema = (item: Record<string, unknown>) => ({
-  type: 'object',
-  required: ['items', 'total', 'page', 'size'],
-  properties: { items: { type: 'array', items: item }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
-});
 
 async function scope(ctx: RequestContext<{ baseId: string }, unknown, unknown>) {
   const service = ctx.get(KnowledgeService);
@@ -138,7 +134,7 @@ export function knowledgeRoutes(config: KnowledgeConfig): RouteDefinition[] {
         const { service, base } = await scope(ctx);
         const items = [];
         for (const file of files) items.push(await service.addSource(ctx.em, base, { kind: 'file', name: file.name, mediaType: file.mediaType, data: file.data, metadata }));
-        return Reply.json({ items: items.map(toSourceView) }, 202);
+        return { items: items.map(toSourceView) };
       },
     }),
     defineRoute({

@@ -1,106 +1,73 @@
+import { dateTime, jsonObject, nullable, stringEnum, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
 import type { KnowledgeBase } from './entities/knowledge-base.entity.js';
 import type { KnowledgeSource } from './entities/knowledge-source.entity.js';
 
-const dateTime = { type: 'string', format: 'date-time' };
-const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
+/** The knowledge base responses, declared once: their JSON Schema (OpenAPI) and TypeScript types. */
+export const knowledgeBaseSchema = Type.Object({
+  id: uuid(),
+  name: Type.String(),
+  description: nullable(Type.String()),
+  embedder: Type.String({ description: 'The embedder the chunks were embedded with (`hashing-v1-384`, `ai-<modelId>-<dimension>`).' }),
+  embeddingModelId: nullable(Type.String(), { description: 'The AI model that embeds, or null for the server embedder.' }),
+  dimension: Type.Integer(),
+  chunking: Type.Object({ chunkTokens: Type.Integer(), overlapTokens: Type.Integer(), parentTokens: Type.Integer() }),
+  stats: Type.Optional(
+    Type.Object(
+      { sources: Type.Integer(), ready: Type.Integer(), failed: Type.Integer(), chunks: Type.Integer({ description: 'Matched (child) chunks.' }) },
+      { description: 'Answered by GET of one base.' },
+    ),
+  ),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type KnowledgeBaseView = Static<typeof knowledgeBaseSchema>;
 
-export const knowledgeBaseSchema = {
-  type: 'object',
-  required: ['id', 'name', 'description', 'embedder', 'embeddingModelId', 'dimension', 'chunking', 'createdAt', 'updatedAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    name: { type: 'string' },
-    description: nullable('string'),
-    embedder: { type: 'string', description: 'The embedder the chunks were embedded with (`hashing-v1-384`, `ai-<modelId>-<dimension>`).' },
-    embeddingModelId: nullable('string', { description: 'The AI model that embeds, or null for the server embedder.' }),
-    dimension: { type: 'integer' },
-    chunking: {
-      type: 'object',
-      required: ['chunkTokens', 'overlapTokens', 'parentTokens'],
-      properties: { chunkTokens: { type: 'integer' }, overlapTokens: { type: 'integer' }, parentTokens: { type: 'integer' } },
-    },
-    stats: {
-      type: 'object',
-      description: 'Answered by GET of one base.',
-      required: ['sources', 'ready', 'failed', 'chunks'],
-      properties: { sources: { type: 'integer' }, ready: { type: 'integer' }, failed: { type: 'integer' }, chunks: { type: 'integer', description: 'Matched (child) chunks.' } },
-    },
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
+export const knowledgeSourceSchema = Type.Object({
+  id: uuid(),
+  baseId: uuid(),
+  kind: stringEnum(['file', 'url']),
+  name: Type.String(),
+  mediaType: Type.String(),
+  url: nullable(Type.String()),
+  sizeBytes: Type.Integer(),
+  metadata: jsonObject({ additionalProperties: true }),
+  status: stringEnum(['queued', 'parsing', 'chunking', 'embedding', 'ready', 'failed']),
+  progress: Type.Object({
+    parsed: Type.Integer({ description: 'Pages (PDF) or documents parsed.' }),
+    chunks: Type.Integer({ description: 'Matched (child) chunks cut.' }),
+    embedded: Type.Integer({ description: 'Chunks embedded so far.' }),
+  }),
+  error: nullable(Type.String(), { description: 'Why the source failed (status `failed`).' }),
+  attempts: Type.Integer({ description: 'Times ingestion was started for the current version.' }),
+  indexedAt: nullable(dateTime()),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type KnowledgeSourceView = Static<typeof knowledgeSourceSchema>;
 
-export const knowledgeSourceSchema = {
-  type: 'object',
-  required: ['id', 'baseId', 'kind', 'name', 'mediaType', 'url', 'sizeBytes', 'metadata', 'status', 'progress', 'error', 'attempts', 'indexedAt', 'createdAt', 'updatedAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    baseId: { type: 'string', format: 'uuid' },
-    kind: { type: 'string', enum: ['file', 'url'] },
-    name: { type: 'string' },
-    mediaType: { type: 'string' },
-    url: nullable('string'),
-    sizeBytes: { type: 'integer' },
-    metadata: { type: 'object', additionalProperties: true },
-    status: { type: 'string', enum: ['queued', 'parsing', 'chunking', 'embedding', 'ready', 'failed'] },
-    progress: {
-      type: 'object',
-      required: ['parsed', 'chunks', 'embedded'],
-      properties: {
-        parsed: { type: 'integer', description: 'Pages (PDF) or documents parsed.' },
-        chunks: { type: 'integer', description: 'Matched (child) chunks cut.' },
-        embedded: { type: 'integer', description: 'Chunks embedded so far.' },
-      },
-    },
-    error: nullable('string', { description: 'Why the source failed (status `failed`).' }),
-    attempts: { type: 'integer', description: 'Times ingestion was started for the current version.' },
-    indexedAt: nullable('string', { format: 'date-time' }),
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
+export const citationSchema = Type.Object({
+  sourceId: uuid(),
+  sourceName: Type.String(),
+  url: nullable(Type.String()),
+  page: nullable(Type.Integer(), { description: 'PDF page of the matched chunk.' }),
+  headingPath: Type.Array(Type.String(), { description: 'Headings above the passage, outermost first.' }),
+  start: Type.Integer({ description: 'Character offset of the passage in the source text.' }),
+  end: Type.Integer(),
+});
 
-export const citationSchema = {
-  type: 'object',
-  required: ['sourceId', 'sourceName', 'url', 'page', 'headingPath', 'start', 'end'],
-  properties: {
-    sourceId: { type: 'string', format: 'uuid' },
-    sourceName: { type: 'string' },
-    url: nullable('string'),
-    page: nullable('integer', { description: 'PDF page of the matched chunk.' }),
-    headingPath: { type: 'array', items: { type: 'string' }, description: 'Headings above the passage, outermost first.' },
-    start: { type: 'integer', description: 'Character offset of the passage in the source text.' },
-    end: { type: 'integer' },
-  },
-};
+export const passageSchema = Type.Object({
+  id: uuid(),
+  text: Type.String(),
+  score: Type.Number({ description: 'Fused reciprocal-rank score scaled to (0, 1], or the rerank rating / 10.' }),
+  match: Type.Object({ chunkId: uuid(), start: Type.Integer(), end: Type.Integer(), keywordRank: nullable(Type.Integer()), vectorRank: nullable(Type.Integer()) }),
+  citation: citationSchema,
+});
 
-export const passageSchema = {
-  type: 'object',
-  required: ['id', 'text', 'score', 'match', 'citation'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    text: { type: 'string' },
-    score: { type: 'number', description: 'Fused reciprocal-rank score scaled to (0, 1], or the rerank rating / 10.' },
-    match: {
-      type: 'object',
-      required: ['chunkId', 'start', 'end', 'keywordRank', 'vectorRank'],
-      properties: {
-        chunkId: { type: 'string', format: 'uuid' },
-        start: { type: 'integer' },
-        end: { type: 'integer' },
-        keywordRank: nullable('integer'),
-        vectorRank: nullable('integer'),
-      },
-    },
-    citation: citationSchema,
-  },
-};
+export const retrieveSchema = Type.Object({ query: Type.String(), items: Type.Array(passageSchema) });
 
-export const retrieveSchema = { type: 'object', required: ['query', 'items'], properties: { query: { type: 'string' }, items: { type: 'array', items: passageSchema } } };
+export const sourceBatchSchema = Type.Object({ items: Type.Array(knowledgeSourceSchema) });
 
-export const sourceBatchSchema = { type: 'object', required: ['items'], properties: { items: { type: 'array', items: knowledgeSourceSchema } } };
-
-export const toBaseView = (base: KnowledgeBase, stats?: { sources: number; ready: number; failed: number; chunks: number }) => ({
+export const toBaseView = (base: KnowledgeBase, stats?: { sources: number; ready: number; failed: number; chunks: number }): KnowledgeBaseView => ({
   id: base.id,
   name: base.name,
   description: base.description,
@@ -113,7 +80,7 @@ export const toBaseView = (base: KnowledgeBase, stats?: { sources: number; ready
   updatedAt: base.updatedAt.toISOString(),
 });
 
-export const toSourceView = (source: KnowledgeSource) => ({
+export const toSourceView = (source: KnowledgeSource): KnowledgeSourceView => ({
   id: source.id,
   baseId: typeof source.base === 'object' ? source.base.id : (source.base as string),
   kind: source.kind,

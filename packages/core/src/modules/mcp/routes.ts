@@ -1,6 +1,7 @@
 import { IsBoolean } from 'class-validator';
 import { TrellisError, isTrellisError } from '../../kernel/errors.js';
 import { Reply } from '../../kernel/http/reply.js';
+import { jsonObject, Type, uuid } from '../../kernel/http/response-schema.js';
 import { defineRoute, type RequestContext, type RouteDefinition } from '../../kernel/http/route.js';
 import { configServiceIdentifier, kernelServiceIdentifier } from '../../kernel/tokens.js';
 import { BidParams } from '../blocks/dto/block.dto.js';
@@ -26,6 +27,16 @@ function challenge(ctx: RequestContext, error: TrellisError): TrellisError {
   });
 }
 
+/** RFC 9728 §2: the protected resource's metadata, as this server answers it. */
+const protectedResourceSchema = Type.Object({
+  resource: Type.String(),
+  authorization_servers: Type.Array(Type.String()),
+  scopes_supported: Type.Optional(Type.Array(Type.String())),
+  bearer_methods_supported: Type.Optional(Type.Array(Type.String())),
+  resource_name: Type.Optional(Type.String()),
+  resource_documentation: Type.Optional(Type.String()),
+});
+
 const protectedResource = (path: string, hidden: boolean) =>
   defineRoute({
     method: 'GET',
@@ -35,13 +46,7 @@ const protectedResource = (path: string, hidden: boolean) =>
     auth: 'none',
     cors: 'any',
     hidden,
-    response: {
-      schema: {
-        type: 'object',
-        required: ['resource', 'authorization_servers'],
-        properties: { resource: { type: 'string' }, authorization_servers: { type: 'array', items: { type: 'string' } }, scopes_supported: { type: 'array', items: { type: 'string' } }, bearer_methods_supported: { type: 'array', items: { type: 'string' } } },
-      },
-    },
+    response: { schema: protectedResourceSchema },
     handler(ctx) {
       const base = baseUrlOf(ctx);
       return {
@@ -64,7 +69,7 @@ const methodNotAllowed = (method: 'GET' | 'DELETE') =>
     tags,
     auth: 'none',
     errorFormat: 'jsonrpc',
-    response: { status: 405, description: 'Method not allowed', schema: { $ref: '#/components/schemas/JsonRpcError' } },
+    response: { status: 405, description: 'Method not allowed', schema: Type.Ref('#/components/schemas/JsonRpcError') },
     handler: () => Reply.json({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: send MCP messages with POST.' }, id: null }, 405, { allow: 'POST' }),
   });
 
@@ -73,7 +78,7 @@ class McpSettingBody {
   enabled!: boolean;
 }
 
-const settingSchema = { type: 'object', required: ['blockId', 'enabled'], properties: { blockId: { type: 'string', format: 'uuid' }, enabled: { type: 'boolean' } } };
+const settingSchema = Type.Object({ blockId: uuid(), enabled: Type.Boolean() });
 
 /** The MCP server (docs/mcp.md): `/mcp`, its protected-resource metadata, and each deployment's opt-in. */
 export function mcpRoutes(): RouteDefinition[] {
@@ -89,8 +94,8 @@ export function mcpRoutes(): RouteDefinition[] {
       errorFormat: 'jsonrpc',
       response: {
         description: 'The JSON-RPC response (application/json), or an SSE stream of messages ending with it (text/event-stream).',
-        schema: { type: 'object', description: 'A JSON-RPC 2.0 response (or a batch of them).' },
-        mediaTypes: [{ contentType: 'text/event-stream', schema: { type: 'string', description: 'SSE `event: message` frames, each a JSON-RPC message.' } }],
+        schema: jsonObject({ description: 'A JSON-RPC 2.0 response (or a batch of them).' }),
+        mediaTypes: [{ contentType: 'text/event-stream', schema: Type.String({ description: 'SSE `event: message` frames, each a JSON-RPC message.' }) }],
         alternatives: [{ status: 202, description: 'A notification or response from the client was accepted (no body).' }],
       },
       errors: {

@@ -1,4 +1,5 @@
 import type { AiToolCall, AiUsage } from '../../ports/ai-provider.js';
+import type { ChatCompletionView } from './schemas.js';
 
 /** What a bot or a deployed block answers, part by part, whether streamed or not. */
 export type CompletionPart =
@@ -28,7 +29,7 @@ const openAiCall = (call: AiToolCall, index?: number) => ({
 });
 
 /** The whole answer as one `chat.completion` object. */
-export async function collectCompletion(request: CompletionRequest, prepared: PreparedCompletion): Promise<Record<string, unknown>> {
+export async function collectCompletion(request: CompletionRequest, prepared: PreparedCompletion): Promise<ChatCompletionView> {
   let text = '';
   const calls: AiToolCall[] = [];
   let finish: Extract<CompletionPart, { type: 'finish' }> = { type: 'finish', reason: 'stop', usage: { inputTokens: 0, outputTokens: 0 } };

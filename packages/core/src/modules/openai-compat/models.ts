@@ -5,17 +5,9 @@ import { DeploymentService } from '../blocks/services/deployment.service.js';
 import { Bot } from '../bots/entities/bot.entity.js';
 import { TeamMember } from '../identity/entities/team.entity.js';
 import type { CompatCaller } from './caller.js';
+import type { ModelEntry } from './schemas.js';
 
 type Get = <T>(id: new (...args: any[]) => T) => T;
-
-export interface ModelEntry {
-  id: string;
-  object: 'model';
-  created: number;
-  owned_by: string;
-  name: string;
-  description?: string;
-}
 
 /** Most bots and deployed blocks one list shows. */
 const LIST_LIMIT = 200;

@@ -7,9 +7,10 @@ import { prepareBlockCompletion } from './block-completion.js';
 import { prepareBotCompletion } from './bot-completion.js';
 import { callerOf, missingKey } from './caller.js';
 import { collectCompletion, streamCompletion, type PreparedCompletion } from './completion.js';
-import { ChatCompletionBody, chatCompletionSchema, modelListSchema } from './dto.js';
+import { ChatCompletionBody } from './dto.js';
 import { lastUserText, toAiMessages, toAiTools } from './messages.js';
 import { listModels } from './models.js';
+import { chatCompletionSchema, chatCompletionStreamSchema, modelListSchema } from './schemas.js';
 
 const tags = ['OpenAI-compatible'];
 const common = { tags, auth: 'none', errorFormat: 'openai', cors: 'default', validationError: { status: 400, code: 'validation_failed' }, unknownFields: 'ignore' } as const;
@@ -46,7 +47,7 @@ export function openAiCompatRoutes(): RouteDefinition[] {
       async handler(ctx) {
         const caller = await callerOf(ctx);
         if (!caller.principal && !caller.deploymentToken) throw missingKey();
-        return { object: 'list', data: await listModels(ctx.em, ctx.get, caller) };
+        return { object: 'list' as const, data: await listModels(ctx.em, ctx.get, caller) };
       },
     }),
     defineRoute({
@@ -60,7 +61,7 @@ export function openAiCompatRoutes(): RouteDefinition[] {
       body: ChatCompletionBody,
       response: {
         schema: chatCompletionSchema,
-        mediaTypes: [{ contentType: 'text/event-stream', schema: { type: 'string', description: '`data: <chat.completion.chunk JSON>` events, then `data: [DONE]`.' } }],
+        mediaTypes: [{ contentType: 'text/event-stream', schema: chatCompletionStreamSchema }],
       },
       errors: {
         ...authErrors,

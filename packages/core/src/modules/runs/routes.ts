@@ -5,9 +5,9 @@ import { defineRoute, type RequestContext, type RouteDefinition, type RouteRespo
 import { terminalRunStatuses } from './entities/run.entity.js';
 import { combinedAuth, documentValidation } from '../documents/routes.js';
 import { DocumentRunBody, ResumeBody, RunBudgetBody, RunDocumentParams, RunEventsQuery, RunListQuery, RunParams } from './dto/run.dto.js';
-import { runBudgetResultSchema, runEventSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
+import { runAcceptedSchema, runBudgetResultSchema, runChildrenSchema, runEventSchema, runEventStreamSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
 import { typeJson, type RunEventText } from './services/event-log.js';
-import { RunService, type StartedRun } from './services/run.service.js';
+import { RunService, type RunResult, type StartedRun } from './services/run.service.js';
 import { toRunView } from './views.js';
 
 const tags = ['Runs'];
@@ -61,7 +61,7 @@ export function ndjsonOf(batches: AsyncIterable<readonly RunEventText[]>): Reply
  * routes: a stream of its events (SSE or NDJSON), or with `stream: false` its result once it ends.
  * The client going away does not stop the run.
  */
-export async function runReply(started: StartedRun, options: { stream?: boolean; format?: 'sse' | 'ndjson' }): Promise<unknown> {
+export async function runReply(started: StartedRun, options: { stream?: boolean; format?: 'sse' | 'ndjson' }): Promise<RunResult | Reply> {
   if (options.stream === false) return started.result();
   const batches = started.batches(0);
   return options.format === 'ndjson' ? ndjsonOf(batches) : sseOf(batches);
@@ -79,7 +79,7 @@ export function lastEventIdOf(headers: Readonly<Record<string, string>>): number
  * after it, or 204 once the run ended and it has them all. A run this request started streams
  * from its first event.
  */
-export async function startReply(ctx: { headers: Readonly<Record<string, string>>; signal?: AbortSignal; get: RequestContext['get'] }, started: StartedRun, options: { stream?: boolean; format?: 'sse' | 'ndjson' }): Promise<unknown> {
+export async function startReply(ctx: { headers: Readonly<Record<string, string>>; signal?: AbortSignal; get: RequestContext['get'] }, started: StartedRun, options: { stream?: boolean; format?: 'sse' | 'ndjson' }): Promise<RunResult | Reply> {
   const after = started.attached ? lastEventIdOf(ctx.headers) : 0;
   if (after === 0 || options.stream === false) return runReply(started, options);
   const runs = ctx.get(RunService);
@@ -89,27 +89,27 @@ export async function startReply(ctx: { headers: Readonly<Record<string, string>
 }
 
 /** The OpenAPI description of a run response (JSON with stream false, SSE or NDJSON otherwise). */
-export const runResponseSpec: RouteResponseSpec = {
+export const runResponseSpec: RouteResponseSpec<typeof runResultSchema> = {
   status: 200,
   description: 'stream true (default): the run\'s events as text/event-stream (format sse) or application/x-ndjson (format ndjson); stream false: the result as JSON.',
   schema: runResultSchema,
   mediaTypes: [
-    { contentType: 'text/event-stream', schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: <fields as JSON>`.' } },
+    { contentType: 'text/event-stream', schema: runEventStreamSchema },
     { contentType: 'application/x-ndjson', schema: runEventSchema },
   ],
 };
 
 /** `runResponseSpec` of the run starts that take an `Idempotency-Key` (see `startReply`). */
-export const startResponseSpec: RouteResponseSpec = {
+export const startResponseSpec: RouteResponseSpec<typeof runResultSchema> = {
   ...runResponseSpec,
   alternatives: [{ status: 204, description: 'A repeated Idempotency-Key with Last-Event-ID at or past the last event of the finished run it attaches to: nothing more to send.' }],
 };
 
-const streamResponse: RouteResponseSpec = {
+const streamResponse: RouteResponseSpec<typeof runEventStreamSchema> = {
   status: 200,
   description: 'The events after the given sequence number, then the live tail until run_complete (or run_waiting while the run waits).',
   contentType: 'text/event-stream',
-  schema: { type: 'string', description: 'SSE frames `id: <seq>`, `event: <type>`, `data: <fields as JSON>`.' },
+  schema: runEventStreamSchema,
   mediaTypes: [{ contentType: 'application/x-ndjson', schema: runEventSchema }],
   alternatives: [{ status: 204, description: 'The run ended and the client has all its events (Last-Event-ID or `after` at or past the last one): an EventSource stops reconnecting.' }],
 };
@@ -180,7 +180,7 @@ export function runRoutes(): RouteDefinition[] {
       tags,
       auth: combinedAuth,
       params: RunParams,
-      response: { schema: { type: 'object', required: ['items'], properties: { items: { type: 'array', items: runRecordSchema } } } },
+      response: { schema: runChildrenSchema },
       errors: { 404: `${missing}; no such run of this document (run_not_found)` },
       async handler(ctx) {
         const children = await ctx.get(RunService).children(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId);
@@ -238,7 +238,7 @@ export function runRoutes(): RouteDefinition[] {
       params: RunParams,
       body: ResumeBody,
       validationError: documentValidation,
-      response: { status: 202, schema: { type: 'object', required: ['success', 'runId', 'status'], properties: { success: { const: true }, runId: { type: 'string' }, status: { type: 'string' } } } },
+      response: { status: 202, schema: runAcceptedSchema },
       errors: {
         403: 'No execute permission (execute_permission_required)',
         404: `${missing}; no such run of this document (run_not_found)`,
@@ -246,7 +246,7 @@ export function runRoutes(): RouteDefinition[] {
       },
       async handler(ctx) {
         const run = await ctx.get(RunService).resume(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId, ctx.body?.answer);
-        return Reply.json({ success: true, runId: run.id, status: run.status }, 202);
+        return { success: true as const, runId: run.id, status: run.status };
       },
     }),
     defineRoute({
@@ -280,7 +280,7 @@ export function runRoutes(): RouteDefinition[] {
       tags,
       auth: combinedAuth,
       params: RunParams,
-      response: { status: 202, schema: { type: 'object', required: ['success', 'runId', 'status'], properties: { success: { const: true }, runId: { type: 'string' }, status: { type: 'string' } } } },
+      response: { status: 202, schema: runAcceptedSchema },
       errors: {
         403: 'No execute permission (execute_permission_required)',
         404: `${missing}; no such run of this document (run_not_found)`,
@@ -288,7 +288,7 @@ export function runRoutes(): RouteDefinition[] {
       },
       async handler(ctx) {
         const run = await ctx.get(RunService).cancel(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.runId);
-        return Reply.json({ success: true, runId: run.id, status: run.status }, 202);
+        return { success: true as const, runId: run.id, status: run.status };
       },
     }),
   ];

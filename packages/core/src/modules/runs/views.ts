@@ -1,8 +1,9 @@
 import type { Run } from './entities/run.entity.js';
+import type { RunView } from './schemas.js';
 import { publicSession } from './services/run-engine.js';
 
 /** A run record as the API returns it. */
-export function toRunView(run: Run): Record<string, unknown> {
+export function toRunView(run: Run): RunView {
   return {
     id: run.id,
     documentId: run.documentId,

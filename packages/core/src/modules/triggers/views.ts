@@ -1,3 +1,4 @@
+import { dateTime, jsonObject, nullable, pageSchema, stringEnum, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
 import type { Schedule, ScheduleFire } from './entities/schedule.entity.js';
 import type { WebhookDelivery, WebhookSubscription } from './entities/subscription.entity.js';
 import type { WebhookTrigger } from './entities/webhook-trigger.entity.js';
@@ -5,37 +6,29 @@ import { missedPolicies } from './entities/schedule.entity.js';
 import { deliveryStatuses, webhookEvents } from './entities/subscription.entity.js';
 import { webhookAnswers, webhookVerifications } from './entities/webhook-trigger.entity.js';
 
-const dateTime = { type: 'string', format: 'date-time' } as const;
-const nullableDateTime = { type: ['string', 'null'], format: 'date-time' } as const;
-const uuid = { type: 'string', format: 'uuid' } as const;
-const page = (items: Record<string, unknown>) => ({
-  type: 'object',
-  required: ['items', 'total', 'page', 'size'],
-  properties: { items: { type: 'array', items }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
+/** The trigger responses, declared once: their JSON Schema (OpenAPI) and TypeScript types. */
+const failure = nullable(Type.Object({ code: Type.String(), message: Type.String() }));
+
+export const webhookTriggerSchema = Type.Object({
+  id: uuid(),
+  blockId: uuid(),
+  name: Type.String(),
+  verification: stringEnum(webhookVerifications),
+  // Input name to a path in the delivery: `Type.Record` would publish `patternProperties`, not the `additionalProperties` published here.
+  mapping: Type.Unsafe<Record<string, string>>({ type: 'object', additionalProperties: Type.String() }),
+  answer: stringEnum(webhookAnswers),
+  waitSeconds: Type.Integer(),
+  version: nullable(Type.String()),
+  enabled: Type.Boolean(),
+  path: Type.String({ description: 'Where senders POST, under the server\'s base URL: `/hooks/<id>`.' }),
+  secret: Type.Optional(Type.String({ description: 'Only when created or rotated: the `whsec_` signing secret (standard) or the bearer secret.' })),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
 });
+export type WebhookTriggerView = Static<typeof webhookTriggerSchema>;
+export const webhookTriggerPageSchema = pageSchema(webhookTriggerSchema);
 
-export const webhookTriggerSchema = {
-  type: 'object',
-  required: ['id', 'blockId', 'name', 'verification', 'mapping', 'answer', 'waitSeconds', 'version', 'enabled', 'path', 'createdAt', 'updatedAt'],
-  properties: {
-    id: uuid,
-    blockId: uuid,
-    name: { type: 'string' },
-    verification: { type: 'string', enum: [...webhookVerifications] },
-    mapping: { type: 'object', additionalProperties: { type: 'string' } },
-    answer: { type: 'string', enum: [...webhookAnswers] },
-    waitSeconds: { type: 'integer' },
-    version: { type: ['string', 'null'] },
-    enabled: { type: 'boolean' },
-    path: { type: 'string', description: 'Where senders POST, under the server\'s base URL: `/hooks/<id>`.' },
-    secret: { type: 'string', description: 'Only when created or rotated: the `whsec_` signing secret (standard) or the bearer secret.' },
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
-export const webhookTriggerPageSchema = page(webhookTriggerSchema);
-
-export const toWebhookTriggerView = (trigger: WebhookTrigger, secret?: string | null) => ({
+export const toWebhookTriggerView = (trigger: WebhookTrigger, secret?: string | null): WebhookTriggerView => ({
   id: trigger.id,
   blockId: trigger.block.id,
   name: trigger.name,
@@ -51,38 +44,32 @@ export const toWebhookTriggerView = (trigger: WebhookTrigger, secret?: string | 
   updatedAt: trigger.updatedAt.toISOString(),
 });
 
-export const webhookAcceptedSchema = {
-  type: 'object',
-  required: ['runId', 'documentId', 'status', 'duplicate'],
-  properties: {
-    runId: uuid,
-    documentId: uuid,
-    status: { type: 'string', description: '`accepted`: the run is queued or going on; follow it with GET /documents/{documentId}/runs/{runId}.' },
-    duplicate: { type: 'boolean', description: 'true when an earlier delivery with this webhook-id started the run.' },
-  },
-};
+export const webhookAcceptedSchema = Type.Object({
+  runId: uuid(),
+  documentId: uuid(),
+  status: Type.String({ description: '`accepted`: the run is queued or going on; follow it with GET /documents/{documentId}/runs/{runId}.' }),
+  duplicate: Type.Boolean({ description: 'true when an earlier delivery with this webhook-id started the run.' }),
+});
+export type WebhookAcceptedView = Static<typeof webhookAcceptedSchema>;
 
-export const scheduleSchema = {
-  type: 'object',
-  required: ['id', 'blockId', 'name', 'cron', 'timezone', 'inputs', 'version', 'missed', 'paused', 'nextDueAt', 'createdAt', 'updatedAt'],
-  properties: {
-    id: uuid,
-    blockId: uuid,
-    name: { type: 'string' },
-    cron: { type: 'string' },
-    timezone: { type: 'string' },
-    inputs: { type: 'object', additionalProperties: true },
-    version: { type: ['string', 'null'] },
-    missed: { type: 'string', enum: [...missedPolicies] },
-    paused: { type: 'boolean' },
-    nextDueAt: { ...nullableDateTime, description: 'The next due time (null while paused).' },
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
-export const schedulePageSchema = page(scheduleSchema);
+export const scheduleSchema = Type.Object({
+  id: uuid(),
+  blockId: uuid(),
+  name: Type.String(),
+  cron: Type.String(),
+  timezone: Type.String(),
+  inputs: jsonObject({ additionalProperties: true }),
+  version: nullable(Type.String()),
+  missed: stringEnum(missedPolicies),
+  paused: Type.Boolean(),
+  nextDueAt: nullable(dateTime(), { description: 'The next due time (null while paused).' }),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type ScheduleView = Static<typeof scheduleSchema>;
+export const schedulePageSchema = pageSchema(scheduleSchema);
 
-export const toScheduleView = (schedule: Schedule) => ({
+export const toScheduleView = (schedule: Schedule): ScheduleView => ({
   id: schedule.id,
   blockId: schedule.block.id,
   name: schedule.name,
@@ -97,38 +84,28 @@ export const toScheduleView = (schedule: Schedule) => ({
   updatedAt: schedule.updatedAt.toISOString(),
 });
 
-export const scheduleFireSchema = {
-  type: 'object',
-  required: ['dueAt', 'runId', 'error'],
-  properties: {
-    dueAt: dateTime,
-    runId: { type: ['string', 'null'], format: 'uuid' },
-    error: { type: ['object', 'null'], required: ['code', 'message'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
-  },
-};
-export const scheduleFirePageSchema = page(scheduleFireSchema);
+export const scheduleFireSchema = Type.Object({ dueAt: dateTime(), runId: nullable(uuid()), error: failure });
+export type ScheduleFireView = Static<typeof scheduleFireSchema>;
+export const scheduleFirePageSchema = pageSchema(scheduleFireSchema);
 
-export const toScheduleFireView = (fire: ScheduleFire) => ({ dueAt: fire.dueAt.toISOString(), runId: fire.runId, error: fire.error });
+export const toScheduleFireView = (fire: ScheduleFire): ScheduleFireView => ({ dueAt: fire.dueAt.toISOString(), runId: fire.runId, error: fire.error });
 
-export const subscriptionSchema = {
-  type: 'object',
-  required: ['id', 'ownerId', 'teamId', 'url', 'events', 'description', 'enabled', 'createdAt', 'updatedAt'],
-  properties: {
-    id: uuid,
-    ownerId: uuid,
-    teamId: { type: ['string', 'null'], format: 'uuid' },
-    url: { type: 'string' },
-    events: { type: 'array', items: { type: 'string', enum: [...webhookEvents] } },
-    description: { type: 'string' },
-    enabled: { type: 'boolean' },
-    secret: { type: 'string', description: 'Only when created or rotated: the `whsec_` signing secret.' },
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
-export const subscriptionPageSchema = page(subscriptionSchema);
+export const subscriptionSchema = Type.Object({
+  id: uuid(),
+  ownerId: uuid(),
+  teamId: nullable(uuid()),
+  url: Type.String(),
+  events: Type.Array(stringEnum(webhookEvents)),
+  description: Type.String(),
+  enabled: Type.Boolean(),
+  secret: Type.Optional(Type.String({ description: 'Only when created or rotated: the `whsec_` signing secret.' })),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type SubscriptionView = Static<typeof subscriptionSchema>;
+export const subscriptionPageSchema = pageSchema(subscriptionSchema);
 
-export const toSubscriptionView = (subscription: WebhookSubscription, secret?: string | null) => ({
+export const toSubscriptionView = (subscription: WebhookSubscription, secret?: string | null): SubscriptionView => ({
   id: subscription.id,
   ownerId: subscription.owner.id,
   teamId: subscription.team?.id ?? null,
@@ -141,38 +118,33 @@ export const toSubscriptionView = (subscription: WebhookSubscription, secret?: s
   updatedAt: subscription.updatedAt.toISOString(),
 });
 
-const attemptSchema = {
-  type: 'object',
-  required: ['at', 'durationMs', 'statusCode', 'error'],
-  properties: {
-    at: dateTime,
-    durationMs: { type: 'integer' },
-    statusCode: { type: ['integer', 'null'], description: 'The receiver\'s status (null when no answer came).' },
-    error: { type: ['string', 'null'], description: 'Why the attempt failed, in the server\'s words: `answered <status>`, `timeout`, `destination_refused`, `connection_failed`.' },
-  },
-};
+const attemptSchema = Type.Object({
+  at: dateTime(),
+  durationMs: Type.Integer(),
+  statusCode: nullable(Type.Integer(), { description: 'The receiver\'s status (null when no answer came).' }),
+  error: nullable(Type.String(), {
+    description: 'Why the attempt failed, in the server\'s words: `answered <status>`, `timeout`, `destination_refused`, `connection_failed`.',
+  }),
+});
 
-export const deliverySchema = {
-  type: 'object',
-  required: ['id', 'subscriptionId', 'messageId', 'event', 'status', 'attempts', 'nextAttemptAt', 'lastStatusCode', 'log', 'payload', 'createdAt', 'updatedAt'],
-  properties: {
-    id: uuid,
-    subscriptionId: uuid,
-    messageId: { type: 'string', description: 'The `webhook-id` sent (the same on every attempt).' },
-    event: { type: 'string', enum: [...webhookEvents] },
-    status: { type: 'string', enum: [...deliveryStatuses] },
-    attempts: { type: 'integer', description: 'Attempts of the current round (a redelivery starts a new round).' },
-    nextAttemptAt: nullableDateTime,
-    lastStatusCode: { type: ['integer', 'null'] },
-    log: { type: 'array', items: attemptSchema, description: 'Every attempt, oldest first.' },
-    payload: { type: 'object', additionalProperties: true, description: 'The JSON sent: `{ type, timestamp, data }`.' },
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
-export const deliveryPageSchema = page(deliverySchema);
+export const deliverySchema = Type.Object({
+  id: uuid(),
+  subscriptionId: uuid(),
+  messageId: Type.String({ description: 'The `webhook-id` sent (the same on every attempt).' }),
+  event: stringEnum(webhookEvents),
+  status: stringEnum(deliveryStatuses),
+  attempts: Type.Integer({ description: 'Attempts of the current round (a redelivery starts a new round).' }),
+  nextAttemptAt: nullable(dateTime()),
+  lastStatusCode: nullable(Type.Integer()),
+  log: Type.Array(attemptSchema, { description: 'Every attempt, oldest first.' }),
+  payload: jsonObject({ additionalProperties: true, description: 'The JSON sent: `{ type, timestamp, data }`.' }),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
+});
+export type DeliveryView = Static<typeof deliverySchema>;
+export const deliveryPageSchema = pageSchema(deliverySchema);
 
-export const toDeliveryView = (delivery: WebhookDelivery) => ({
+export const toDeliveryView = (delivery: WebhookDelivery): DeliveryView => ({
   id: delivery.id,
   subscriptionId: delivery.subscription.id,
   messageId: delivery.messageId,

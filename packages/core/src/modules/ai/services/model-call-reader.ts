@@ -1,9 +1,10 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { pageOf, type Page, type Paging } from '../../../kernel/http/dto/paging.js';
+import { dateTime, jsonObject, nullable, pageSchema, stringEnum, Type, uuid, type Static } from '../../../kernel/http/response-schema.js';
 import type { AiUsage } from '../../../ports/ai-provider.js';
 import type { AiConfig } from '../ai.config.js';
-import { ModelCall } from '../entities/model-call.entity.js';
+import { ModelCall, modelCallStatuses } from '../entities/model-call.entity.js';
 import { aiConfigServiceIdentifier } from '../tokens.js';
 
 /** Model call records: pages for a run or a turn (access is checked by the caller), usage per hold, retention. */
@@ -49,10 +50,10 @@ export class ModelCallReader {
 }
 
 /** The API view of a record. */
-export function toModelCallView(call: ModelCall) {
+export function toModelCallView(call: ModelCall): ModelCallView {
   return {
     id: call.id,
-    operation: call.operation,
+    operation: call.operation as ModelCallView['operation'], // written by ModelCallRecorder: `chat` or `embeddings`
     modelId: call.modelId,
     provider: call.provider,
     model: call.model,
@@ -62,7 +63,8 @@ export function toModelCallView(call: ModelCall) {
     conversationId: call.conversationId,
     turnId: call.turnId,
     callIndex: call.callIndex,
-    messages: call.request?.messages ?? null,
+    // Messages are stored as the JSON objects that were sent.
+    messages: (call.request?.messages as Array<Record<string, unknown>> | undefined) ?? null,
     tools: call.request?.tools ?? null,
     messageCount: call.messageCount,
     toolNames: call.toolNames,
@@ -80,49 +82,38 @@ export function toModelCallView(call: ModelCall) {
   };
 }
 
-const nullable = (type: string) => ({ type: [type, 'null'] });
+/** The API view of a record, declared once: its JSON Schema (OpenAPI) and TypeScript type. */
+export const modelCallSchema = Type.Object({
+  id: uuid(),
+  operation: stringEnum(['chat', 'embeddings']),
+  modelId: Type.String({ description: 'The AI model record (`/ai/models/{id}`).' }),
+  provider: nullable(Type.String(), { description: 'The model\'s service (`openai`, `anthropic`, ...).' }),
+  model: nullable(Type.String(), { description: 'The provider\'s model name from the model\'s conf.' }),
+  runId: nullable(Type.String()),
+  attempt: nullable(Type.Integer(), { description: 'The run attempt that made the call.' }),
+  blockPath: nullable(Type.String(), { description: 'The block that made the call (its id).' }),
+  conversationId: nullable(Type.String()),
+  turnId: nullable(Type.String()),
+  callIndex: Type.Integer({ description: 'The call\'s place in its block or turn, from 1.' }),
+  messages: nullable(Type.Array(jsonObject()), { description: 'The messages sent; null when message bodies are not recorded (`ai.records.messageBodies`).' }),
+  tools: nullable(Type.Array(jsonObject()), { description: 'The tool definitions offered; null when message bodies are not recorded.' }),
+  messageCount: Type.Integer(),
+  toolNames: Type.Array(Type.String()),
+  toolCalls: Type.Array(Type.Object({ toolCallId: Type.String(), toolName: Type.String(), input: Type.Unknown() })),
+  usage: Type.Object(
+    { inputTokens: Type.Integer(), outputTokens: Type.Integer(), cachedTokens: nullable(Type.Integer()) },
+    { description: 'Tokens as the provider reported them.' },
+  ),
+  credits: Type.Integer({ description: 'The call\'s price in credits.' }),
+  finishReason: nullable(Type.String()),
+  status: stringEnum(modelCallStatuses),
+  error: nullable(Type.Object({ code: Type.Optional(Type.String()), message: Type.Optional(Type.String()) })),
+  retries: Type.Integer({ description: 'Earlier attempts of the same call (made by attempts of the run that were lost).' }),
+  firstTokenMs: nullable(Type.Integer(), { description: 'Milliseconds to the first text or tool call.' }),
+  durationMs: Type.Integer(),
+  startedAt: dateTime(),
+  createdAt: dateTime(),
+});
+export type ModelCallView = Static<typeof modelCallSchema>;
 
-/** The OpenAPI schema of a record. */
-export const modelCallSchema = {
-  type: 'object',
-  required: ['id', 'operation', 'modelId', 'provider', 'model', 'runId', 'attempt', 'blockPath', 'conversationId', 'turnId', 'callIndex', 'messages', 'tools', 'messageCount', 'toolNames', 'toolCalls', 'usage', 'credits', 'finishReason', 'status', 'error', 'retries', 'firstTokenMs', 'durationMs', 'startedAt', 'createdAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    operation: { type: 'string', enum: ['chat', 'embeddings'] },
-    modelId: { type: 'string', description: 'The AI model record (`/ai/models/{id}`).' },
-    provider: { ...nullable('string'), description: 'The model\'s service (`openai`, `anthropic`, ...).' },
-    model: { ...nullable('string'), description: 'The provider\'s model name from the model\'s conf.' },
-    runId: nullable('string'),
-    attempt: { ...nullable('integer'), description: 'The run attempt that made the call.' },
-    blockPath: { ...nullable('string'), description: 'The block that made the call (its id).' },
-    conversationId: nullable('string'),
-    turnId: nullable('string'),
-    callIndex: { type: 'integer', description: 'The call\'s place in its block or turn, from 1.' },
-    messages: { type: ['array', 'null'], items: { type: 'object' }, description: 'The messages sent; null when message bodies are not recorded (`ai.records.messageBodies`).' },
-    tools: { type: ['array', 'null'], items: { type: 'object' }, description: 'The tool definitions offered; null when message bodies are not recorded.' },
-    messageCount: { type: 'integer' },
-    toolNames: { type: 'array', items: { type: 'string' } },
-    toolCalls: { type: 'array', items: { type: 'object', required: ['toolCallId', 'toolName', 'input'], properties: { toolCallId: { type: 'string' }, toolName: { type: 'string' }, input: {} } } },
-    usage: {
-      type: 'object',
-      required: ['inputTokens', 'outputTokens', 'cachedTokens'],
-      properties: { inputTokens: { type: 'integer' }, outputTokens: { type: 'integer' }, cachedTokens: nullable('integer') },
-      description: 'Tokens as the provider reported them.',
-    },
-    credits: { type: 'integer', description: 'The call\'s price in credits.' },
-    finishReason: nullable('string'),
-    status: { type: 'string', enum: ['completed', 'failed', 'cancelled'] },
-    error: { type: ['object', 'null'], properties: { code: { type: 'string' }, message: { type: 'string' } } },
-    retries: { type: 'integer', description: 'Earlier attempts of the same call (made by attempts of the run that were lost).' },
-    firstTokenMs: { ...nullable('integer'), description: 'Milliseconds to the first text or tool call.' },
-    durationMs: { type: 'integer' },
-    startedAt: { type: 'string', format: 'date-time' },
-    createdAt: { type: 'string', format: 'date-time' },
-  },
-} as const;
-
-export const modelCallPageSchema = {
-  type: 'object',
-  required: ['items', 'total', 'page', 'size'],
-  properties: { items: { type: 'array', items: modelCallSchema }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
-} as const;
+export const modelCallPageSchema = pageSchema(modelCallSchema);

@@ -17,7 +17,7 @@ import { PushService } from '../../realtime/push.service.js';
 import { Conversation } from '../entities/conversation.entity.js';
 import type { ConversationEventRecord } from '../entities/conversation-event.entity.js';
 import { Message, type MessageAttrs } from '../entities/message.entity.js';
-import { toMessageView, type MessageView } from '../views.js';
+import { toMessageView, type TurnStopView, type TurnView } from '../views.js';
 import { ConversationService, messageNotFound } from './conversation.service.js';
 import { TurnClaims } from './turn-claims.js';
 import { TurnLog } from './turn-log.js';
@@ -25,17 +25,8 @@ import { TurnRunner, turnStopped, type Turn, type TurnOptions, type TurnOutcome 
 
 export type { TurnOptions } from './turn-runner.js';
 
-/** What a send, run, rerun or tool answer answers. */
-export interface TurnResult {
-  convId: string;
-  /** `streaming` (output follows over the WebSocket and `GET .../events`), `completed`, `waiting_tool` (tool answers needed), `step_limit`, `stopped`. */
-  status: 'streaming' | 'completed' | 'waiting_tool' | 'step_limit' | 'stopped';
-  /** Messages this call created, oldest first (a streamed call: the user message and the assistant message being written). */
-  messages: MessageView[];
-  turnId?: string;
-  /** The conversation's last event before the turn. */
-  after?: number;
-}
+/** What a send, run, rerun or tool answer answers: declared by `turnSchema`. */
+export type TurnResult = TurnView;
 
 /** The types of the `conversation` notification (docs/http/websocket.md). */
 export type ConversationEventType = 'message-start' | 'delta' | 'tool-call' | 'tool-result' | 'end' | 'error';
@@ -178,7 +169,7 @@ export class ConversationTurnService {
    * text written so far stays (status `stopped`), the unused credits are released. Waits up to
    * `waitMs` for the turn to end; answers its id and whether it ended.
    */
-  async stop(em: EntityManager, userId: string, convId: string, waitMs = 10_000): Promise<{ convId: string; turnId: string; status: 'stopped' | 'stopping' }> {
+  async stop(em: EntityManager, userId: string, convId: string, waitMs = 10_000): Promise<TurnStopView> {
     await this.conversations.requireMember(em, userId, convId);
     const turnId = await this.claims.current(em, convId);
     if (!turnId) throw conflict('no_turn_in_progress', 'The bot is not answering in this conversation: there is no turn to stop.');

@@ -5,7 +5,7 @@ import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { AiToolService } from '../../ai/services/ai-tool.service.js';
 import { Conversation } from '../entities/conversation.entity.js';
 import { Message } from '../entities/message.entity.js';
-import { toMessageView, type MessageView } from '../views.js';
+import { toMessageView, type ToolExecutionView } from '../views.js';
 import { ConversationService, messageNotFound } from './conversation.service.js';
 import { ConversationTurnService } from './conversation-turn.service.js';
 
@@ -28,7 +28,7 @@ export class ToolExecutionService {
     @inject(idsServiceIdentifier) private readonly ids: Ids,
   ) {}
 
-  async execute(em: EntityManager, userId: string, toolId: string, input: ExecuteInput, signal?: AbortSignal): Promise<{ toolId: string; hook: string; result: unknown; message: MessageView | null }> {
+  async execute(em: EntityManager, userId: string, toolId: string, input: ExecuteInput, signal?: AbortSignal): Promise<ToolExecutionView> {
     const tool = await this.tools.get(em, userId, toolId);
     const conversation = await this.conversations.requireMember(em, userId, input.convId);
     if (!(await em.count(Message, { id: input.msgId, conversation: conversation.id }))) throw messageNotFound(input.msgId);

@@ -81,7 +81,7 @@ export function datasetRoutes(): RouteDefinition[] {
       errors: { 403: noWrite, 404: missing, 422: `A run is not of this block, or did not complete with expectOutput (run_not_usable); ${tooLarge}` },
       async handler(ctx) {
         const created = await ctx.get(DatasetService).addCases(ctx.em, ctx.requirePrincipal(), ctx.params.datasetId, ctx.body);
-        return Reply.json({ items: created.map(toDatasetCaseView) }, 201);
+        return { items: created.map(toDatasetCaseView) };
       },
     }),
     defineRoute({

@@ -1,26 +1,16 @@
-import type { BlockSession, RunStatus, RunWaiting } from '../entities/run.entity.js';
+import type { BlockSession, CtxEntry, RunStatus, RunWaiting } from '../entities/run.entity.js';
+import type { RunResultView } from '../schemas.js';
 import { publicSession } from './run-engine.js';
 
-/** The 200 body of a run with `stream: false` (the spec's fields, plus status, output and error). */
-export interface RunResult {
-  runId: string;
-  documentId: string | null;
-  status: RunStatus;
-  globalCtx: unknown[];
-  sessions: Record<string, unknown>[];
-  duration: number;
-  timedOut: boolean;
-  output: unknown;
-  error: { code: string; message: string } | null;
-  waiting: RunWaiting | null;
-}
+/** The 200 body of a run with `stream: false`: declared by `runResultSchema`. */
+export type RunResult = RunResultView;
 
 /** What a run's result is made of, whether read from its record or from the state it ended with. */
 export interface RunResultSource {
   id: string;
   documentId: string | null;
   status: RunStatus;
-  ctx: unknown[];
+  ctx: CtxEntry[];
   sessions: BlockSession[];
   durationMs: number;
   timedOut: boolean;

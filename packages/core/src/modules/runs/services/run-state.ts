@@ -1,5 +1,6 @@
 import type { WorkflowBlock } from '../blocks/workflow.js';
 import type { BlockSession, CtxEntry, RunStatus, RunUsage, RunWaiting } from '../entities/run.entity.js';
+import type { RunSessionView } from '../schemas.js';
 
 /** The in-memory state of an executing run (a stored run's checkpoint, or a debug run). */
 export interface RunState {
@@ -85,7 +86,7 @@ export function completion(state: RunState, durationMs: number = Date.now() - st
 }
 
 /** The spec's Run session fields (plus error when the block failed). */
-export function publicSession(session: BlockSession): Record<string, unknown> {
+export function publicSession(session: BlockSession): RunSessionView {
   return {
     blockId: session.blockId,
     blockType: session.blockType,

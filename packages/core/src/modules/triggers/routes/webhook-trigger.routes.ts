@@ -119,7 +119,7 @@ export function webhookTriggerRoutes(config: TriggersConfig): RouteDefinition[] 
       async handler(ctx) {
         const outcome = await ctx.get(WebhookTriggerService).receive(ctx.em, ctx.params.triggerId, { headers: ctx.headers, query: ctx.query as Record<string, string | string[]>, rawBody: ctx.rawBody }, ctx.signal);
         if (outcome.result) return Reply.json(outcome.result, 200);
-        return Reply.json({ runId: outcome.runId, documentId: outcome.documentId, status: 'accepted', duplicate: outcome.duplicate }, 202);
+        return { runId: outcome.runId, documentId: outcome.documentId, status: 'accepted', duplicate: outcome.duplicate };
       },
     }),
   ];
