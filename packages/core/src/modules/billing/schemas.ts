@@ -1,5 +1,5 @@
 /** The billing responses, declared once: their JSON Schema (OpenAPI) and TypeScript types. */
-import { dateTime, nullable, pageSchema, stringEnum, Type, uuid, type Static, type TSchema } from '../../kernel/http/response-schema.js';
+import { dateTime, nullable, stringEnum, Type, uuid, type Static, type TSchema } from '../../kernel/http/response-schema.js';
 
 const period = () => stringEnum(['monthly', 'yearly']);
 
