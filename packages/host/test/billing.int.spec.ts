@@ -290,7 +290,8 @@ describe.each(testDatabases())('billing 500 on $name', (db) => {
   describe.each(transports)('over %s', (transport) => {
     let t: BillingHost;
     beforeAll(async () => {
-      t = await startBillingHost(db, transport, { adapters: [provide(paymentProviderServiceIdentifier, new FaultyProvider())] });
+      // An unexpected 500 is documented by no route: this suite checks its envelope itself.
+      t = await startBillingHost(db, transport, { adapters: [provide(paymentProviderServiceIdentifier, new FaultyProvider())], conformance: false });
     });
     afterAll(() => t?.close());
 

@@ -2,6 +2,7 @@ import { canonicalJson, contentHash, fnv1a32Hex } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { actor, createDocument, createProject, doc, paragraph, type Actor } from './documents.fixtures.js';
+import { conformingRequests } from './openapi-conformance.js';
 
 // Documents over HTTP on both transports and both databases: content and its hash, markdown-ir,
 // the edit endpoint (commands, whole content, conflicts, comments), delete, duplicate, versions
@@ -16,7 +17,8 @@ describe.each(testDatabases())('documents on $name', (db) => {
     let publicProjectId: string;
 
     beforeAll(async () => {
-      t = await startTestHost(db, transport, { config: { documents: { maxContentBytes: 8192 } } });
+      const host = await startTestHost(db, transport, { config: { documents: { maxContentBytes: 8192 } } });
+      t = { ...host, request: await conformingRequests(host, ['/documents', '/project']) };
       [owner, stranger, reader] = await Promise.all([actor(t), actor(t), actor(t)]);
       projectId = (await createProject(t, owner.token)).id;
       publicProjectId = (await createProject(t, owner.token, { access: 'public' })).id;
@@ -423,6 +425,9 @@ describe.each(testDatabases())('documents on $name', (db) => {
         expect(ann.body.ui_state.annotations).toEqual([{ id: 'n1', target: 'button', note: 'bigger' }]);
         const pending = await t.request('POST', `${base}/ui-pending-changes`, { token: owner.agentToken, body: { changes: [{ op: 'recolor', to: 'red' }], summary: 'red button' } });
         expect(pending.body.ui_state.pending_changes).toMatchObject({ changes: [{ op: 'recolor', to: 'red' }], summary: 'red button', submitted_by: owner.userId });
+        // Without a summary the stored changes carry summary null, which the published schema admits (the conformance check validates it).
+        const unsummarised = await t.request('POST', `${base}/ui-pending-changes`, { token: owner.token, body: { changes: [{ op: 'resize' }] } });
+        expect([unsummarised.status, unsummarised.body.ui_state.pending_changes]).toMatchObject([200, { changes: [{ op: 'resize' }], summary: null, submitted_by: owner.userId }]);
         await t.request('POST', `${base}/ui-preview-state`, { token: owner.token, body: { screen: 'home', viewport: { width: 390, height: 844 } } });
         const preview = await t.request('POST', `${base}/ui-preview-state`, { token: owner.token, body: { render_state: { tab: 2 } } });
         expect(preview.body.ui_state.preview_state).toEqual({ screen: 'home', viewport: { width: 390, height: 844 }, render_state: { tab: 2 } });

@@ -1,5 +1,6 @@
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { conformingRequests } from './openapi-conformance.js';
 
 // POST /tool/home/address through the host's default parser (@trellis/address-cn), on both
 // transports and both databases.
@@ -8,7 +9,8 @@ describe.each(testDatabases())('tool service address parsing on $name', (db) => 
     let t: TestHost;
     let token: string;
     beforeAll(async () => {
-      t = await startTestHost(db, transport);
+      const host = await startTestHost(db, transport);
+      t = { ...host, request: await conformingRequests(host, ['/tool']) };
       token = (await t.register()).token;
     });
     afterAll(() => t?.close());

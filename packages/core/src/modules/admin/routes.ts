@@ -2,16 +2,18 @@ import type { CredentialKind } from '../../kernel/auth/principal.js';
 import { IdParams } from '../../kernel/http/dto/id-params.js';
 import { pageOf, paging } from '../../kernel/http/dto/paging.js';
 import { defineRoute, type RequestContext, type RouteDefinition } from '../../kernel/http/route.js';
+import { jsonObject, pageSchema } from '../../kernel/http/response-schema.js';
+import { auditEntrySchema } from '../audit/index.js';
 import { AuditService, toAuditEntryView } from '../audit/services/audit.service.js';
 import { DevNamedUpdateBody } from '../developer/dto/resource.dto.js';
 import type { HardwareStatus } from '../developer/entities/hardware.entity.js';
 import { pointInto, schemaDocument } from '../developer/generic.js';
-import { hardwareSchema, pageOf as pageSchema, pointerResultSchema, type JsonSchema } from '../developer/schemas.js';
+import { hardwareSchema, pointerResultSchema, schemaDocumentSchema, type JsonSchema } from '../developer/schemas.js';
 import { toHardwareView } from '../developer/views.js';
 import { AdminPointerQuery, AdminTypedListQuery, AdminTypeQuery, type AdminResourceType } from './dto/generic.dto.js';
 import { AdminHardwareListQuery, HardwareResetBody } from './dto/hardware.dto.js';
 import { AdminUserUpdateBody, UserFilterQuery, UserListQuery } from './dto/user.dto.js';
-import { adminUserSchema, auditEntrySchema, becomeSchema, countSchema } from './schemas.js';
+import { adminUserSchema, becomeSchema, countSchema, hardwareResetSchema } from './schemas.js';
 import { AdminHardwareService } from './services/admin-hardware.service.js';
 import { AdminUserService, type Acting } from './services/admin-user.service.js';
 import { toAdminUserView } from './views.js';
@@ -101,7 +103,7 @@ const userRoutes: RouteDefinition[] = [
     },
     async handler(ctx) {
       const { token, expiresIn, user, actorId } = await ctx.get(AdminUserService).become(ctx.em, ctx.params.id, acting(ctx));
-      return { token, tokenType: 'Bearer', expiresIn, user: toAdminUserView(user), actorId };
+      return { token, tokenType: 'Bearer' as const, expiresIn, user: toAdminUserView(user), actorId };
     },
   }),
 ];
@@ -156,13 +158,7 @@ const hardwareRoutes: RouteDefinition[] = [
     ...guarded,
     params: IdParams,
     body: HardwareResetBody,
-    response: {
-      schema: {
-        type: 'object',
-        required: ['hardware', 'control'],
-        properties: { hardware: hardwareSchema, control: { type: 'object', description: 'The params of the `control` notification sent.' } },
-      },
-    },
+    response: { schema: hardwareResetSchema },
     errors: { 404: 'No such device (hardware_not_found)' },
     async handler(ctx) {
       const { hardware, control } = await ctx.get(AdminHardwareService).reset(ctx.em, ctx.params.id, ctx.body.mode ?? 'soft', acting(ctx));
@@ -197,7 +193,7 @@ const genericRoutes: RouteDefinition[] = [
     summary: 'The JSON Schema of an administrator resource type',
     ...guarded,
     query: AdminTypeQuery,
-    response: { schema: { type: 'object', description: 'A JSON Schema (draft 2020-12).' } },
+    response: { schema: schemaDocumentSchema },
     handler: (ctx) => schemaDocument('admin', ctx.query.type, adminSchemas[ctx.query.type]),
   }),
   defineRoute({
@@ -220,7 +216,7 @@ const genericRoutes: RouteDefinition[] = [
     description: 'type is user, hardware or audit (the audit trail, newest first).',
     ...guarded,
     query: AdminTypedListQuery,
-    response: { schema: pageSchema({ type: 'object' }) },
+    response: { schema: pageSchema(jsonObject()) },
     handler: (ctx) => listType(ctx, ctx.query.type, paging(ctx.query)),
   }),
 ];

@@ -1,65 +1,40 @@
-import type { JsonSchema } from '../developer/schemas.js';
-
-const dateTime = { type: 'string', format: 'date-time' } as const;
-const nullable = (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] });
+/** The administrator responses, declared once: their JSON Schema (OpenAPI, `GET /admin/schema`) and types. */
+import { dateTime, jsonObject, nullable, stringEnum, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
+import { hardwareSchema } from '../developer/schemas.js';
+import { userRoles } from './dto/user.dto.js';
 
 /** A user as the administrator API shows it. */
-export const adminUserSchema: JsonSchema = {
-  title: 'user',
-  description: 'A user account as administrators see it.',
-  type: 'object',
-  required: ['id', 'username', 'email', 'phone', 'status', 'profile', 'avatarUrl', 'roles', 'isSiteAdmin', 'isDeveloper', 'isAdministrator', 'createdAt', 'updatedAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid', readOnly: true },
-    username: { type: 'string', minLength: 1, maxLength: 200, description: 'The display name.' },
-    email: { type: 'string', format: 'email' },
-    phone: nullable({ type: 'string' }),
-    status: { enum: ['active', 'disabled'] },
-    profile: nullable({ type: 'object' }),
-    avatarUrl: { ...nullable({ type: 'string', format: 'uri' }), readOnly: true },
-    roles: {
-      type: 'array',
-      readOnly: true,
-      items: { enum: ['site_admin', 'administrator', 'developer', 'user'] },
-      description: 'Every role filter that matches this user.',
-    },
-    isSiteAdmin: { type: 'boolean', readOnly: true },
-    isDeveloper: { type: 'boolean', readOnly: true },
-    isAdministrator: { type: 'boolean', readOnly: true },
-    createdAt: { ...dateTime, readOnly: true },
-    updatedAt: { ...dateTime, readOnly: true },
+export const adminUserSchema = Type.Object(
+  {
+    id: uuid({ readOnly: true }),
+    username: Type.String({ minLength: 1, maxLength: 200, description: 'The display name.' }),
+    email: Type.String({ format: 'email' }),
+    phone: nullable(Type.String()),
+    status: stringEnum(['active', 'disabled']),
+    profile: nullable(jsonObject()),
+    avatarUrl: nullable(Type.String({ format: 'uri' }), { readOnly: true }),
+    roles: Type.Array(stringEnum(userRoles), { readOnly: true, description: 'Every role filter that matches this user.' }),
+    isSiteAdmin: Type.Boolean({ readOnly: true }),
+    isDeveloper: Type.Boolean({ readOnly: true }),
+    isAdministrator: Type.Boolean({ readOnly: true }),
+    createdAt: dateTime({ readOnly: true }),
+    updatedAt: dateTime({ readOnly: true }),
   },
-  additionalProperties: false,
-};
+  { title: 'user', description: 'A user account as administrators see it.', additionalProperties: false },
+);
+export type AdminUserView = Static<typeof adminUserSchema>;
 
-export const auditEntrySchema: JsonSchema = {
-  title: 'audit',
-  description: 'One audited action.',
-  type: 'object',
-  required: ['id', 'actorId', 'action', 'targetType', 'targetId', 'data', 'ip', 'createdAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    actorId: { ...nullable({ type: 'string', format: 'uuid' }), description: 'Who acted.' },
-    action: { type: 'string', description: 'admin.user.update, admin.user.become, admin.hardware.update, admin.hardware.sync_sim, admin.hardware.reset, ...' },
-    targetType: nullable({ type: 'string' }),
-    targetId: nullable({ type: 'string' }),
-    data: nullable({ type: 'object' }),
-    ip: nullable({ type: 'string' }),
-    createdAt: dateTime,
-  },
-  additionalProperties: false,
-};
+export const becomeSchema = Type.Object({
+  token: Type.String({ description: 'A JWT for the target user carrying `act: { sub: <administrator id> }` (RFC 8693).' }),
+  tokenType: Type.Literal('Bearer'),
+  expiresIn: Type.Integer({ description: 'Seconds until the token expires (admin.becomeTtlSeconds).' }),
+  user: adminUserSchema,
+  actorId: uuid({ description: 'The administrator acting as the user.' }),
+});
 
-export const becomeSchema: JsonSchema = {
-  type: 'object',
-  required: ['token', 'tokenType', 'expiresIn', 'user', 'actorId'],
-  properties: {
-    token: { type: 'string', description: 'A JWT for the target user carrying `act: { sub: <administrator id> }` (RFC 8693).' },
-    tokenType: { const: 'Bearer' },
-    expiresIn: { type: 'integer', description: 'Seconds until the token expires (admin.becomeTtlSeconds).' },
-    user: adminUserSchema,
-    actorId: { type: 'string', format: 'uuid', description: 'The administrator acting as the user.' },
-  },
-};
+export const countSchema = Type.Object({ count: Type.Integer() });
 
-export const countSchema: JsonSchema = { type: 'object', required: ['count'], properties: { count: { type: 'integer' } } };
+export const hardwareResetSchema = Type.Object({
+  hardware: hardwareSchema,
+  control: jsonObject({ description: 'The params of the `control` notification sent.' }),
+});

@@ -1,5 +1,6 @@
 import type { User } from '../identity/entities/user.entity.js';
 import type { UserRole } from './dto/user.dto.js';
+import type { AdminUserView } from './schemas.js';
 
 /** The roles whose filter matches a user (see `userRoles`). */
 export function rolesOf(user: User): UserRole[] {
@@ -11,7 +12,7 @@ export function rolesOf(user: User): UserRole[] {
   return roles;
 }
 
-export const toAdminUserView = (user: User) => ({
+export const toAdminUserView = (user: User): AdminUserView => ({
   id: user.id,
   username: user.name,
   email: user.email,

@@ -2,7 +2,8 @@ import { IdParams } from '../../kernel/http/dto/id-params.js';
 import { Reply } from '../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import { AdminCouponQuery, AdminOrderQuery, CreateCouponBody } from './dto/admin.dto.js';
-import { couponSchema, orderSchema, pageOfSchema } from './schemas.js';
+import { pageSchema } from '../../kernel/http/response-schema.js';
+import { couponSchema, markPaidSchema, orderSchema } from './schemas.js';
 import { CouponService } from './services/coupon.service.js';
 import { OrderService } from './services/order.service.js';
 import { toCouponView, toOrderView } from './views.js';
@@ -21,7 +22,7 @@ export const adminBillingRoutes: RouteDefinition[] = [
     auth,
     permission,
     query: AdminOrderQuery,
-    response: { schema: pageOfSchema(orderSchema) },
+    response: { schema: pageSchema(orderSchema) },
     errors: { 403: adminOnly },
     async handler(ctx) {
       const page = await ctx.get(OrderService).list(ctx.em, ctx.query);
@@ -52,7 +53,7 @@ export const adminBillingRoutes: RouteDefinition[] = [
     auth,
     permission,
     params: IdParams,
-    response: { schema: { type: 'object', required: ['order', 'alreadyPaid'], properties: { order: orderSchema, alreadyPaid: { type: 'boolean' } } } },
+    response: { schema: markPaidSchema },
     errors: {
       403: adminOnly,
       404: 'No such order (order_not_found)',
@@ -71,7 +72,7 @@ export const adminBillingRoutes: RouteDefinition[] = [
     auth,
     permission,
     query: AdminCouponQuery,
-    response: { schema: pageOfSchema(couponSchema) },
+    response: { schema: pageSchema(couponSchema) },
     errors: { 403: adminOnly },
     async handler(ctx) {
       const page = await ctx.get(CouponService).list(ctx.em, ctx.query);

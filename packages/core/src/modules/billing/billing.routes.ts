@@ -1,5 +1,6 @@
 import { defineRoute, type RequestContext, type RouteDefinition } from '../../kernel/http/route.js';
 import { configServiceIdentifier } from '../../kernel/tokens.js';
+import { pageSchema } from '../../kernel/http/response-schema.js';
 import type { BillingConfig } from './billing.config.js';
 import { ChangePlanBody, BillingIdParams, ProviderParams, PurchaseCreditsBody, SubscriptionQuery, TeamBody, TeamPageQuery } from './dto/billing.dto.js';
 import { billingErrors } from './errors.js';
@@ -9,11 +10,11 @@ import {
   envelope,
   orderSchema,
   overviewSchema,
-  pageOfSchema,
   paymentSchema,
   purchaseSchema,
   successOnly,
   webhookResultSchema,
+  type PlanChangeView,
 } from './schemas.js';
 import { BillingAccountService } from './services/billing-account.service.js';
 import { OrderService } from './services/order.service.js';
@@ -29,7 +30,7 @@ const notManager = 'Not owner or admin of the team (FORBIDDEN)';
 
 const ok = <T>(data: T) => ({ success: true as const, data });
 
-function changePlanView(result: ChangePlanResult) {
+function changePlanView(result: ChangePlanResult): PlanChangeView {
   switch (result.action) {
     case 'downgrade_scheduled':
       return { ...result, effectiveAt: result.effectiveAt.toISOString() };
@@ -117,7 +118,7 @@ export const billingRoutes: RouteDefinition[] = [
     async handler(ctx) {
       const teamId = await ctx.get(BillingAccountService).resolveTeam(ctx.em, ctx.requirePrincipal().userId, ctx.body.teamId, 'manage');
       await ctx.get(SubscriptionService).cancelRenewal(ctx.em, teamId);
-      return { success: true };
+      return { success: true as const };
     },
   }),
   defineRoute({
@@ -133,7 +134,7 @@ export const billingRoutes: RouteDefinition[] = [
     async handler(ctx) {
       const teamId = await ctx.get(BillingAccountService).resolveTeam(ctx.em, ctx.requirePrincipal().userId, ctx.body.teamId, 'manage');
       await ctx.get(SubscriptionService).resumeRenewal(ctx.em, teamId);
-      return { success: true };
+      return { success: true as const };
     },
   }),
   defineRoute({
@@ -171,7 +172,7 @@ export const billingRoutes: RouteDefinition[] = [
     description: 'Needs team membership. Pending orders carry their payment URL or instructions.',
     auth: ['jwt', 'api_key'],
     query: TeamPageQuery,
-    response: { schema: envelope(pageOfSchema(orderSchema)) },
+    response: { schema: envelope(pageSchema(orderSchema)) },
     errors: { 400: noTeam },
     async handler(ctx) {
       const teamId = await ctx.get(BillingAccountService).resolveTeam(ctx.em, ctx.requirePrincipal().userId, ctx.query.teamId, 'member');

@@ -4,7 +4,8 @@ import { billingRouteDefaults } from './billing.routes.js';
 import { BillingIdParams, ReleaseReservationBody, ReserveCreditsBody, SettleReservationBody, TeamPageQuery } from './dto/billing.dto.js';
 import type { CreditReservation } from './entities/credit-reservation.entity.js';
 import { billingErrors } from './errors.js';
-import { envelope, ledgerEntrySchema, pageOfSchema, reservationSchema } from './schemas.js';
+import { pageSchema } from '../../kernel/http/response-schema.js';
+import { envelope, ledgerEntrySchema, reservationSchema } from './schemas.js';
 import { BillingAccountService } from './services/billing-account.service.js';
 import { CreditService } from './services/credit.service.js';
 import { toLedgerEntryView, toReservationView } from './views.js';
@@ -37,7 +38,7 @@ export const creditRoutes: RouteDefinition[] = [
     description: 'Every movement of the balance (grant, purchase, reservation, settlement, release, expiry) with its reason and the balance after it. Needs team membership.',
     auth,
     query: TeamPageQuery,
-    response: { schema: envelope(pageOfSchema(ledgerEntrySchema)) },
+    response: { schema: envelope(pageSchema(ledgerEntrySchema)) },
     errors: { 400: noTeam },
     async handler(ctx) {
       const accounts = ctx.get(BillingAccountService);

@@ -5,10 +5,11 @@ import type { PaymentOrder } from './entities/payment-order.entity.js';
 import type { Subscription } from './entities/subscription.entity.js';
 import type { BalanceSnapshot } from './services/credit.service.js';
 import type { CreditPack, Plan } from './services/plan-catalog.js';
+import type { BalanceView, CouponView, LedgerEntryView, OrderView, PackView, PlanView, ReservationView, SubscriptionView } from './schemas.js';
 
 const iso = (date: Date | null | undefined): string | null => (date ? date.toISOString() : null);
 
-export const toSubscriptionView = (s: Subscription) => ({
+export const toSubscriptionView = (s: Subscription): SubscriptionView => ({
   id: s.id,
   teamId: s.team.id,
   planCode: s.planCode,
@@ -25,7 +26,7 @@ export const toSubscriptionView = (s: Subscription) => ({
   updatedAt: iso(s.updatedAt)!,
 });
 
-export const toBalanceView = ({ balance: b, reservedCredits }: BalanceSnapshot) => ({
+export const toBalanceView = ({ balance: b, reservedCredits }: BalanceSnapshot): BalanceView => ({
   teamId: b.team.id,
   totalCredits: b.grantCredits + b.purchaseCredits,
   grantCredits: b.grantCredits,
@@ -37,7 +38,7 @@ export const toBalanceView = ({ balance: b, reservedCredits }: BalanceSnapshot) 
   updatedAt: iso(b.updatedAt)!,
 });
 
-export const toOrderView = (o: PaymentOrder) => ({
+export const toOrderView = (o: PaymentOrder): OrderView => ({
   id: o.id,
   teamId: o.team.id,
   kind: o.kind,
@@ -66,7 +67,7 @@ export const toOrderView = (o: PaymentOrder) => ({
   updatedAt: iso(o.updatedAt)!,
 });
 
-export const toCouponView = (c: Coupon) => ({
+export const toCouponView = (c: Coupon): CouponView => ({
   id: c.id,
   code: c.code,
   percentOff: c.percentOff,
@@ -80,7 +81,7 @@ export const toCouponView = (c: Coupon) => ({
   updatedAt: iso(c.updatedAt)!,
 });
 
-export const toReservationView = (r: CreditReservation) => ({
+export const toReservationView = (r: CreditReservation): ReservationView => ({
   id: r.id,
   teamId: r.team.id,
   status: r.status,
@@ -93,7 +94,7 @@ export const toReservationView = (r: CreditReservation) => ({
   updatedAt: iso(r.updatedAt)!,
 });
 
-export const toLedgerEntryView = (e: CreditLedgerEntry) => ({
+export const toLedgerEntryView = (e: CreditLedgerEntry): LedgerEntryView => ({
   id: e.id,
   kind: e.kind,
   grantDelta: e.grantDelta,
@@ -108,5 +109,5 @@ export const toLedgerEntryView = (e: CreditLedgerEntry) => ({
   createdAt: iso(e.createdAt)!,
 });
 
-export const toPlanView = (p: Plan) => ({ ...p });
-export const toPackView = (p: CreditPack) => ({ ...p });
+export const toPlanView = (p: Plan): PlanView => ({ ...p });
+export const toPackView = (p: CreditPack): PackView => ({ ...p });

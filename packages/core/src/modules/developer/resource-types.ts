@@ -1,5 +1,7 @@
 import type { EntityClass } from '@mikro-orm/core';
 import type { ClassType } from '../../kernel/http/route.js';
+import type { TObject } from '@sinclair/typebox';
+import type { Static } from '../../kernel/http/response-schema.js';
 import { AiModel } from '../ai/entities/ai-model.entity.js';
 import { AiTool } from '../ai/entities/ai-tool.entity.js';
 import { Bot, type BotConf } from '../bots/entities/bot.entity.js';
@@ -16,7 +18,7 @@ import {
 import { Application } from './entities/application.entity.js';
 import { DeveloperTask } from './entities/developer-task.entity.js';
 import { Hardware } from './entities/hardware.entity.js';
-import { appSchema, botSchema, convSchema, hardwareSchema, modelSchema, taskSchema, toolSchema, type JsonSchema } from './schemas.js';
+import { appSchema, botSchema, convSchema, hardwareSchema, modelSchema, taskSchema, toolSchema } from './schemas.js';
 import { toApplicationView, toDevBotView, toDevConvView, toDevModelView, toDevToolView, toHardwareView, toTaskView } from './views.js';
 
 /** The resource names of the developer API, as they appear in `/dev/{R}` and `?type=`. */
@@ -45,7 +47,7 @@ export interface DevInput {
  * the entities of their own areas: the developer API's `description` and `config` land in their
  * `desc`/`conf` fields (see docs/http/developer.md).
  */
-export interface DevResourceDescriptor<E extends OwnedEntity = OwnedEntity> {
+export interface DevResourceDescriptor<E extends OwnedEntity = OwnedEntity, S extends TObject = TObject> {
   type: DevResourceType;
   /** Singular noun for messages: "hardware device", "bot", ... */
   label: string;
@@ -54,27 +56,28 @@ export interface DevResourceDescriptor<E extends OwnedEntity = OwnedEntity> {
   updateBody: ClassType;
   /** The `*_not_found` error code. */
   notFound: string;
-  schema: JsonSchema;
+  /** The resource's response declaration (also what `GET /dev/schema?type=` answers). */
+  schema: S;
   /** Entity fields (besides id and owner) of a new resource. */
   build(input: DevInput, ownerId: string): Record<string, unknown>;
   /** Applies an update; absent fields stay as they are. */
   apply(entity: E, input: DevInput): void;
-  view(entity: E): Record<string, unknown>;
+  view(entity: E): Static<S>;
 }
 
-const descriptor = <E extends OwnedEntity>(d: DevResourceDescriptor<E>): DevResourceDescriptor => d as unknown as DevResourceDescriptor;
+const descriptor = <E extends OwnedEntity, S extends TObject>(d: DevResourceDescriptor<E, S>): DevResourceDescriptor => d as unknown as DevResourceDescriptor;
 
 /** Entities whose own columns are name, description and config. */
-function plain<E extends OwnedEntity & { name: string; description: string | null; config: Record<string, unknown> }>(
+function plain<E extends OwnedEntity & { name: string; description: string | null; config: Record<string, unknown> }, S extends TObject>(
   type: DevResourceType,
   label: string,
   entity: EntityClass<E>,
-  schema: JsonSchema,
-  view: (e: E) => Record<string, unknown>,
+  schema: S,
+  view: (e: E) => Static<S>,
   notFound: string,
   extra: (input: DevInput) => Record<string, unknown> = () => ({}),
 ): DevResourceDescriptor {
-  return descriptor<E>({
+  return descriptor<E, S>({
     type,
     label,
     entity,
@@ -128,7 +131,7 @@ export const devResources: Readonly<Record<DevResourceType, DevResourceDescripto
     tokenPrefix: null,
     tokenIssuedAt: null,
   })),
-  model: descriptor<AiModel>({
+  model: descriptor<AiModel, typeof modelSchema>({
     type: 'model',
     label: 'model',
     entity: AiModel,
@@ -145,7 +148,7 @@ export const devResources: Readonly<Record<DevResourceType, DevResourceDescripto
     },
     view: toDevModelView,
   }),
-  tool: descriptor<AiTool>({
+  tool: descriptor<AiTool, typeof toolSchema>({
     type: 'tool',
     label: 'tool',
     entity: AiTool,
@@ -161,7 +164,7 @@ export const devResources: Readonly<Record<DevResourceType, DevResourceDescripto
     },
     view: toDevToolView,
   }),
-  bot: descriptor<Bot>({
+  bot: descriptor<Bot, typeof botSchema>({
     type: 'bot',
     label: 'bot',
     entity: Bot,
@@ -176,7 +179,7 @@ export const devResources: Readonly<Record<DevResourceType, DevResourceDescripto
     },
     view: toDevBotView,
   }),
-  conv: descriptor<Conversation>({
+  conv: descriptor<Conversation, typeof convSchema>({
     type: 'conv',
     label: 'conversation',
     entity: Conversation,

@@ -8,7 +8,8 @@ import { HardwareLogBody } from './dto/hardware.dto.js';
 import { DevPointerQuery, DevTypedListQuery, DevTypeQuery, HardwareLogQuery } from './dto/query.dto.js';
 import { pointInto, schemaDocument } from './generic.js';
 import { devResources, devResourceTypes, type DevInput, type DevResourceType } from './resource-types.js';
-import { anyResourcePage, hardwareLogSchema, issuedDeviceTokenSchema, pageOf as pageSchema, pointerResultSchema } from './schemas.js';
+import { jsonObject, pageSchema } from '../../kernel/http/response-schema.js';
+import { hardwareLogSchema, issuedDeviceTokenSchema, pointerResultSchema, schemaDocumentSchema } from './schemas.js';
 import { DeveloperResourceService } from './services/developer-resource.service.js';
 import { DeviceTokenService, type DeviceKind } from './services/device-token.service.js';
 import { HardwareLogService } from './services/hardware-log.service.js';
@@ -194,7 +195,7 @@ const genericRoutes: RouteDefinition[] = [
     summary: 'The JSON Schema of a developer resource type',
     ...guarded,
     query: DevTypeQuery,
-    response: { schema: { type: 'object', description: 'A JSON Schema (draft 2020-12).' } },
+    response: { schema: schemaDocumentSchema },
     handler: (ctx) => schemaDocument('dev', ctx.query.type, devResources[ctx.query.type as DevResourceType].schema),
   }),
   defineRoute({
@@ -218,7 +219,7 @@ const genericRoutes: RouteDefinition[] = [
     description: `Same as \`GET /dev/{type}/list\`; type is one of ${devResourceTypes.join(', ')}.`,
     ...guarded,
     query: DevTypedListQuery,
-    response: { schema: anyResourcePage },
+    response: { schema: pageSchema(jsonObject()) },
     handler: (ctx) => listOf(ctx, ctx.query.type as DevResourceType),
   }),
 ];

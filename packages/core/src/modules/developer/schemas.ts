@@ -1,150 +1,128 @@
 /**
- * JSON Schemas (draft 2020-12) of the developer resources as the API returns them. They document
- * the responses in the OpenAPI document and are what `GET /dev/schema?type=` answers (with
- * `$schema` and `$id` added).
+ * The developer resources as the API returns them, declared once (TypeBox): the JSON Schemas
+ * (draft 2020-12) that document the responses in the OpenAPI document and that `GET /dev/schema?type=`
+ * answers (with `$schema` and `$id` added), and the types the mappers build.
  */
+import { dateTime, jsonObject, nullable, stringEnum, Type, uuid, type Static, type TSchema } from '../../kernel/http/response-schema.js';
+
+/** A JSON Schema document (what `GET /{area}/schema` answers). */
 export type JsonSchema = Record<string, unknown>;
 
-const dateTime = { type: 'string', format: 'date-time' } as const;
-const nullable = (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: 'null' }] });
-const readOnlyId = { type: 'string', format: 'uuid', readOnly: true } as const;
-const config = { type: 'object', additionalProperties: true, description: 'Free-form settings.' } as const;
-const description = { ...nullable({ type: 'string', maxLength: 10_000 }), description: 'Free text.' };
-const name = { type: 'string', minLength: 1, maxLength: 200 } as const;
+const config = () => jsonObject({ additionalProperties: true, description: 'Free-form settings.' });
+const description = () => nullable(Type.String({ maxLength: 10_000 }), { description: 'Free text.' });
+const name = () => Type.String({ minLength: 1, maxLength: 200 });
 
-const common = {
-  id: readOnlyId,
-  ownerId: { type: 'string', format: 'uuid', readOnly: true, description: 'The developer who owns it.' },
-  createdAt: { ...dateTime, readOnly: true },
-  updatedAt: { ...dateTime, readOnly: true },
-};
-
-const resource = (title: string, text: string, properties: Record<string, JsonSchema>, required: string[]): JsonSchema => ({
-  title,
-  description: text,
-  type: 'object',
-  required: ['id', 'ownerId', ...required, 'createdAt', 'updatedAt'],
-  properties: { id: common.id, ownerId: common.ownerId, ...properties, createdAt: common.createdAt, updatedAt: common.updatedAt },
-  additionalProperties: false,
-});
-
-export const tokenInfoSchema: JsonSchema = {
-  ...nullable({
-    type: 'object',
-    required: ['prefix', 'issuedAt'],
-    properties: { prefix: { type: 'string', description: 'First characters of the token, to recognise it.' }, issuedAt: dateTime },
-  }),
-  readOnly: true,
-  description: 'The device token currently issued (never the token itself), or null.',
-};
-
-export const hardwareSchema = resource(
-  'hardware',
-  'A hardware device. It connects to /v3/wss/{id} with its device token.',
-  {
-    name,
-    description,
-    config,
-    status: { enum: ['pending', 'active', 'resetting'], readOnly: true, description: 'pending until the device first reports; resetting after a reset until it reports again.' },
-    lastSeenAt: { ...nullable(dateTime), readOnly: true },
-    sim: {
-      type: 'object',
-      readOnly: true,
-      required: ['reported', 'reportedAt', 'synced', 'syncedAt'],
-      properties: {
-        reported: { ...nullable({ type: 'object' }), description: 'SIM information the device last reported.' },
-        reportedAt: nullable(dateTime),
-        synced: { ...nullable({ type: 'object' }), description: 'SIM information adopted by the last sync_sim.' },
-        syncedAt: nullable(dateTime),
-      },
+/** A developer resource: its own fields between `id`/`ownerId` and the timestamps, nothing else. */
+const resource = <P extends Record<string, TSchema>>(title: string, text: string, properties: P) =>
+  Type.Object(
+    {
+      id: uuid({ readOnly: true }),
+      ownerId: uuid({ readOnly: true, description: 'The developer who owns it.' }),
+      ...properties,
+      createdAt: dateTime({ readOnly: true }),
+      updatedAt: dateTime({ readOnly: true }),
     },
-    token: tokenInfoSchema,
-  },
-  ['name', 'description', 'config', 'status', 'lastSeenAt', 'sim', 'token'],
+    { title, description: text, additionalProperties: false },
+  );
+
+export const tokenInfoSchema = nullable(
+  Type.Object({ prefix: Type.String({ description: 'First characters of the token, to recognise it.' }), issuedAt: dateTime() }),
+  { readOnly: true, description: 'The device token currently issued (never the token itself), or null.' },
 );
 
-export const modelSchema = resource(
-  'model',
-  'An AI model configuration (the AI area\'s model: description is its desc, config its conf).',
-  { name, type: { type: 'string', minLength: 1, maxLength: 64 }, description, config, service: { ...nullable({ type: 'string' }), readOnly: true, description: 'AI provider serving the model (set through the AI area).' } },
-  ['name', 'type', 'description', 'config', 'service'],
-);
+export const hardwareSchema = resource('hardware', 'A hardware device. It connects to /v3/wss/{id} with its device token.', {
+  name: name(),
+  description: description(),
+  config: config(),
+  status: stringEnum(['pending', 'active', 'resetting'], {
+    readOnly: true,
+    description: 'pending until the device first reports; resetting after a reset until it reports again.',
+  }),
+  lastSeenAt: nullable(dateTime(), { readOnly: true }),
+  sim: Type.Object(
+    {
+      reported: nullable(jsonObject(), { description: 'SIM information the device last reported.' }),
+      reportedAt: nullable(dateTime()),
+      synced: nullable(jsonObject(), { description: 'SIM information adopted by the last sync_sim.' }),
+      syncedAt: nullable(dateTime()),
+    },
+    { readOnly: true },
+  ),
+  token: tokenInfoSchema,
+});
+export type HardwareView = Static<typeof hardwareSchema>;
 
-export const botSchema = resource(
-  'bot',
-  'A bot (the bots area\'s bot: description is conf.desc, config is conf).',
-  { name, description, config },
-  ['name', 'description', 'config'],
-);
+export const modelSchema = resource('model', 'An AI model configuration (the AI area\'s model: description is its desc, config its conf).', {
+  name: name(),
+  type: Type.String({ minLength: 1, maxLength: 64 }),
+  description: description(),
+  config: config(),
+  service: nullable(Type.String(), { readOnly: true, description: 'AI provider serving the model (set through the AI area).' }),
+});
+export type DevModelView = Static<typeof modelSchema>;
+
+export const botSchema = resource('bot', 'A bot (the bots area\'s bot: description is conf.desc, config is conf).', {
+  name: name(),
+  description: description(),
+  config: config(),
+});
+export type DevBotView = Static<typeof botSchema>;
 
 export const convSchema = resource(
   'conv',
   'A conversation (the conversations area\'s conversation: title is conf.title and name, description is conf.description, config is conf).',
   {
-    title: name,
-    description,
-    config,
-    botId: { ...nullable({ type: 'string', format: 'uuid' }), readOnly: true },
-    members: { type: 'array', items: { type: 'string' }, readOnly: true },
+    title: name(),
+    description: description(),
+    config: config(),
+    botId: nullable(uuid(), { readOnly: true }),
+    members: Type.Array(Type.String(), { readOnly: true }),
   },
-  ['title', 'description', 'config', 'botId', 'members'],
 );
+export type DevConvView = Static<typeof convSchema>;
 
-export const taskSchema = resource('task', 'A task definition.', { name, description, config }, ['name', 'description', 'config']);
+export const taskSchema = resource('task', 'A task definition.', { name: name(), description: description(), config: config() });
+export type TaskView = Static<typeof taskSchema>;
 
-export const toolSchema = resource(
-  'tool',
-  'An AI tool (the AI area\'s tool: description is its desc, config its conf).',
-  {
-    name,
-    description,
-    config,
-    service: { ...nullable({ type: 'string' }), readOnly: true },
-    actions: {
-      type: 'array',
-      readOnly: true,
-      items: { type: 'object', required: ['name', 'type'], properties: { name: { type: 'string' }, type: { type: 'string' }, conf: { type: 'object' } } },
-    },
-  },
-  ['name', 'description', 'config', 'service', 'actions'],
-);
+export const toolSchema = resource('tool', 'An AI tool (the AI area\'s tool: description is its desc, config its conf).', {
+  name: name(),
+  description: description(),
+  config: config(),
+  service: nullable(Type.String(), { readOnly: true }),
+  actions: Type.Array(Type.Object({ name: Type.String(), type: Type.String(), conf: Type.Optional(jsonObject()) }), { readOnly: true }),
+});
+export type DevToolView = Static<typeof toolSchema>;
 
-export const appSchema = resource(
-  'app',
-  'An application. It connects to /v3/wss/{id} with its device token.',
-  { name, description, config, token: tokenInfoSchema },
-  ['name', 'description', 'config', 'token'],
-);
+export const appSchema = resource('app', 'An application. It connects to /v3/wss/{id} with its device token.', {
+  name: name(),
+  description: description(),
+  config: config(),
+  token: tokenInfoSchema,
+});
+export type ApplicationView = Static<typeof appSchema>;
 
-export const hardwareLogSchema: JsonSchema = {
-  type: 'object',
-  required: ['id', 'hardwareId', 'type', 'content', 'createdAt'],
-  properties: { id: readOnlyId, hardwareId: { type: 'string', format: 'uuid' }, type: { type: 'string' }, content: { type: 'string' }, createdAt: dateTime },
-};
+export const hardwareLogSchema = Type.Object({
+  id: uuid({ readOnly: true }),
+  hardwareId: uuid(),
+  type: Type.String(),
+  content: Type.String(),
+  createdAt: dateTime(),
+});
+export type HardwareLogView = Static<typeof hardwareLogSchema>;
 
-export const issuedDeviceTokenSchema: JsonSchema = {
-  type: 'object',
-  required: ['token', 'prefix', 'issuedAt', 'kind', 'id'],
-  properties: {
-    token: { type: 'string', description: 'The device token (tdv_...), shown this once. Only its SHA-256 digest is stored.' },
-    prefix: { type: 'string' },
-    issuedAt: dateTime,
-    kind: { enum: ['hardware', 'application'] },
-    id: { type: 'string', format: 'uuid', description: 'The device or application id; connect to /v3/wss/{id}.' },
-  },
-};
-
-export const pageOf = (items: JsonSchema): JsonSchema => ({
-  type: 'object',
-  required: ['items', 'total', 'page', 'size'],
-  properties: { items: { type: 'array', items }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
+export const issuedDeviceTokenSchema = Type.Object({
+  token: Type.String({ description: 'The device token (tdv_...), shown this once. Only its SHA-256 digest is stored.' }),
+  prefix: Type.String(),
+  issuedAt: dateTime(),
+  kind: stringEnum(['hardware', 'application']),
+  id: uuid({ description: 'The device or application id; connect to /v3/wss/{id}.' }),
 });
 
-export const pointerResultSchema: JsonSchema = {
-  type: 'object',
-  required: ['type', 'pointer', 'value'],
-  properties: { type: { type: 'string' }, pointer: { type: 'string' }, value: { description: 'The part of the schema the pointer names.' } },
-};
+export const pointerResultSchema = Type.Object({
+  type: Type.String(),
+  pointer: Type.String(),
+  value: Type.Unknown({ description: 'The part of the schema the pointer names.' }),
+});
 
-/** Responses of generic list operations: any one resource type. */
-export const anyResourcePage: JsonSchema = pageOf({ type: 'object' });
+/** What `GET /{area}/schema` answers: a JSON Schema document. */
+export const schemaDocumentSchema = jsonObject({ description: 'A JSON Schema (draft 2020-12).' });

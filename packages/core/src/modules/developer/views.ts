@@ -8,6 +8,7 @@ import type { Application } from './entities/application.entity.js';
 import type { DeveloperTask } from './entities/developer-task.entity.js';
 import type { HardwareLog } from './entities/hardware-log.entity.js';
 import type { Hardware } from './entities/hardware.entity.js';
+import type { ApplicationView, DevBotView, DevConvView, DevModelView, DevToolView, HardwareLogView, HardwareView, TaskView } from './schemas.js';
 
 const iso = (date: Date | null): string | null => date?.toISOString() ?? null;
 const stamps = (e: { id: string; owner: { id: string }; createdAt: Date; updatedAt: Date }) => ({
@@ -16,11 +17,11 @@ const stamps = (e: { id: string; owner: { id: string }; createdAt: Date; updated
   createdAt: e.createdAt.toISOString(),
   updatedAt: e.updatedAt.toISOString(),
 });
-const tokenInfo = (e: { tokenPrefix: string | null; tokenIssuedAt: Date | null }) =>
+const tokenInfo = (e: { tokenPrefix: string | null; tokenIssuedAt: Date | null }): HardwareView['token'] =>
   e.tokenPrefix && e.tokenIssuedAt ? { prefix: e.tokenPrefix, issuedAt: e.tokenIssuedAt.toISOString() } : null;
 const stringOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 
-export const toHardwareView = (h: Hardware) => ({
+export const toHardwareView = (h: Hardware): HardwareView => ({
   ...stamps(h),
   name: h.name,
   description: h.description,
@@ -31,7 +32,7 @@ export const toHardwareView = (h: Hardware) => ({
   token: tokenInfo(h),
 });
 
-export const toApplicationView = (a: Application) => ({
+export const toApplicationView = (a: Application): ApplicationView => ({
   ...stamps(a),
   name: a.name,
   description: a.description,
@@ -39,9 +40,9 @@ export const toApplicationView = (a: Application) => ({
   token: tokenInfo(a),
 });
 
-export const toTaskView = (t: DeveloperTask) => ({ ...stamps(t), name: t.name, description: t.description, config: t.config });
+export const toTaskView = (t: DeveloperTask): TaskView => ({ ...stamps(t), name: t.name, description: t.description, config: t.config });
 
-export const toDevModelView = (m: AiModel) => ({
+export const toDevModelView = (m: AiModel): DevModelView => ({
   ...stamps(m),
   name: m.name,
   type: m.type ?? '',
@@ -51,7 +52,7 @@ export const toDevModelView = (m: AiModel) => ({
   service: m.service,
 });
 
-export const toDevToolView = (t: AiTool) => ({
+export const toDevToolView = (t: AiTool): DevToolView => ({
   ...stamps(t),
   name: t.name,
   description: t.desc,
@@ -60,9 +61,9 @@ export const toDevToolView = (t: AiTool) => ({
   actions: maskActions(t.actions ?? []),
 });
 
-export const toDevBotView = (b: Bot) => ({ ...stamps(b), name: b.name, description: stringOrNull(b.conf.desc), config: b.conf });
+export const toDevBotView = (b: Bot): DevBotView => ({ ...stamps(b), name: b.name, description: stringOrNull(b.conf.desc), config: b.conf });
 
-export const toDevConvView = (c: Conversation) => ({
+export const toDevConvView = (c: Conversation): DevConvView => ({
   ...stamps(c),
   title: stringOrNull(c.conf.title) ?? c.name,
   description: stringOrNull(c.conf.description),
@@ -71,7 +72,7 @@ export const toDevConvView = (c: Conversation) => ({
   members: c.members,
 });
 
-export const toHardwareLogView = (log: HardwareLog) => ({
+export const toHardwareLogView = (log: HardwareLog): HardwareLogView => ({
   id: log.id,
   hardwareId: log.hardware.id,
   type: log.type,

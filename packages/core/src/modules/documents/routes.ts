@@ -19,7 +19,20 @@ import {
   VersionParams,
   VersionQuery,
 } from './dto/document.dto.js';
-import { contentResponseSchema, documentSchema, editResultSchema, fileNodeResponseSchema, successSchema, uiStateSchema, versionPageSchema, versionSchema } from './schemas.js';
+import {
+  contentResponseSchema,
+  documentSchema,
+  editResultSchema,
+  fileNodeResponseSchema,
+  rollbackResultSchema,
+  savedVersionSchema,
+  successSchema,
+  thumbnailResultSchema,
+  uiStateResultSchema,
+  uiStateSchema,
+  versionPageSchema,
+  versionSchema,
+} from './schemas.js';
 import { authorOf, DocumentService } from './services/document.service.js';
 import { UiStateService } from './services/ui-state.service.js';
 import { VersionService } from './services/version.service.js';
@@ -150,7 +163,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       },
       async handler(ctx) {
         const outcome = await ctx.get(DocumentService).edit(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.body);
-        return { success: true, version: outcome.version, results: outcome.results };
+        return { success: true as const, version: outcome.version, results: outcome.results };
       },
     }),
     defineRoute({
@@ -164,7 +177,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       errors: { 403: readOnly, 404: `${missing}; a repeated delete answers 404 too` },
       async handler(ctx) {
         await ctx.get(DocumentService).delete(ctx.em, ctx.requirePrincipal(), ctx.params.documentId);
-        return { success: true };
+        return { success: true as const };
       },
     }),
     defineRoute({
@@ -186,7 +199,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       },
       async handler(ctx) {
         const node = await ctx.get(DocumentService).duplicate(ctx.em, ctx.requirePrincipal(), ctx.params.projectId, ctx.body.nodeKey, ctx.body.nodeType);
-        return { success: true, node };
+        return { success: true as const, node };
       },
     }),
     // Versions -----------------------------------------------------------------------------
@@ -210,7 +223,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
           { source: ctx.query.source, authorId: ctx.query.author_id, from: ctx.query.from ? new Date(ctx.query.from) : undefined, to: ctx.query.to ? new Date(ctx.query.to) : undefined },
           p,
         );
-        return pageOf(items.map((v) => toVersionView(v, false)), total, p);
+        return pageOf(items.map((v) => toVersionView(v)), total, p);
       },
     }),
     defineRoute({
@@ -224,7 +237,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       errors: { 404: `${missing}; or no such version (version_not_found)` },
       async handler(ctx) {
         const version = await ctx.get(VersionService).get(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.versionId);
-        return toVersionView(version, true);
+        return toVersionView(version, version.content);
       },
     }),
     defineRoute({
@@ -234,11 +247,11 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       tags,
       auth: combinedAuth,
       params: VersionParams,
-      response: { schema: { type: 'object', required: ['success', 'version', 'version_id'], properties: { success: { const: true }, version: { type: 'string' }, version_id: { type: 'string' } } } },
+      response: { schema: rollbackResultSchema },
       errors: { 403: readOnly, 404: `${missing}; or no such version (version_not_found)` },
       async handler(ctx) {
         const { version, versionId } = await ctx.get(VersionService).rollback(ctx.em, ctx.requirePrincipal(), ctx.params.documentId, ctx.params.versionId);
-        return { success: true, version, version_id: versionId };
+        return { success: true as const, version, version_id: versionId };
       },
     }),
     // UI preview ---------------------------------------------------------------------------
@@ -266,12 +279,12 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       params: DocumentParams,
       body: UiAnnotationsBody,
       validationError: documentValidation,
-      response: { schema: { type: 'object', required: ['success', 'ui_state'], properties: { success: { const: true }, ui_state: uiStateSchema } } },
+      response: { schema: uiStateResultSchema },
       errors: { 400: 'annotations must be an array of objects (validation_failed)', 403: readOnly, 404: missing },
       async handler(ctx) {
         await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, ctx.requirePrincipal(), 'write');
         const state = await ctx.get(UiStateService).mutate(ctx.em, ctx.params.documentId, (s) => ({ ...s, annotations: ctx.body.annotations as never }));
-        return { success: true, ui_state: toUiStateView(ctx.params.documentId, state) };
+        return { success: true as const, ui_state: toUiStateView(ctx.params.documentId, state) };
       },
     }),
     defineRoute({
@@ -283,7 +296,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       params: DocumentParams,
       body: UiPendingChangesBody,
       validationError: documentValidation,
-      response: { schema: { type: 'object', required: ['success', 'ui_state'], properties: { success: { const: true }, ui_state: uiStateSchema } } },
+      response: { schema: uiStateResultSchema },
       errors: { 400: 'changes must be an array of objects (validation_failed)', 403: readOnly, 404: missing },
       async handler(ctx) {
         const principal = ctx.requirePrincipal();
@@ -292,7 +305,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
           ? { changes: ctx.body.changes, summary: ctx.body.summary ?? null, submitted_at: new Date().toISOString(), submitted_by: principal.userId }
           : null;
         const state = await ctx.get(UiStateService).mutate(ctx.em, ctx.params.documentId, (s) => ({ ...s, pendingChanges: pending as never }));
-        return { success: true, ui_state: toUiStateView(ctx.params.documentId, state) };
+        return { success: true as const, ui_state: toUiStateView(ctx.params.documentId, state) };
       },
     }),
     defineRoute({
@@ -304,13 +317,13 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       params: DocumentParams,
       body: UiPreviewStateBody,
       validationError: documentValidation,
-      response: { schema: { type: 'object', required: ['success', 'ui_state'], properties: { success: { const: true }, ui_state: uiStateSchema } } },
+      response: { schema: uiStateResultSchema },
       errors: { 400: 'Wrong field types (validation_failed)', 403: readOnly, 404: missing },
       async handler(ctx) {
         await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, ctx.requirePrincipal(), 'write');
         const given = Object.fromEntries(Object.entries({ screen: ctx.body.screen, viewport: ctx.body.viewport, render_state: ctx.body.render_state }).filter(([, v]) => v !== undefined));
         const state = await ctx.get(UiStateService).mutate(ctx.em, ctx.params.documentId, (s) => ({ ...s, previewState: { ...s.previewState, ...given } as never }));
-        return { success: true, ui_state: toUiStateView(ctx.params.documentId, state) };
+        return { success: true as const, ui_state: toUiStateView(ctx.params.documentId, state) };
       },
     }),
     defineRoute({
@@ -323,7 +336,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       body: UiSaveBody,
       maxBodyBytes: contentBody,
       validationError: documentValidation,
-      response: { schema: { type: 'object', required: ['success', 'version'], properties: { success: { const: true }, version: { type: 'string' } } } },
+      response: { schema: savedVersionSchema },
       errors: {
         400: 'content missing or invalid (validation_failed, invalid_content, invalid_markdown_ir)',
         403: readOnly,
@@ -338,7 +351,7 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
         const { content } = documents.computeEdit(doc.content, { mode: 'content', content: ctx.body.content, content_format: ctx.body.content_format }, principal);
         const version = await documents.write(ctx.em, doc, content, { author: authorOf(principal), source: 'ui_save', expectedHash: ctx.body.base_version });
         await ctx.get(UiStateService).mutate(ctx.em, ctx.params.documentId, (s) => ({ ...s, pendingChanges: null }));
-        return { success: true, version };
+        return { success: true as const, version };
       },
     }),
     defineRoute({
@@ -350,13 +363,13 @@ export function documentRoutes(ctx: ModuleContext): RouteDefinition[] {
       params: DocumentParams,
       body: UiThumbnailBody,
       validationError: documentValidation,
-      response: { schema: { type: 'object', required: ['success', 'thumbnail'], properties: { success: { const: true }, thumbnail: { type: 'object' } } } },
+      response: { schema: thumbnailResultSchema },
       errors: { 400: 'Wrong field types (validation_failed)', 403: readOnly, 404: missing },
       async handler(ctx) {
         await ctx.get(DocumentService).requireDocument(ctx.em, ctx.params.documentId, ctx.requirePrincipal(), 'write');
         const given = Object.fromEntries(Object.entries(ctx.body).filter(([, v]) => v !== undefined));
         const state = await ctx.get(UiStateService).mutate(ctx.em, ctx.params.documentId, (s) => ({ ...s, thumbnail: { ...s.thumbnail, ...given } as never }));
-        return { success: true, thumbnail: state.thumbnail };
+        return { success: true as const, thumbnail: state.thumbnail };
       },
     }),
   ];

@@ -4,10 +4,11 @@ import { IdParams } from '../../kernel/http/dto/id-params.js';
 import { PageQuery, pageOfAll, paging } from '../../kernel/http/dto/paging.js';
 import { TrellisError } from '../../kernel/errors.js';
 import { configServiceIdentifier } from '../../kernel/tokens.js';
+import { pageSchema } from '../../kernel/http/response-schema.js';
 import { ChangePasswordBody, CreateAccessKeyBody, LoginBody, RegisterBody, UpdateProfileBody } from './dto/auth.dto.js';
 import type { AccessKeyKind } from './entities/access-key.entity.js';
 import type { User } from './entities/user.entity.js';
-import { accessKeySchema, issuedAccessKeySchema, listOf, meSchema, sessionSchema, userSchema } from './schemas.js';
+import { accessKeySchema, issuedAccessKeySchema, meCredentialKinds, meSchema, sessionSchema, userSchema, type SessionView } from './schemas.js';
 import { AccessKeyService } from './services/access-key.service.js';
 import { AuthRateLimiter } from './services/auth-rate-limiter.js';
 import { JwtService } from './services/jwt.service.js';
@@ -18,9 +19,9 @@ import type { RequestContext } from '../../kernel/http/route.js';
 
 const tags = ['Identity'];
 
-async function session(ctx: RequestContext, user: User) {
+async function session(ctx: RequestContext, user: User): Promise<SessionView> {
   const { token, expiresIn } = await ctx.get(JwtService).sign(user.id);
-  return { token, tokenType: 'Bearer' as const, expiresIn, user: toUserView(user) };
+  return { token, tokenType: 'Bearer', expiresIn, user: toUserView(user) };
 }
 
 const register = defineRoute({
@@ -73,18 +74,20 @@ const me = defineRoute({
   path: '/auth/me',
   summary: 'The caller and the credential used',
   tags,
-  auth: ['jwt', 'api_key', 'agent_token', 'oauth', 'anonymous'],
+  auth: meCredentialKinds,
   // A scoped credential (an OAuth token, a scoped API key) needs profile:read (or a full-access scope).
   scopes: ['profile:read'],
   response: { schema: meSchema },
   async handler(ctx) {
     const principal = ctx.requirePrincipal();
+    // `auth` lets only these kinds in (a device token never reaches this handler).
+    const kind = principal.kind as (typeof meCredentialKinds)[number];
     return {
       user: principal.user,
-      teams: await ctx.get(TeamService).teamsOf(principal.userId),
+      teams: [...(await ctx.get(TeamService).teamsOf(principal.userId))],
       credential: {
-        kind: principal.kind,
-        ...(principal.scopes ? { scopes: principal.scopes } : {}),
+        kind,
+        ...(principal.scopes ? { scopes: [...principal.scopes] } : {}),
         ...(principal.actorId ? { actorId: principal.actorId } : {}),
       },
     };
@@ -147,7 +150,7 @@ function accessKeyRoutes(kind: AccessKeyKind, path: string, label: string): Rout
       tags,
       auth: ['jwt', 'api_key'],
       query: PageQuery,
-      response: { schema: listOf(accessKeySchema) },
+      response: { schema: pageSchema(accessKeySchema) },
       async handler(ctx) {
         const keys = await ctx.get(AccessKeyService).list(ctx.em, ctx.requirePrincipal().userId, kind);
         return pageOfAll(keys.map(toAccessKeyView), paging(ctx.query));

@@ -6,5 +6,5 @@ export { UserService, normaliseEmail, type CreateUserInput, type UpdateUserInput
 export { TeamService } from './services/team.service.js';
 export { JwtService, type JwtClaims } from './services/jwt.service.js';
 export { AccessKeyService, accessKeyPrefixes, type IssueAccessKeyInput } from './services/access-key.service.js';
-export { toUserView, toTeamView, toMemberView, toAccessKeyView, toPrincipalUser, type UserView, type TeamView, type MemberView, type AccessKeyView } from './views.js';
-export { userSchema } from './schemas.js';
+export { toUserView, toTeamView, toMemberView, toAccessKeyView, toPrincipalUser } from './views.js';
+export { userSchema, type UserView, type TeamView, type MemberView, type AccessKeyView } from './schemas.js';

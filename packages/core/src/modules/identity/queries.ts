@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { PrincipalUser } from '../../kernel/auth/principal.js';
 import { sqlBool, sqlDate, sqlStatement, type PreparedStatements } from '../../ports/database.js';
 import type { TeamRole } from './entities/team.entity.js';
-import type { TeamView } from './views.js';
+import type { TeamView } from './schemas.js';
 
 /**
  * The identity module's hot-path statements (prepared once, see PreparedStatements): the user

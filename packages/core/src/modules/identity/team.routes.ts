@@ -2,7 +2,8 @@ import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import { PageQuery, pageOfAll, paging } from '../../kernel/http/dto/paging.js';
 import { Reply } from '../../kernel/http/reply.js';
 import { AddMemberBody, ChangeRoleBody, MemberParams, TeamNameBody, TeamParams } from './dto/team.dto.js';
-import { listOf, memberSchema, teamSchema } from './schemas.js';
+import { pageSchema } from '../../kernel/http/response-schema.js';
+import { memberSchema, teamSchema } from './schemas.js';
 import { TeamService } from './services/team.service.js';
 import { toMemberView, toTeamView } from './views.js';
 
@@ -19,7 +20,7 @@ export const teamRoutes: RouteDefinition[] = [
     tags,
     auth,
     query: PageQuery,
-    response: { schema: listOf(teamSchema) },
+    response: { schema: pageSchema(teamSchema) },
     async handler(ctx) {
       const memberships = await ctx.get(TeamService).listForUser(ctx.em, ctx.requirePrincipal().userId);
       return pageOfAll(memberships.map((m) => toTeamView(m.team, m.role)), paging(ctx.query));
@@ -92,7 +93,7 @@ export const teamRoutes: RouteDefinition[] = [
     auth,
     params: TeamParams,
     query: PageQuery,
-    response: { schema: listOf(memberSchema) },
+    response: { schema: pageSchema(memberSchema) },
     errors: { 404: notMember },
     async handler(ctx) {
       const members = await ctx.get(TeamService).members(ctx.em, ctx.params.teamId, ctx.requirePrincipal().userId);

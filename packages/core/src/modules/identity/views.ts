@@ -2,8 +2,7 @@ import type { PrincipalUser } from '../../kernel/auth/principal.js';
 import type { AccessKey } from './entities/access-key.entity.js';
 import type { Team, TeamMember, TeamRole } from './entities/team.entity.js';
 import type { User } from './entities/user.entity.js';
-
-export type UserView = PrincipalUser;
+import type { AccessKeyView, MemberView, TeamView, UserView } from './schemas.js';
 
 export const toUserView = (user: User): UserView => ({
   id: user.id,
@@ -19,16 +18,7 @@ export const toUserView = (user: User): UserView => ({
 });
 
 /** The snapshot a verified credential carries; the same fields as the user view. */
-export const toPrincipalUser = (user: User): PrincipalUser => toUserView(user) as PrincipalUser;
-
-export interface TeamView {
-  id: string;
-  name: string;
-  personal: boolean;
-  role: TeamRole;
-  createdAt: string;
-  updatedAt: string;
-}
+export const toPrincipalUser = (user: User): PrincipalUser => toUserView(user);
 
 export const toTeamView = (team: Team, role: TeamRole): TeamView => ({
   id: team.id,
@@ -39,14 +29,6 @@ export const toTeamView = (team: Team, role: TeamRole): TeamView => ({
   updatedAt: team.updatedAt.toISOString(),
 });
 
-export interface MemberView {
-  userId: string;
-  email: string;
-  name: string;
-  role: TeamRole;
-  joinedAt: string;
-}
-
 export const toMemberView = (member: TeamMember): MemberView => ({
   userId: member.user.id,
   email: member.user.email,
@@ -54,18 +36,6 @@ export const toMemberView = (member: TeamMember): MemberView => ({
   role: member.role,
   joinedAt: member.createdAt.toISOString(),
 });
-
-export interface AccessKeyView {
-  id: string;
-  kind: string;
-  name: string;
-  prefix: string;
-  scopes: string[] | null;
-  expiresAt: string | null;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-  createdAt: string;
-}
 
 export const toAccessKeyView = (key: AccessKey): AccessKeyView => ({
   id: key.id,

@@ -6,12 +6,13 @@ export { OAuthToken, OAuthTokenSchema, type OAuthTokenKind } from './entities/oa
 export { OAuthTokenFamily, OAuthTokenFamilySchema, type RevocationReason } from './entities/token-family.entity.js';
 export { OAuthAuditEvent, OAuthAuditEventSchema, type OAuthAuditEventType } from './entities/audit-event.entity.js';
 export { OAuthAppService, type OAuthAppInput, type OAuthAppChanges } from './services/oauth-app.service.js';
-export { OAuthTokenService, type TokenResponse } from './services/oauth-token.service.js';
+export { OAuthTokenService } from './services/oauth-token.service.js';
 export { OAuthAuthorizationService } from './services/oauth-authorization.service.js';
 export { OAuthAuditService, type ReuseEvent } from './services/oauth-audit.service.js';
 export { OAuthUserInfoService } from './services/oauth-userinfo.service.js';
 export { OAuthAccessTokenVerifier } from './verifiers/oauth-access-token.verifier.js';
-export { toAdminView, toPublicView, type OAuthAppAdminView, type OAuthAppPublicView, type UserInfo } from './views.js';
+export { toAdminView, toPublicView } from './views.js';
+export type { OAuthAppAdminView, OAuthAppPublicView, TokenResponse, UserInfo } from './schemas.js';
 export { authorizationRequestChecks, consentChecks, type AuthorizationCheck, type AuthorizationRequest } from './checks/authorize/index.js';
 export { authorizationCodeChecks, refreshTokenChecks, type TokenCheck, type TokenRequest } from './checks/token/index.js';
 export { OAuthError, isOAuthError } from './oauth-errors.js';

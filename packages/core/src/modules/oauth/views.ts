@@ -1,20 +1,5 @@
 import type { OAuthApp } from './entities/oauth-app.entity.js';
-
-/** An app as administrators see it (snake_case, like the spec's OAuth fields). */
-export interface OAuthAppAdminView {
-  id: string;
-  client_id: string;
-  name: string;
-  description: string;
-  redirect_uris: string[];
-  scopes: string[];
-  homepage_url: string | null;
-  logo_url: string | null;
-  status: 'active' | 'disabled';
-  disabled_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
+import type { OAuthAppAdminView, OAuthAppPublicView } from './schemas.js';
 
 export const toAdminView = (app: OAuthApp): OAuthAppAdminView => ({
   id: app.id,
@@ -31,17 +16,6 @@ export const toAdminView = (app: OAuthApp): OAuthAppAdminView => ({
   updated_at: app.updatedAt.toISOString(),
 });
 
-/** The spec's "OAuth app (public view)", shown on the consent page. */
-export interface OAuthAppPublicView {
-  name: string;
-  description: string;
-  logo_url: string | null;
-  homepage_url: string | null;
-  redirect_uris: string[];
-  scopes: string[];
-  scope_descriptions: Array<{ scope: string; description: string }>;
-}
-
 export const toPublicView = (app: OAuthApp, catalogue: Readonly<Record<string, string>>): OAuthAppPublicView => ({
   name: app.name,
   description: app.description,
@@ -51,14 +25,3 @@ export const toPublicView = (app: OAuthApp, catalogue: Readonly<Record<string, s
   scopes: [...app.scopes],
   scope_descriptions: app.scopes.map((scope) => ({ scope, description: catalogue[scope] ?? scope })),
 });
-
-/** The spec's "User info (OAuth)". */
-export interface UserInfo {
-  sub: string;
-  email: string;
-  name: string;
-  avatar_url: string | null;
-  scope: string;
-  is_site_admin: boolean;
-  is_real_team_admin: boolean;
-}

@@ -82,7 +82,7 @@ export const projectRoutes: RouteDefinition[] = [
     errors: { 403: 'Not the owner (project_owner_required), or no write permission (project_access_denied)', 404: notFound },
     async handler(ctx) {
       await ctx.get(ProjectService).delete(ctx.em, ctx.params.projectId, ctx.requirePrincipal().userId);
-      return { id: ctx.params.projectId, deleted: true };
+      return { id: ctx.params.projectId, deleted: true as const };
     },
   }),
   defineRoute({

@@ -1,53 +1,47 @@
-/** JSON Schemas of the project responses, for the OpenAPI document. */
-const dateTime = { type: 'string', format: 'date-time' } as const;
+/** The project responses, declared once: their JSON Schema (OpenAPI) and TypeScript types. */
+import { dateTime, nullable, pageSchema, stringEnum, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
+import { projectAccessLevels } from './entities/project.entity.js';
 
-export const fileTreeNodeSchema: Record<string, unknown> = {
-  type: 'object',
-  required: ['key', 'label', 'type', 'docType', 'isLeaf'],
-  properties: {
-    key: { type: 'string', description: 'Document id for files; a generated id for folders.' },
-    label: { type: 'string' },
-    type: { enum: ['file', 'folder'] },
-    docType: { type: 'string', description: '`document` for documents, `folder` for folders.' },
-    isLeaf: { type: 'boolean' },
-    children: { type: 'array', items: { type: 'object', description: 'File-tree nodes (folders only).' } },
-  },
+const fileTreeNodeFields = Type.Object({
+  key: Type.String({ description: 'Document id for files; a generated id for folders.' }),
+  label: Type.String(),
+  type: stringEnum(['file', 'folder']),
+  docType: Type.String({ description: '`document` for documents, `folder` for folders.' }),
+  isLeaf: Type.Boolean(),
+});
+
+/** A node of the file tree as answered (`filesFolder`). */
+export type FileTreeNode = Static<typeof fileTreeNodeFields> & { children?: FileTreeNode[] };
+
+export const fileTreeNodeSchema = Type.Object({
+  ...fileTreeNodeFields.properties,
+  // Nested nodes are published as plain objects (TypeBox's recursive type would publish `$id`/`$ref`).
+  children: Type.Optional(Type.Array(Type.Unsafe<FileTreeNode>({ type: 'object', description: 'File-tree nodes (folders only).' }))),
+});
+
+const projectProperties = {
+  id: uuid(),
+  name: Type.String(),
+  description: Type.String(),
+  template: nullable(Type.String()),
+  tools: Type.Array(Type.String()),
+  access: stringEnum(projectAccessLevels),
+  ownerId: uuid(),
+  teamId: uuid(),
+  permissions: Type.Array(stringEnum(['read', 'write', 'execute']), { description: "The caller's permissions." }),
+  filesFolder: Type.Array(fileTreeNodeSchema, { description: 'The file tree: folders and documents.' }),
+  createdAt: dateTime(),
+  updatedAt: dateTime(),
 };
 
-export const projectSchema = {
-  type: 'object',
-  required: ['id', 'name', 'description', 'template', 'tools', 'access', 'ownerId', 'teamId', 'permissions', 'filesFolder', 'createdAt', 'updatedAt'],
-  properties: {
-    id: { type: 'string', format: 'uuid' },
-    name: { type: 'string' },
-    description: { type: 'string' },
-    template: { anyOf: [{ type: 'string' }, { type: 'null' }] },
-    tools: { type: 'array', items: { type: 'string' } },
-    access: { enum: ['private', 'team', 'public'] },
-    ownerId: { type: 'string', format: 'uuid' },
-    teamId: { type: 'string', format: 'uuid' },
-    permissions: { type: 'array', items: { enum: ['read', 'write', 'execute'] }, description: "The caller's permissions." },
-    filesFolder: { type: 'array', items: fileTreeNodeSchema, description: 'The file tree: folders and documents.' },
-    createdAt: dateTime,
-    updatedAt: dateTime,
-  },
-};
+export const projectSchema = Type.Object(projectProperties);
+export type ProjectView = Static<typeof projectSchema>;
 
+const { filesFolder: _tree, ...summaryProperties } = projectProperties;
 /** A project in a list: the project without its file tree. */
-export const projectSummarySchema = {
-  ...projectSchema,
-  required: projectSchema.required.filter((field) => field !== 'filesFolder'),
-  properties: Object.fromEntries(Object.entries(projectSchema.properties).filter(([field]) => field !== 'filesFolder')),
-};
+export const projectSummarySchema = Type.Object(summaryProperties);
+export type ProjectSummaryView = Static<typeof projectSummarySchema>;
 
-export const projectPageSchema = {
-  type: 'object',
-  required: ['items', 'total', 'page', 'size'],
-  properties: { items: { type: 'array', items: projectSummarySchema }, total: { type: 'integer' }, page: { type: 'integer' }, size: { type: 'integer' } },
-};
+export const projectPageSchema = pageSchema(projectSummarySchema);
 
-export const projectDeletedSchema = {
-  type: 'object',
-  required: ['id', 'deleted'],
-  properties: { id: { type: 'string', format: 'uuid' }, deleted: { const: true } },
-};
+export const projectDeletedSchema = Type.Object({ id: uuid(), deleted: Type.Literal(true) });

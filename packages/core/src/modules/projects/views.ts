@@ -1,23 +1,14 @@
 import type { Project } from './entities/project.entity.js';
-import type { FileTreeNode } from './services/project.service.js';
+import type { FileTreeNode, ProjectView, ProjectSummaryView } from './schemas.js';
+import type { ProjectPermission } from './services/project.service.js';
 
-export interface ProjectView {
-  id: string;
-  name: string;
-  description: string;
-  template: string | null;
-  tools: string[];
-  access: string;
-  ownerId: string;
-  teamId: string;
-  /** The caller's permissions in the project. */
-  permissions: string[];
-  filesFolder: FileTreeNode[];
-  createdAt: string;
-  updatedAt: string;
-}
+export const toProjectView = (project: Project, filesFolder: FileTreeNode[], permissions: Iterable<ProjectPermission>): ProjectView => ({
+  ...toProjectSummary(project, permissions),
+  filesFolder,
+});
 
-export const toProjectView = (project: Project, filesFolder: FileTreeNode[], permissions: Iterable<string>): ProjectView => ({
+/** A project in a list (no file tree). */
+export const toProjectSummary = (project: Project, permissions: Iterable<ProjectPermission>): ProjectSummaryView => ({
   id: project.id,
   name: project.name,
   description: project.description,
@@ -27,13 +18,6 @@ export const toProjectView = (project: Project, filesFolder: FileTreeNode[], per
   ownerId: project.owner.id,
   teamId: project.team.id,
   permissions: [...permissions],
-  filesFolder,
   createdAt: project.createdAt.toISOString(),
   updatedAt: project.updatedAt.toISOString(),
 });
-
-/** A project in a list (no file tree). */
-export const toProjectSummary = (project: Project, permissions: Iterable<string>): Omit<ProjectView, 'filesFolder'> => {
-  const { filesFolder: _tree, ...rest } = toProjectView(project, [], permissions);
-  return rest;
-};

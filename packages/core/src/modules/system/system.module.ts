@@ -1,10 +1,15 @@
 import { defineModule } from '../../kernel/module.js';
 import { defineRoute } from '../../kernel/http/route.js';
 import { Reply } from '../../kernel/http/reply.js';
+import { jsonObject, stringEnum, Type } from '../../kernel/http/response-schema.js';
 import { kernelServiceIdentifier } from '../../kernel/tokens.js';
 import { DOCS_ASSET_PATH, docsAsset, docsPage, docsPageSecurityHeaders } from './docs-page.js';
 
 const tags = ['System'];
+
+const livenessSchema = Type.Object({ status: Type.Optional(Type.Literal('ok')) });
+const readinessSchema = Type.Object({ status: Type.Optional(stringEnum(['ready', 'unavailable'])), database: Type.Optional(Type.Boolean()) });
+const openApiDocumentSchema = jsonObject({ description: 'OpenAPI 3.1 document' });
 
 /** Health probes, the OpenAPI document and the API reference page. */
 export const systemModule = defineModule({
@@ -17,8 +22,8 @@ export const systemModule = defineModule({
       tags,
       auth: 'none',
       alwaysAvailable: true,
-      response: { schema: { type: 'object', properties: { status: { const: 'ok' } } } },
-      handler: () => ({ status: 'ok' }),
+      response: { schema: livenessSchema },
+      handler: () => ({ status: 'ok' as const }),
     }),
     defineRoute({
       method: 'GET',
@@ -27,7 +32,7 @@ export const systemModule = defineModule({
       tags,
       auth: 'none',
       alwaysAvailable: true,
-      response: { schema: { type: 'object', properties: { status: { enum: ['ready', 'unavailable'] }, database: { type: 'boolean' } } } },
+      response: { schema: readinessSchema },
       errors: { 503: 'Starting, stopping, or the database does not answer' },
       async handler(ctx) {
         const kernel = ctx.get(kernelServiceIdentifier);
@@ -43,7 +48,7 @@ export const systemModule = defineModule({
       tags,
       auth: 'none',
       cors: 'any',
-      response: { schema: { type: 'object', description: 'OpenAPI 3.1 document' } },
+      response: { schema: openApiDocumentSchema },
       handler: (ctx) => ctx.get(kernelServiceIdentifier).openapi(),
     }),
     defineRoute({

@@ -5,6 +5,7 @@ import type { Paging } from '../../../kernel/http/dto/paging.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { AuditEntry } from '../entities/audit-entry.entity.js';
+import type { AuditEntryView } from '../schemas.js';
 
 export interface AuditRecordInput {
   /** Who acted: give `principal` (preferred: an impersonation records the administrator) or `actorId`. */
@@ -75,17 +76,6 @@ export class AuditService {
     });
     return { items, total };
   }
-}
-
-export interface AuditEntryView {
-  id: string;
-  actorId: string | null;
-  action: string;
-  targetType: string | null;
-  targetId: string | null;
-  data: Record<string, unknown> | null;
-  ip: string | null;
-  createdAt: string;
 }
 
 export const toAuditEntryView = (entry: AuditEntry): AuditEntryView => ({

@@ -23,19 +23,9 @@ import type { CreditPack, Plan } from './plan-catalog.js';
 import { PlanCatalog } from './plan-catalog.js';
 import { SubscriptionLifecycle, type PlanChange } from './subscription-lifecycle.js';
 import { inTransaction } from '../../../kernel/transaction.js';
+import type { PaymentGuidance, WebhookResult } from '../schemas.js';
 
-/** How to pay an order: where to send the payer, or what to tell them. */
-export interface PaymentGuidance {
-  provider: string;
-  /** The provider's checkout id (Stripe Checkout Session id; the order id for manual payments). */
-  reference: string;
-  /** Hosted payment page, or null (manual payments). */
-  url: string | null;
-  /** What to do when there is no page, else null. */
-  instructions: string | null;
-  /** When this way to pay expires. */
-  expiresAt: string;
-}
+export type { PaymentGuidance, WebhookResult };
 
 export interface PlacedOrder {
   order: PaymentOrder;
@@ -50,12 +40,6 @@ export interface PaidOrder {
   order: PaymentOrder;
   /** The order was already paid: nothing was applied again. */
   alreadyPaid: boolean;
-}
-
-export interface WebhookResult {
-  received: number;
-  applied: number;
-  duplicates: number;
 }
 
 interface OrderDraft {

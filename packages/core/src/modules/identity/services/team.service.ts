@@ -8,7 +8,7 @@ import { configServiceIdentifier, hooksServiceIdentifier } from '../../../kernel
 import type { PreparedStatements } from '../../../ports/database.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { findTeamsOfUser } from '../queries.js';
-import type { TeamView } from '../views.js';
+import type { TeamView } from '../schemas.js';
 import { Team, TeamMember, type TeamRole } from '../entities/team.entity.js';
 import { User } from '../entities/user.entity.js';
 import { normaliseEmail } from './user.service.js';

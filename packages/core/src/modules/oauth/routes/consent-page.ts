@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 import { Reply } from '../../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
+import { Type } from '../../../kernel/http/response-schema.js';
 import { configServiceIdentifier, kernelServiceIdentifier } from '../../../kernel/tokens.js';
 import { issuerOf } from '../services/issuer.js';
 
@@ -200,7 +201,7 @@ export const consentPageRoute: RouteDefinition = defineRoute({
   summary: 'Built-in login and consent page (when no frontendUrl is configured)',
   tags: ['OAuth'],
   auth: 'none',
-  response: { description: 'HTML page', contentType: 'text/html', schema: { type: 'string' } },
+  response: { description: 'HTML page', contentType: 'text/html', schema: Type.String() },
   handler(ctx) {
     const config: TrellisConfig = ctx.get(configServiceIdentifier);
     const nonce = randomBytes(16).toString('base64');

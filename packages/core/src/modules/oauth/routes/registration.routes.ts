@@ -4,6 +4,7 @@ import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
 import { Reply } from '../../../kernel/http/reply.js';
 import { defineRoute } from '../../../kernel/http/route.js';
 import { oauthConfigServiceIdentifier, type OAuthConfig } from '../config.js';
+import { registrationSchema, type RegistrationView } from '../schemas.js';
 import { parseScope } from '../scopes.js';
 import { OAuthAppService } from '../services/oauth-app.service.js';
 import { OAuthRateLimiter } from '../services/oauth-rate-limiter.js';
@@ -53,22 +54,6 @@ class RegistrationBody {
   @MaxLength(2000)
   logo_uri?: string;
 }
-
-const registrationSchema = {
-  type: 'object',
-  description: 'RFC 7591 §3.2.1 client information response',
-  required: ['client_id', 'client_id_issued_at', 'redirect_uris', 'token_endpoint_auth_method', 'grant_types', 'response_types', 'scope'],
-  properties: {
-    client_id: { type: 'string' },
-    client_id_issued_at: { type: 'integer' },
-    client_name: { type: 'string' },
-    redirect_uris: { type: 'array', items: { type: 'string' } },
-    token_endpoint_auth_method: { const: 'none' },
-    grant_types: { type: 'array', items: { type: 'string' } },
-    response_types: { type: 'array', items: { type: 'string' } },
-    scope: { type: 'string' },
-  },
-};
 
 const metadataError = (description: string, code = 'invalid_client_metadata') => new TrellisError('bad_request', code, description);
 
@@ -125,19 +110,17 @@ export const registrationRoute = defineRoute({
         homepage_url: ctx.body.client_uri ?? null,
         logo_url: ctx.body.logo_uri ?? null,
       });
-      return Reply.json(
-        {
-          client_id: app.clientId,
-          client_id_issued_at: Math.floor(app.createdAt.getTime() / 1000),
-          client_name: app.name,
-          redirect_uris: app.redirectUris,
-          token_endpoint_auth_method: 'none',
-          grant_types: ['authorization_code', 'refresh_token'],
-          response_types: ['code'],
-          scope: app.scopes.join(' '),
-        },
-        201,
-      );
+      const registered: RegistrationView = {
+        client_id: app.clientId,
+        client_id_issued_at: Math.floor(app.createdAt.getTime() / 1000),
+        client_name: app.name,
+        redirect_uris: [...app.redirectUris],
+        token_endpoint_auth_method: 'none',
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        scope: app.scopes.join(' '),
+      };
+      return Reply.json(registered, 201);
     } catch (error) {
       if (isTrellisError(error) && error.code === 'invalid_redirect_uri') throw metadataError(error.details?.[0]?.message ? `A redirect URI ${error.details[0].message}.` : error.message, 'invalid_redirect_uri');
       if (isTrellisError(error) && error.kind === 'validation') throw metadataError(error.message);

@@ -43,15 +43,7 @@ import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from '../token-prefixes.js'
 import { OAuthAuditService } from './oauth-audit.service.js';
 import { inTransaction } from '../../../kernel/transaction.js';
 import { GroupCommit } from '../../../kernel/group-commit.js';
-
-/** RFC 6749 §5.1. */
-export interface TokenResponse {
-  access_token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  refresh_token: string;
-  scope: string;
-}
+import type { TokenResponse } from '../schemas.js';
 
 export interface RequestMeta {
   ip: string;

@@ -6,7 +6,7 @@ import { loggerServiceIdentifier } from '../../../kernel/tokens.js';
 import { TeamMember } from '../../identity/entities/team.entity.js';
 import { User } from '../../identity/entities/user.entity.js';
 import { InvalidToken } from '../oauth-errors.js';
-import type { UserInfo } from '../views.js';
+import type { UserInfo } from '../schemas.js';
 
 /** GET /oauth/userinfo. */
 @injectable()

@@ -10,6 +10,9 @@ import { Project, type ProjectAccessLevel } from '../entities/project.entity.js'
 import type { Paging } from '../../../kernel/http/dto/paging.js';
 import { hooksServiceIdentifier } from '../../../kernel/tokens.js';
 import type { Hooks } from '../../../kernel/hooks.js';
+import type { FileTreeNode } from '../schemas.js';
+
+export type { FileTreeNode };
 
 /** What a user may do in a project. Documents follow the project they belong to. */
 export type ProjectPermission = 'read' | 'write' | 'execute';
@@ -39,16 +42,6 @@ export interface AddNodeInput {
   parentKey?: string | null;
   /** Place the node right after this sibling (default: last among its siblings). */
   afterKey?: string;
-}
-
-/** A node of the file tree as answered (`filesFolder`). */
-export interface FileTreeNode {
-  key: string;
-  label: string;
-  type: ProjectNodeType;
-  docType: string;
-  isLeaf: boolean;
-  children?: FileTreeNode[];
 }
 
 const everything: ReadonlySet<ProjectPermission> = new Set(['read', 'write', 'execute']);

@@ -2,37 +2,8 @@ import { TrellisError } from '../../../kernel/errors.js';
 import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
 import { addressParserServiceIdentifier, type AddressParser } from '../../../ports/address-parser.js';
 import { AddressBody } from '../dto/address.dto.js';
+import { parsedAddressSchema } from '../schemas.js';
 import { toolAuth } from './auth.js';
-
-const fieldSchema = {
-  type: 'object',
-  required: ['value', 'confidence'],
-  properties: { value: { type: 'string', description: 'Empty when not found.' }, confidence: { type: 'number', minimum: 0, maximum: 1 } },
-};
-
-export const parsedAddressSchema = {
-  type: 'object',
-  required: ['name', 'phone', 'province', 'city', 'district', 'detail', 'postalCode', 'regionCode', 'candidates'],
-  properties: {
-    name: fieldSchema,
-    phone: { ...fieldSchema, required: ['value', 'confidence', 'kind'], properties: { ...fieldSchema.properties, kind: { enum: ['mobile', 'landline', ''] } } },
-    province: fieldSchema,
-    city: fieldSchema,
-    district: fieldSchema,
-    detail: fieldSchema,
-    postalCode: { type: 'string' },
-    regionCode: { type: 'string', description: 'Division code (GB/T 2260) of the most specific level found.' },
-    candidates: {
-      type: 'array',
-      description: 'Other readings of the region when it is ambiguous, best first; empty otherwise.',
-      items: {
-        type: 'object',
-        required: ['province', 'city', 'district', 'code', 'confidence'],
-        properties: { province: { type: 'string' }, city: { type: 'string' }, district: { type: 'string' }, code: { type: 'string' }, confidence: { type: 'number' } },
-      },
-    },
-  },
-};
 
 export const addressRoutes: RouteDefinition[] = [
   defineRoute({

@@ -14,24 +14,13 @@ import { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from '../../oauth/token-pre
 import { AnonymousSignInBody, AnonymousUpgradeBody, ToolRefreshBody, ToolTokenBody } from '../dto/anonymous.dto.js';
 import { ANONYMOUS_TOKEN_PREFIX, AnonymousAuthService } from '../services/anonymous-auth.service.js';
 import { ToolRateLimiter } from '../services/tool-rate-limiter.js';
+import { anonymousTokenSchema, type AnonymousTokenResponse } from '../schemas.js';
+import { Type } from '../../../kernel/http/response-schema.js';
+import type { TokenResponse } from '../../oauth/schemas.js';
 
 const tags = ['Tool service'];
 const noStore = { 'cache-control': 'no-store', pragma: 'no-cache' };
 const form = { errorFormat: 'oauth', validationError: { status: 400, code: 'invalid_request' }, unknownFields: 'ignore', bodyTypes: ['form'] } as const;
-
-export const anonymousTokenSchema = {
-  type: 'object',
-  required: ['access_token', 'token_type', 'expires_in', 'refresh_token', 'refresh_expires_in', 'user_id', 'anonymous'],
-  properties: {
-    access_token: { type: 'string', description: 'Opaque, prefixed `tan_`; valid 1 hour. Send it as `Authorization: Bearer`.' },
-    token_type: { const: 'Bearer' },
-    expires_in: { type: 'integer', description: 'Seconds (3600).' },
-    refresh_token: { type: 'string', description: 'Opaque, prefixed `tan_`; valid 30 days; single use (POST /tool/home/oauth/rtoken).' },
-    refresh_expires_in: { type: 'integer', description: 'Seconds (2592000).' },
-    user_id: { type: 'string', format: 'uuid' },
-    anonymous: { type: 'string', description: 'The anonymous identifier.' },
-  },
-};
 
 const present = (value: string | undefined) => (value === undefined || value === '' ? undefined : value);
 
@@ -94,7 +83,8 @@ export const toolOAuthRoutes: RouteDefinition[] = [
     auth: 'none',
     body: ToolRefreshBody,
     ...form,
-    response: { schema: { oneOf: [anonymousTokenSchema, tokenResponseSchema] } },
+    // Published as `oneOf` (an answer is one kind of token pair; TypeBox's Union would publish `anyOf`).
+    response: { schema: Type.Unsafe<AnonymousTokenResponse | TokenResponse>({ oneOf: [anonymousTokenSchema, tokenResponseSchema] }) },
     errors: {
       400: 'invalid_request, invalid_grant (unknown, expired, revoked or reused refresh token), unsupported_grant_type',
       401: 'Malformed Authorization header (invalid_token)',

@@ -1,19 +1,8 @@
 import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
 import { SpeechBody } from '../dto/speech.dto.js';
+import { speechSchema } from '../schemas.js';
 import { SpeechService } from '../services/speech.service.js';
 import { toolAuth } from './auth.js';
-
-export const speechSchema = {
-  type: 'object',
-  required: ['audio', 'format', 'sampleRate', 'duration', 'voice'],
-  properties: {
-    audio: { type: 'string', contentEncoding: 'base64', contentMediaType: 'audio/mpeg', description: 'The spoken message as base64 MP3 (Mandarin, standard female voice).' },
-    format: { const: 'mp3' },
-    sampleRate: { type: 'integer', description: 'Hz.' },
-    duration: { type: 'number', description: 'Seconds of audio.' },
-    voice: { type: 'string', description: 'The voice that spoke (eSpeak NG: `cmn+f3`, Mandarin, female).' },
-  },
-};
 
 export const speechRoutes: RouteDefinition[] = [
   defineRoute({

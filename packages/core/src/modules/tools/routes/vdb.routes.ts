@@ -2,7 +2,7 @@ import { TrellisError } from '../../../kernel/errors.js';
 import { Reply } from '../../../kernel/http/reply.js';
 import { defineRoute, type RequestContext, type RouteDefinition } from '../../../kernel/http/route.js';
 import { VdbBatchCreateBody, VdbCollectionParams, VdbCreateBody, VdbListQuery, VdbRecordParams, VdbSearchBody, VdbUpdateBody } from '../dto/vdb.dto.js';
-import { vdbDeletedSchema, vdbListSchema, vdbRecordSchema, vdbSearchSchema } from '../schemas.js';
+import { vdbBatchSchema, vdbDeletedSchema, vdbListSchema, vdbRecordSchema, vdbSearchSchema } from '../schemas.js';
 import { VdbService, type VdbTag } from '../services/vdb.service.js';
 import { parseVdbFilter, parseWhereParameter } from '../vdb/filter.js';
 import { toVdbRecordView } from '../vdb/views.js';
@@ -86,7 +86,7 @@ export const vdbRoutes: RouteDefinition[] = [
       return {
         items: hits.map((hit) => ({ ...toVdbRecordView(hit.record, ctx.params.className), score: hit.score, distance: hit.distance })),
         total: hits.length,
-        page: 1,
+        page: 1 as const,
         size: (limit as number | undefined) ?? ctx.get(VdbService).defaultLimit,
       };
     },
@@ -133,7 +133,7 @@ export const vdbRoutes: RouteDefinition[] = [
     body: VdbBatchCreateBody,
     // A thousand records of up to 100,000 characters each.
     maxBodyBytes: 64 * 1024 * 1024,
-    response: { status: 201, schema: { type: 'object', required: ['items', 'total'], properties: { items: { type: 'array', items: vdbRecordSchema }, total: { type: 'integer' } } } },
+    response: { status: 201, schema: vdbBatchSchema },
     errors: { 400: 'Malformed body, or you belong to no team (no_team)', 413: 'The body is larger than 64 MiB (payload_too_large)', 422: processing },
     async handler(ctx) {
       ctx.body.records.forEach((record, index) => checkTags(record.tags, `records.${index}.`));
@@ -172,7 +172,7 @@ export const vdbRoutes: RouteDefinition[] = [
     async handler(ctx) {
       const { service, teamId } = await scope(ctx);
       await service.delete(ctx.em, teamId, ctx.params.className, ctx.params.id);
-      return { id: ctx.params.id, deleted: true };
+      return { id: ctx.params.id, deleted: true as const };
     },
   }),
 ];

@@ -14,19 +14,12 @@ import { toolsConfigServiceIdentifier, type ToolsConfig } from '../config.js';
 import { AnonymousAccount } from '../entities/anonymous-account.entity.js';
 import { AnonymousToken } from '../entities/anonymous-token.entity.js';
 import { inTransaction } from '../../../kernel/transaction.js';
+import type { AnonymousTokenResponse } from '../schemas.js';
+
+export type { AnonymousTokenResponse };
 
 /** Prefix of anonymous access and refresh tokens (ARCHITECTURE: `tan_`). */
 export const ANONYMOUS_TOKEN_PREFIX = 'tan_';
-
-export interface AnonymousTokenResponse {
-  access_token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  refresh_token: string;
-  refresh_expires_in: number;
-  user_id: string;
-  anonymous: string;
-}
 
 const invalidCredentials = () => new TrellisError('unauthenticated', 'invalid_credentials', 'The anonymous identifier or password is wrong.');
 

@@ -8,14 +8,9 @@ import { toolsConfigServiceIdentifier, type ToolsConfig } from '../config.js';
 import { FairSlots } from '../speech/fair-slots.js';
 import { conversationMessageLookupServiceIdentifier, type ConversationMessageLookup } from '../speech/message-lookup.js';
 import { splitSentences } from '../speech/split-sentences.js';
+import type { SpeechResult } from '../schemas.js';
 
-export interface SpeechResult {
-  audio: string;
-  format: 'mp3';
-  sampleRate: number;
-  duration: number;
-  voice: string;
-}
+export type { SpeechResult };
 
 /**
  * `/tool/speech`: speaks a conversation message for a member of the conversation. The text is

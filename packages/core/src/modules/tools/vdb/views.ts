@@ -1,14 +1,5 @@
 import type { VdbRecord } from '../entities/vdb-record.entity.js';
-
-export interface VdbRecordView {
-  id: string;
-  className: string;
-  content: string;
-  tags: Array<string | number | boolean>;
-  metadata: Record<string, unknown>;
-  createdAt: string;
-  updatedAt: string;
-}
+import type { VdbRecordView } from '../schemas.js';
 
 export const toVdbRecordView = (record: VdbRecord, className: string): VdbRecordView => ({
   id: record.id,
