@@ -52,8 +52,7 @@ describe.each(testDatabases())('structured output and exactly-once tool calls on
   beforeAll(async () => {
     wire = await new OpenAiWireServer({ apiKey: 'sk-effects' }).start();
     tool = await startCountingTool();
-    const host = await startTestHost(db, 'node', { adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])], config: aiConfig });
-    t = host;
+    t = await startTestHost(db, 'node', { adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])], config: aiConfig });
   });
   afterAll(async () => {
     await t?.close();

@@ -81,8 +81,7 @@ describe.each(testDatabases())('the http block on $name', (db) => {
   let server: Awaited<ReturnType<typeof startServer>>;
   beforeAll(async () => {
     server = await startServer();
-    const host = await startTestHost(db, 'node', { config: { network: { allowPrivateNetworks: ['127.0.0.1'] }, ai: { tools: { maxResponseBytes: 2_048 } } } as never });
-    t = host;
+    t = await startTestHost(db, 'node', { config: { network: { allowPrivateNetworks: ['127.0.0.1'] }, ai: { tools: { maxResponseBytes: 2_048 } } } as never });
     // The same, with the network guard closed (its default).
     closed = await startTestHost(db, 'node');
   });

@@ -162,8 +162,7 @@ describe.each(testDatabases())('examples/workflows of sub-workflows and failure 
   let t: TestHost;
   let owner: Actor;
   beforeAll(async () => {
-    const host = await startTestHost(db, 'node');
-    t = host;
+    t = await startTestHost(db, 'node');
     owner = await actor(t);
   });
   afterAll(() => t?.close());

@@ -5364,7 +5364,25 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": Record<string, unknown>;
+                    "application/json": {
+                        authorization_endpoint: string;
+                        authorization_response_iss_parameter_supported: boolean;
+                        code_challenge_methods_supported: string[];
+                        display_values_supported: string[];
+                        grant_types_supported: string[];
+                        issuer: string;
+                        prompt_values_supported: string[];
+                        registration_endpoint?: string;
+                        response_modes_supported: string[];
+                        response_types_supported: string[];
+                        revocation_endpoint: string;
+                        revocation_endpoint_auth_methods_supported: string[];
+                        scopes_supported: string[];
+                        service_documentation: string;
+                        token_endpoint: string;
+                        token_endpoint_auth_methods_supported: string[];
+                        userinfo_endpoint: string;
+                    };
                 };
             };
             /** @description Bad request: malformed body, or input refused at the edge (invalid_characters, input_too_deep, reserved_key) */
@@ -5406,6 +5424,8 @@ export interface operations {
                         authorization_servers: string[];
                         bearer_methods_supported?: string[];
                         resource: string;
+                        resource_documentation?: string;
+                        resource_name?: string;
                         scopes_supported?: string[];
                     };
                 };
@@ -5449,6 +5469,8 @@ export interface operations {
                         authorization_servers: string[];
                         bearer_methods_supported?: string[];
                         resource: string;
+                        resource_documentation?: string;
+                        resource_name?: string;
                         scopes_supported?: string[];
                     };
                 };
@@ -5915,7 +5937,7 @@ export interface operations {
                         };
                         /**
                          * @description pending until the device first reports; resetting after a reset until it reports again.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         readonly status: "pending" | "active" | "resetting";
                         /** @description The device token currently issued (never the token itself), or null. */
@@ -6060,7 +6082,7 @@ export interface operations {
                             };
                             /**
                              * @description pending until the device first reports; resetting after a reset until it reports again.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             readonly status: "pending" | "active" | "resetting";
                             /** @description The device token currently issued (never the token itself), or null. */
@@ -6195,7 +6217,7 @@ export interface operations {
                         };
                         /**
                          * @description pending until the device first reports; resetting after a reset until it reports again.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         readonly status: "pending" | "active" | "resetting";
                         /** @description The device token currently issued (never the token itself), or null. */
@@ -6330,7 +6352,7 @@ export interface operations {
                             };
                             /**
                              * @description pending until the device first reports; resetting after a reset until it reports again.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             readonly status: "pending" | "active" | "resetting";
                             /** @description The device token currently issued (never the token itself), or null. */
@@ -6517,7 +6539,7 @@ export interface operations {
                             name: string;
                             redirect_uris: string[];
                             scopes: string[];
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "active" | "disabled";
                             /** Format: date-time */
                             updated_at: string;
@@ -6607,7 +6629,7 @@ export interface operations {
                         name: string;
                         redirect_uris: string[];
                         scopes: string[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "active" | "disabled";
                         /** Format: date-time */
                         updated_at: string;
@@ -6718,7 +6740,7 @@ export interface operations {
                         name: string;
                         redirect_uris: string[];
                         scopes: string[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "active" | "disabled";
                         /** Format: date-time */
                         updated_at: string;
@@ -6889,7 +6911,7 @@ export interface operations {
                         name: string;
                         redirect_uris: string[];
                         scopes: string[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "active" | "disabled";
                         /** Format: date-time */
                         updated_at: string;
@@ -7000,7 +7022,7 @@ export interface operations {
                         name: string;
                         redirect_uris: string[];
                         scopes: string[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "active" | "disabled";
                         /** Format: date-time */
                         updated_at: string;
@@ -7093,7 +7115,7 @@ export interface operations {
                         name: string;
                         redirect_uris: string[];
                         scopes: string[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "active" | "disabled";
                         /** Format: date-time */
                         updated_at: string;
@@ -7204,7 +7226,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             instructions: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             kind: "plan" | "renewal" | "credits";
                             /** @description Minor units (cents). */
                             originalAmount: number;
@@ -7216,7 +7238,7 @@ export interface operations {
                             planCode: string | null;
                             provider: string;
                             providerReference: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "pending" | "paid" | "expired" | "canceled";
                             /** Format: uuid */
                             teamId: string;
@@ -7311,7 +7333,7 @@ export interface operations {
                         /** Format: uuid */
                         id: string;
                         instructions: string | null;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         kind: "plan" | "renewal" | "credits";
                         /** @description Minor units (cents). */
                         originalAmount: number;
@@ -7323,7 +7345,7 @@ export interface operations {
                         planCode: string | null;
                         provider: string;
                         providerReference: string | null;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "pending" | "paid" | "expired" | "canceled";
                         /** Format: uuid */
                         teamId: string;
@@ -7425,7 +7447,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             instructions: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             kind: "plan" | "renewal" | "credits";
                             /** @description Minor units (cents). */
                             originalAmount: number;
@@ -7437,7 +7459,7 @@ export interface operations {
                             planCode: string | null;
                             provider: string;
                             providerReference: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "pending" | "paid" | "expired" | "canceled";
                             /** Format: uuid */
                             teamId: string;
@@ -7697,7 +7719,7 @@ export interface operations {
                         profile: Record<string, unknown> | null;
                         /** @description Every role filter that matches this user. */
                         readonly roles: ("site_admin" | "administrator" | "developer" | "user")[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "active" | "disabled";
                         /** Format: date-time */
                         readonly updatedAt: string;
@@ -7798,7 +7820,7 @@ export interface operations {
                         profile: Record<string, unknown> | null;
                         /** @description Every role filter that matches this user. */
                         readonly roles: ("site_admin" | "administrator" | "developer" | "user")[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "active" | "disabled";
                         /** Format: date-time */
                         readonly updatedAt: string;
@@ -7938,7 +7960,7 @@ export interface operations {
                             profile: Record<string, unknown> | null;
                             /** @description Every role filter that matches this user. */
                             readonly roles: ("site_admin" | "administrator" | "developer" | "user")[];
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "active" | "disabled";
                             /** Format: date-time */
                             readonly updatedAt: string;
@@ -8129,7 +8151,7 @@ export interface operations {
                             profile: Record<string, unknown> | null;
                             /** @description Every role filter that matches this user. */
                             readonly roles: ("site_admin" | "administrator" | "developer" | "user")[];
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "active" | "disabled";
                             /** Format: date-time */
                             readonly updatedAt: string;
@@ -8706,7 +8728,7 @@ export interface operations {
                                     [key: string]: unknown;
                                 };
                                 name: string;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 type: "http" | "mcp" | "knowledge";
                             }[];
                             /** @description Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`. */
@@ -8794,7 +8816,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "http" | "mcp" | "knowledge";
                         }[];
                         /** @description Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`. */
@@ -8894,7 +8916,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "http" | "mcp" | "knowledge";
                         }[];
                         /** @description Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`. */
@@ -8998,7 +9020,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "http" | "mcp" | "knowledge";
                         }[];
                         /** @description Free-form settings; secrets (secret-looking keys, `headers` values) are answered as `********`. */
@@ -9204,9 +9226,9 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "user" | "assistant" | "tool";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
@@ -9335,7 +9357,7 @@ export interface operations {
                             expiresAt: string | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             kind: "api_key" | "agent_token";
                             lastUsedAt: string | null;
                             name: string;
@@ -9346,7 +9368,6 @@ export interface operations {
                         }[];
                         page: number;
                         size: number;
-                        /** @description Items in the whole list. */
                         total: number;
                     };
                 };
@@ -9424,7 +9445,7 @@ export interface operations {
                             expiresAt: string | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             kind: "api_key" | "agent_token";
                             lastUsedAt: string | null;
                             name: string;
@@ -9535,7 +9556,7 @@ export interface operations {
                         expiresAt: string | null;
                         /** Format: uuid */
                         id: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         kind: "api_key" | "agent_token";
                         lastUsedAt: string | null;
                         name: string;
@@ -9633,7 +9654,7 @@ export interface operations {
                             expiresAt: string | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             kind: "api_key" | "agent_token";
                             lastUsedAt: string | null;
                             name: string;
@@ -9644,7 +9665,6 @@ export interface operations {
                         }[];
                         page: number;
                         size: number;
-                        /** @description Items in the whole list. */
                         total: number;
                     };
                 };
@@ -9722,7 +9742,7 @@ export interface operations {
                             expiresAt: string | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             kind: "api_key" | "agent_token";
                             lastUsedAt: string | null;
                             name: string;
@@ -9833,7 +9853,7 @@ export interface operations {
                         expiresAt: string | null;
                         /** Format: uuid */
                         id: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         kind: "api_key" | "agent_token";
                         lastUsedAt: string | null;
                         name: string;
@@ -9938,7 +9958,7 @@ export interface operations {
                             isDeveloper: boolean;
                             isSiteAdmin: boolean;
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "active" | "disabled";
                             /** Format: date-time */
                             updatedAt: string;
@@ -10030,7 +10050,7 @@ export interface operations {
                         credential: {
                             /** @description Set when an administrator acts as this user. */
                             actorId?: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             kind: "jwt" | "api_key" | "agent_token" | "oauth" | "anonymous";
                             scopes?: string[];
                         };
@@ -10044,7 +10064,7 @@ export interface operations {
                             personal: boolean;
                             /**
                              * @description The caller's role in the team.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             role: "owner" | "admin" | "member";
                             /** Format: date-time */
@@ -10062,7 +10082,7 @@ export interface operations {
                             isDeveloper: boolean;
                             isSiteAdmin: boolean;
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "active" | "disabled";
                             /** Format: date-time */
                             updatedAt: string;
@@ -10139,7 +10159,7 @@ export interface operations {
                         isDeveloper: boolean;
                         isSiteAdmin: boolean;
                         name: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "active" | "disabled";
                         /** Format: date-time */
                         updatedAt: string;
@@ -10334,7 +10354,7 @@ export interface operations {
                             isDeveloper: boolean;
                             isSiteAdmin: boolean;
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "active" | "disabled";
                             /** Format: date-time */
                             updatedAt: string;
@@ -10452,7 +10472,7 @@ export interface operations {
                                 grantDelta: number;
                                 /** Format: uuid */
                                 id: string;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 kind: "grant" | "purchase" | "reservation" | "settlement" | "release" | "expiry";
                                 orderId: string | null;
                                 purchaseAfter: number;
@@ -10546,7 +10566,7 @@ export interface operations {
                                 /** Format: uuid */
                                 id: string;
                                 instructions: string | null;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 kind: "plan" | "renewal" | "credits";
                                 /** @description Minor units (cents). */
                                 originalAmount: number;
@@ -10558,7 +10578,7 @@ export interface operations {
                                 planCode: string | null;
                                 provider: string;
                                 providerReference: string | null;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 status: "pending" | "paid" | "expired" | "canceled";
                                 /** Format: uuid */
                                 teamId: string;
@@ -10679,7 +10699,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             reason: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "held" | "settled" | "released";
                             /** Format: uuid */
                             teamId: string;
@@ -10789,7 +10809,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             reason: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "held" | "settled" | "released";
                             /** Format: uuid */
                             teamId: string;
@@ -10908,7 +10928,7 @@ export interface operations {
                             /** Format: uuid */
                             id: string;
                             reason: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "held" | "settled" | "released";
                             /** Format: uuid */
                             teamId: string;
@@ -11040,7 +11060,7 @@ export interface operations {
                                 /** Format: uuid */
                                 id: string;
                                 instructions: string | null;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 kind: "plan" | "renewal" | "credits";
                                 /** @description Minor units (cents). */
                                 originalAmount: number;
@@ -11052,7 +11072,7 @@ export interface operations {
                                 planCode: string | null;
                                 provider: string;
                                 providerReference: string | null;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 status: "pending" | "paid" | "expired" | "canceled";
                                 /** Format: uuid */
                                 teamId: string;
@@ -11308,7 +11328,7 @@ export interface operations {
                                 updatedAt: string;
                             } | null;
                             subscription: {
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 billingPeriod: "monthly" | "yearly";
                                 cancelAtPeriodEnd: boolean;
                                 canceledAt: string | null;
@@ -11327,7 +11347,7 @@ export interface operations {
                                 scheduledPlanCode: string | null;
                                 /**
                                  * @description `past_due`: renewed, renewal order not paid yet (grace period).
-                                 * @enum {unknown}
+                                 * @enum {string}
                                  */
                                 status: "active" | "past_due";
                                 /** Format: uuid */
@@ -11485,18 +11505,18 @@ export interface operations {
                             action: "downgrade_scheduled";
                             /** Format: date-time */
                             effectiveAt: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             scheduledBillingPeriod: "monthly" | "yearly";
                             scheduledPlanCode: string;
                         } | {
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             action: "scheduled_change_canceled" | "unchanged";
                             effectiveAt: null;
                             scheduledPlanCode: null;
                         } | {
                             /** @constant */
                             action: "payment_required";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             billingPeriod: "monthly" | "yearly";
                             /** @description The plan applies when the order is paid. */
                             effectiveAt: null;
@@ -11517,7 +11537,7 @@ export interface operations {
                                 /** Format: uuid */
                                 id: string;
                                 instructions: string | null;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 kind: "plan" | "renewal" | "credits";
                                 /** @description Minor units (cents). */
                                 originalAmount: number;
@@ -11529,7 +11549,7 @@ export interface operations {
                                 planCode: string | null;
                                 provider: string;
                                 providerReference: string | null;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 status: "pending" | "paid" | "expired" | "canceled";
                                 /** Format: uuid */
                                 teamId: string;
@@ -11554,7 +11574,7 @@ export interface operations {
                         } | {
                             /** @constant */
                             action: "upgraded";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             billingPeriod: "monthly" | "yearly";
                             /** Format: date-time */
                             effectiveAt: string;
@@ -11575,7 +11595,7 @@ export interface operations {
                                 /** Format: uuid */
                                 id: string;
                                 instructions: string | null;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 kind: "plan" | "renewal" | "credits";
                                 /** @description Minor units (cents). */
                                 originalAmount: number;
@@ -11587,7 +11607,7 @@ export interface operations {
                                 planCode: string | null;
                                 provider: string;
                                 providerReference: string | null;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 status: "pending" | "paid" | "expired" | "canceled";
                                 /** Format: uuid */
                                 teamId: string;
@@ -11886,10 +11906,10 @@ export interface operations {
                             parentRunId?: string;
                             /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
                             path?: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
                         timedOut: boolean;
                         waiting?: {
@@ -11898,7 +11918,7 @@ export interface operations {
                             budget?: {
                                 credits: number;
                                 required: number;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 scope: "run" | "deployment";
                                 spent: number;
                             };
@@ -11907,7 +11927,7 @@ export interface operations {
                             question: string;
                             /**
                              * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             reason?: "budget";
                         } | null;
@@ -12086,10 +12106,10 @@ export interface operations {
                             name: string;
                             /** Format: uuid */
                             projectId: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "draft" | "deployed" | "trashed";
                             trashedAt: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "workflow" | "agent" | "tool" | "api";
                             /** Format: date-time */
                             updatedAt: string;
@@ -12100,7 +12120,7 @@ export interface operations {
                         deploymentToken?: string;
                         /** @description The version published by this call (first deployment only), else null. */
                         version: {
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             access: "private" | "team" | "public" | "token";
                             /** Format: uuid */
                             blockId: string;
@@ -12121,7 +12141,7 @@ export interface operations {
                                 type: string;
                             }[];
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "workflow" | "agent" | "tool" | "api";
                             /** Format: date-time */
                             updatedAt: string;
@@ -12427,10 +12447,7 @@ export interface operations {
                             /** @enum {string} */
                             missed: "skip" | "runOnce";
                             name: string;
-                            /**
-                             * Format: date-time
-                             * @description The next due time (null while paused).
-                             */
+                            /** @description The next due time (null while paused). */
                             nextDueAt: string | null;
                             paused: boolean;
                             timezone: string;
@@ -12535,10 +12552,7 @@ export interface operations {
                         /** @enum {string} */
                         missed: "skip" | "runOnce";
                         name: string;
-                        /**
-                         * Format: date-time
-                         * @description The next due time (null while paused).
-                         */
+                        /** @description The next due time (null while paused). */
                         nextDueAt: string | null;
                         paused: boolean;
                         timezone: string;
@@ -13213,10 +13227,10 @@ export interface operations {
                             name: string;
                             /** Format: uuid */
                             projectId: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "draft" | "deployed" | "trashed";
                             trashedAt: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "workflow" | "agent" | "tool" | "api";
                             /** Format: date-time */
                             updatedAt: string;
@@ -13226,7 +13240,7 @@ export interface operations {
                         /** @description Answered only when a deployment token was just issued (access `token`); it is not shown again. */
                         deploymentToken?: string;
                         version: {
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             access: "private" | "team" | "public" | "token";
                             /** Format: uuid */
                             blockId: string;
@@ -13247,7 +13261,7 @@ export interface operations {
                                 type: string;
                             }[];
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "workflow" | "agent" | "tool" | "api";
                             /** Format: date-time */
                             updatedAt: string;
@@ -13474,10 +13488,10 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         projectId: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "draft" | "deployed" | "trashed";
                         trashedAt: string | null;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         type: "workflow" | "agent" | "tool" | "api";
                         /** Format: date-time */
                         updatedAt: string;
@@ -13599,10 +13613,10 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         projectId: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "draft" | "deployed" | "trashed";
                         trashedAt: string | null;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         type: "workflow" | "agent" | "tool" | "api";
                         /** Format: date-time */
                         updatedAt: string;
@@ -13769,10 +13783,10 @@ export interface operations {
                             parentRunId?: string;
                             /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
                             path?: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
                         timedOut: boolean;
                         waiting?: {
@@ -13781,7 +13795,7 @@ export interface operations {
                             budget?: {
                                 credits: number;
                                 required: number;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 scope: "run" | "deployment";
                                 spent: number;
                             };
@@ -13790,7 +13804,7 @@ export interface operations {
                             question: string;
                             /**
                              * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             reason?: "budget";
                         } | null;
@@ -13963,10 +13977,10 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         projectId: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "draft" | "deployed" | "trashed";
                         trashedAt: string | null;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         type: "workflow" | "agent" | "tool" | "api";
                         /** Format: date-time */
                         updatedAt: string;
@@ -14084,7 +14098,7 @@ export interface operations {
                         id: string;
                         /**
                          * @description `trashed`: moved to the trash (restore with POST /project/:pid/restore/:bid); `deleted`: gone for good.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         result: "trashed" | "deleted";
                     };
@@ -14200,10 +14214,10 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         projectId: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "draft" | "deployed" | "trashed";
                         trashedAt: string | null;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         type: "workflow" | "agent" | "tool" | "api";
                         /** Format: date-time */
                         updatedAt: string;
@@ -14329,10 +14343,10 @@ export interface operations {
                             name: string;
                             /** Format: uuid */
                             projectId: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "draft" | "deployed" | "trashed";
                             trashedAt: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "workflow" | "agent" | "tool" | "api";
                             /** Format: date-time */
                             updatedAt: string;
@@ -14474,10 +14488,10 @@ export interface operations {
                             parentRunId?: string;
                             /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
                             path?: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
                         timedOut: boolean;
                         waiting?: {
@@ -14486,7 +14500,7 @@ export interface operations {
                             budget?: {
                                 credits: number;
                                 required: number;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 scope: "run" | "deployment";
                                 spent: number;
                             };
@@ -14495,7 +14509,7 @@ export interface operations {
                             question: string;
                             /**
                              * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             reason?: "budget";
                         } | null;
@@ -15651,9 +15665,9 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "user" | "assistant" | "tool";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
@@ -15773,9 +15787,9 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "user" | "assistant" | "tool";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
@@ -15792,7 +15806,7 @@ export interface operations {
                                 outputTokens: number;
                             } | null;
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
                         /**
                          * Format: uuid
@@ -15837,9 +15851,9 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "user" | "assistant" | "tool";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
@@ -15856,7 +15870,7 @@ export interface operations {
                                 outputTokens: number;
                             } | null;
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
                         /**
                          * Format: uuid
@@ -16027,9 +16041,9 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "user" | "assistant" | "tool";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
@@ -16046,7 +16060,7 @@ export interface operations {
                                 outputTokens: number;
                             } | null;
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
                         /**
                          * Format: uuid
@@ -16091,9 +16105,9 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "user" | "assistant" | "tool";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
@@ -16110,7 +16124,7 @@ export interface operations {
                                 outputTokens: number;
                             } | null;
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
                         /**
                          * Format: uuid
@@ -16281,9 +16295,9 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "user" | "assistant" | "tool";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
@@ -16300,7 +16314,7 @@ export interface operations {
                                 outputTokens: number;
                             } | null;
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
                         /**
                          * Format: uuid
@@ -16345,9 +16359,9 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "user" | "assistant" | "tool";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
@@ -16364,7 +16378,7 @@ export interface operations {
                                 outputTokens: number;
                             } | null;
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
                         /**
                          * Format: uuid
@@ -16534,9 +16548,9 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "user" | "assistant" | "tool";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
@@ -16553,7 +16567,7 @@ export interface operations {
                                 outputTokens: number;
                             } | null;
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
                         /**
                          * Format: uuid
@@ -16598,9 +16612,9 @@ export interface operations {
                             } | null;
                             /** Format: uuid */
                             id: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "user" | "assistant" | "tool";
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "completed" | "streaming" | "waiting_tool" | "error" | "stopped";
                             toolCallId: string | null;
                             toolCalls: {
@@ -16617,7 +16631,7 @@ export interface operations {
                                 outputTokens: number;
                             } | null;
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "streaming" | "completed" | "waiting_tool" | "step_limit" | "stopped";
                         /**
                          * Format: uuid
@@ -16757,7 +16771,7 @@ export interface operations {
                     "application/json": {
                         /** Format: uuid */
                         convId: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "stopped" | "stopping";
                         /** Format: uuid */
                         turnId: string;
@@ -17381,10 +17395,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             name: string | null;
-                            /**
-                             * Format: uuid
-                             * @description The run the case was taken from (`fromRuns`).
-                             */
+                            /** @description The run the case was taken from (`fromRuns`). */
                             sourceRunId: string | null;
                         }[];
                         page: number;
@@ -17484,10 +17495,7 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                             name: string | null;
-                            /**
-                             * Format: uuid
-                             * @description The run the case was taken from (`fromRuns`).
-                             */
+                            /** @description The run the case was taken from (`fromRuns`). */
                             sourceRunId: string | null;
                         }[];
                     };
@@ -18005,7 +18013,7 @@ export interface operations {
                         id: string;
                         /** Format: date-time */
                         issuedAt: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         kind: "hardware" | "application";
                         prefix: string;
                         /** @description The device token (tdv_...), shown this once. Only its SHA-256 digest is stored. */
@@ -19283,7 +19291,7 @@ export interface operations {
                         };
                         /**
                          * @description pending until the device first reports; resetting after a reset until it reports again.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         readonly status: "pending" | "active" | "resetting";
                         /** @description The device token currently issued (never the token itself), or null. */
@@ -19408,7 +19416,7 @@ export interface operations {
                         };
                         /**
                          * @description pending until the device first reports; resetting after a reset until it reports again.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         readonly status: "pending" | "active" | "resetting";
                         /** @description The device token currently issued (never the token itself), or null. */
@@ -19528,7 +19536,7 @@ export interface operations {
                         };
                         /**
                          * @description pending until the device first reports; resetting after a reset until it reports again.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         readonly status: "pending" | "active" | "resetting";
                         /** @description The device token currently issued (never the token itself), or null. */
@@ -19926,7 +19934,7 @@ export interface operations {
                         id: string;
                         /** Format: date-time */
                         issuedAt: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         kind: "hardware" | "application";
                         prefix: string;
                         /** @description The device token (tdv_...), shown this once. Only its SHA-256 digest is stored. */
@@ -20117,7 +20125,7 @@ export interface operations {
                             };
                             /**
                              * @description pending until the device first reports; resetting after a reset until it reports again.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             readonly status: "pending" | "active" | "resetting";
                             /** @description The device token currently issued (never the token itself), or null. */
@@ -21948,7 +21956,7 @@ export interface operations {
                         content_hash: string;
                         /**
                          * @description `collab` while a collaborative session holds the document.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         content_source: "rest" | "collab";
                         /** Format: date-time */
@@ -21977,7 +21985,7 @@ export interface operations {
                         content_hash: string;
                         /**
                          * @description `collab` while a collaborative session holds the document.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         content_source: "rest" | "collab";
                         /** Format: date-time */
@@ -22275,7 +22283,7 @@ export interface operations {
                     "application/json": {
                         /**
                          * @description The road the edit took.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         mode: "rest" | "collab";
                         results?: Record<string, unknown>[];
@@ -22572,9 +22580,9 @@ export interface operations {
                     "application/json": {
                         content: Record<string, unknown> | string;
                         content_hash: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         content_source?: "rest" | "collab";
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         format?: "json" | "markdown-ir";
                         /** Format: uuid */
                         id?: string;
@@ -22826,10 +22834,10 @@ export interface operations {
                             parentRunId?: string;
                             /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
                             path?: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
                         timedOut: boolean;
                         waiting?: {
@@ -22838,7 +22846,7 @@ export interface operations {
                             budget?: {
                                 credits: number;
                                 required: number;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 scope: "run" | "deployment";
                                 spent: number;
                             };
@@ -22847,7 +22855,7 @@ export interface operations {
                             question: string;
                             /**
                              * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             reason?: "budget";
                         } | null;
@@ -23066,13 +23074,13 @@ export interface operations {
                                 parentRunId?: string;
                                 /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
                                 path?: string;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                             }[];
-                            /** @enum {unknown} */
-                            source: "document" | "block" | "test" | "api";
+                            /** @enum {string} */
+                            source: "document" | "block" | "test" | "api" | "webhook" | "schedule" | "mcp" | "openai" | "evaluation";
                             startedAt?: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
                             timedOut: boolean;
                             /** @description Seconds. */
@@ -23099,7 +23107,7 @@ export interface operations {
                                 budget?: {
                                     credits: number;
                                     required: number;
-                                    /** @enum {unknown} */
+                                    /** @enum {string} */
                                     scope: "run" | "deployment";
                                     spent: number;
                                 };
@@ -23108,7 +23116,7 @@ export interface operations {
                                 question: string;
                                 /**
                                  * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
-                                 * @enum {unknown}
+                                 * @enum {string}
                                  */
                                 reason?: "budget";
                             } | null;
@@ -23253,13 +23261,13 @@ export interface operations {
                             parentRunId?: string;
                             /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
                             path?: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
-                        /** @enum {unknown} */
-                        source: "document" | "block" | "test" | "api";
+                        /** @enum {string} */
+                        source: "document" | "block" | "test" | "api" | "webhook" | "schedule" | "mcp" | "openai" | "evaluation";
                         startedAt?: string | null;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
                         timedOut: boolean;
                         /** @description Seconds. */
@@ -23286,7 +23294,7 @@ export interface operations {
                             budget?: {
                                 credits: number;
                                 required: number;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 scope: "run" | "deployment";
                                 spent: number;
                             };
@@ -23295,7 +23303,7 @@ export interface operations {
                             question: string;
                             /**
                              * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             reason?: "budget";
                         } | null;
@@ -23388,7 +23396,7 @@ export interface operations {
                         resumed: string[];
                         /** Format: uuid */
                         runId: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
                     };
                 };
@@ -23646,13 +23654,13 @@ export interface operations {
                                 parentRunId?: string;
                                 /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
                                 path?: string;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                             }[];
-                            /** @enum {unknown} */
-                            source: "document" | "block" | "test" | "api";
+                            /** @enum {string} */
+                            source: "document" | "block" | "test" | "api" | "webhook" | "schedule" | "mcp" | "openai" | "evaluation";
                             startedAt?: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
                             timedOut: boolean;
                             /** @description Seconds. */
@@ -23679,7 +23687,7 @@ export interface operations {
                                 budget?: {
                                     credits: number;
                                     required: number;
-                                    /** @enum {unknown} */
+                                    /** @enum {string} */
                                     scope: "run" | "deployment";
                                     spent: number;
                                 };
@@ -23688,7 +23696,7 @@ export interface operations {
                                 question: string;
                                 /**
                                  * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
-                                 * @enum {unknown}
+                                 * @enum {string}
                                  */
                                 reason?: "budget";
                             } | null;
@@ -24113,7 +24121,7 @@ export interface operations {
                     "application/json": {
                         /**
                          * @description The road the edit took.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         mode: "rest" | "collab";
                         results?: Record<string, unknown>[];
@@ -24231,7 +24239,7 @@ export interface operations {
                                 /** Format: date-time */
                                 submitted_at?: string;
                                 submitted_by?: string;
-                                summary?: string;
+                                summary?: string | null;
                             } | null;
                             preview_state: {
                                 render_state?: Record<string, unknown>;
@@ -24348,7 +24356,7 @@ export interface operations {
                                 /** Format: date-time */
                                 submitted_at?: string;
                                 submitted_by?: string;
-                                summary?: string;
+                                summary?: string | null;
                             } | null;
                             preview_state: {
                                 render_state?: Record<string, unknown>;
@@ -24465,7 +24473,7 @@ export interface operations {
                                 /** Format: date-time */
                                 submitted_at?: string;
                                 submitted_by?: string;
-                                summary?: string;
+                                summary?: string | null;
                             } | null;
                             preview_state: {
                                 render_state?: Record<string, unknown>;
@@ -24677,7 +24685,7 @@ export interface operations {
                             /** Format: date-time */
                             submitted_at?: string;
                             submitted_by?: string;
-                            summary?: string;
+                            summary?: string | null;
                         } | null;
                         preview_state: {
                             render_state?: Record<string, unknown>;
@@ -25441,11 +25449,9 @@ export interface operations {
                             } & {
                                 [key: string]: unknown;
                             })[];
-                            /** Format: date-time */
                             finishedAt: string | null;
                             /** Format: uuid */
                             id: string;
-                            /** Format: date-time */
                             startedAt: string | null;
                             /** @enum {string} */
                             status: "queued" | "running" | "completed" | "failed" | "cancelled";
@@ -25570,11 +25576,9 @@ export interface operations {
                         } & {
                             [key: string]: unknown;
                         })[];
-                        /** Format: date-time */
                         finishedAt: string | null;
                         /** Format: uuid */
                         id: string;
-                        /** Format: date-time */
                         startedAt: string | null;
                         /** @enum {string} */
                         status: "queued" | "running" | "completed" | "failed" | "cancelled";
@@ -25711,11 +25715,9 @@ export interface operations {
                         } & {
                             [key: string]: unknown;
                         })[];
-                        /** Format: date-time */
                         finishedAt: string | null;
                         /** Format: uuid */
                         id: string;
-                        /** Format: date-time */
                         startedAt: string | null;
                         /** @enum {string} */
                         status: "queued" | "running" | "completed" | "failed" | "cancelled";
@@ -25834,11 +25836,9 @@ export interface operations {
                         } & {
                             [key: string]: unknown;
                         })[];
-                        /** Format: date-time */
                         finishedAt: string | null;
                         /** Format: uuid */
                         id: string;
-                        /** Format: date-time */
                         startedAt: string | null;
                         /** @enum {string} */
                         status: "queued" | "running" | "completed" | "failed" | "cancelled";
@@ -25970,10 +25970,7 @@ export interface operations {
                             output: unknown;
                             /** @description The run completed and every evaluator passed. */
                             passed: boolean;
-                            /**
-                             * Format: uuid
-                             * @description The case's run (GET /documents/{blockId}/runs/{runId}).
-                             */
+                            /** @description The case's run (GET /documents/{blockId}/runs/{runId}). */
                             runId: string | null;
                             /** @description The weighted mean of the scores. */
                             score: number | null;
@@ -26093,11 +26090,9 @@ export interface operations {
                             } & {
                                 [key: string]: unknown;
                             })[];
-                            /** Format: date-time */
                             finishedAt: string | null;
                             /** Format: uuid */
                             id: string;
-                            /** Format: date-time */
                             startedAt: string | null;
                             /** @enum {string} */
                             status: "queued" | "running" | "completed" | "failed" | "cancelled";
@@ -26141,11 +26136,9 @@ export interface operations {
                             } & {
                                 [key: string]: unknown;
                             })[];
-                            /** Format: date-time */
                             finishedAt: string | null;
                             /** Format: uuid */
                             id: string;
-                            /** Format: date-time */
                             startedAt: string | null;
                             /** @enum {string} */
                             status: "queued" | "running" | "completed" | "failed" | "cancelled";
@@ -26363,10 +26356,10 @@ export interface operations {
                             parentRunId?: string;
                             /** @description Only on a block run inside a branch, loop or parallel block (one entry per iteration or branch): where it ran, as `loop[2]` or `group.branch`, nested `outer[1].inner.fast`. */
                             path?: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "pending" | "running" | "completed" | "failed" | "waiting" | "skipped";
                         }[];
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "queued" | "running" | "waiting" | "completed" | "failed" | "timed_out" | "cancelled";
                         timedOut: boolean;
                         waiting?: {
@@ -26375,7 +26368,7 @@ export interface operations {
                             budget?: {
                                 credits: number;
                                 required: number;
-                                /** @enum {unknown} */
+                                /** @enum {string} */
                                 scope: "run" | "deployment";
                                 spent: number;
                             };
@@ -26384,7 +26377,7 @@ export interface operations {
                             question: string;
                             /**
                              * @description Trellis addition: `budget` for a budget wait; absent for an ask block.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             reason?: "budget";
                         } | null;
@@ -27066,7 +27059,6 @@ export interface operations {
                             error: string | null;
                             /** Format: uuid */
                             id: string;
-                            /** Format: date-time */
                             indexedAt: string | null;
                             /** @enum {string} */
                             kind: "file" | "url";
@@ -27190,7 +27182,6 @@ export interface operations {
                             error: string | null;
                             /** Format: uuid */
                             id: string;
-                            /** Format: date-time */
                             indexedAt: string | null;
                             /** @enum {string} */
                             kind: "file" | "url";
@@ -27329,7 +27320,6 @@ export interface operations {
                         error: string | null;
                         /** Format: uuid */
                         id: string;
-                        /** Format: date-time */
                         indexedAt: string | null;
                         /** @enum {string} */
                         kind: "file" | "url";
@@ -27515,7 +27505,6 @@ export interface operations {
                         error: string | null;
                         /** Format: uuid */
                         id: string;
-                        /** Format: date-time */
                         indexedAt: string | null;
                         /** @enum {string} */
                         kind: "file" | "url";
@@ -27629,7 +27618,6 @@ export interface operations {
                         error: string | null;
                         /** Format: uuid */
                         id: string;
-                        /** Format: date-time */
                         indexedAt: string | null;
                         /** @enum {string} */
                         kind: "file" | "url";
@@ -28569,7 +28557,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         access: "private" | "team" | "public";
                         /** Format: date-time */
                         createdAt: string;
@@ -28583,7 +28571,7 @@ export interface operations {
                             /** @description Document id for files; a generated id for folders. */
                             key: string;
                             label: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "file" | "folder";
                         }[];
                         /** Format: uuid */
@@ -28737,10 +28725,10 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         projectId: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "draft" | "deployed" | "trashed";
                         trashedAt: string | null;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         type: "workflow" | "agent" | "tool" | "api";
                         /** Format: date-time */
                         updatedAt: string;
@@ -28834,7 +28822,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         items: {
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             access: "private" | "team" | "public" | "token";
                             /** Format: uuid */
                             blockId: string;
@@ -28855,7 +28843,7 @@ export interface operations {
                                 type: string;
                             }[];
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "workflow" | "agent" | "tool" | "api";
                             /** Format: date-time */
                             updatedAt: string;
@@ -28941,7 +28929,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         access: "private" | "team" | "public";
                         /** Format: date-time */
                         createdAt: string;
@@ -28955,7 +28943,7 @@ export interface operations {
                             /** @description Document id for files; a generated id for folders. */
                             key: string;
                             label: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "file" | "folder";
                         }[];
                         /** Format: uuid */
@@ -29052,7 +29040,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         access: "private" | "team" | "public";
                         /** Format: date-time */
                         createdAt: string;
@@ -29066,7 +29054,7 @@ export interface operations {
                             /** @description Document id for files; a generated id for folders. */
                             key: string;
                             label: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "file" | "folder";
                         }[];
                         /** Format: uuid */
@@ -29277,7 +29265,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         items: {
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             access: "private" | "team" | "public" | "token";
                             /** Format: uuid */
                             blockId: string;
@@ -29301,7 +29289,7 @@ export interface operations {
                             name: string;
                             /** Format: uuid */
                             projectId: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "workflow" | "agent" | "tool" | "api";
                             /** Format: date-time */
                             updatedAt: string;
@@ -29397,7 +29385,7 @@ export interface operations {
                         /** @description Document id for files; a generated id for folders. */
                         key: string;
                         label: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         type: "file" | "folder";
                     };
                 };
@@ -29534,10 +29522,10 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         projectId: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status: "draft" | "deployed" | "trashed";
                         trashedAt: string | null;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         type: "workflow" | "agent" | "tool" | "api";
                         /** Format: date-time */
                         updatedAt: string;
@@ -29799,17 +29787,17 @@ export interface operations {
                             nextVersion?: string;
                             /** Format: uuid */
                             projectId: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "draft" | "deployed" | "trashed";
                             trashedAt: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "workflow" | "agent" | "tool" | "api";
                             /** Format: date-time */
                             updatedAt: string;
                             /** @description The latest deployed version. */
                             version: string | null;
                         } | {
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             access: "private" | "team" | "public" | "token";
                             /** Format: uuid */
                             blockId: string;
@@ -29834,7 +29822,7 @@ export interface operations {
                             nextVersion?: string;
                             /** Format: uuid */
                             projectId: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "workflow" | "agent" | "tool" | "api";
                             /** Format: date-time */
                             updatedAt: string;
@@ -29842,7 +29830,7 @@ export interface operations {
                         page: number;
                         size: number;
                         total: number;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         type: "page" | "deployment";
                     };
                 };
@@ -29964,10 +29952,10 @@ export interface operations {
                             name: string;
                             /** Format: uuid */
                             projectId: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "draft" | "deployed" | "trashed";
                             trashedAt: string | null;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             type: "workflow" | "agent" | "tool" | "api";
                             /** Format: date-time */
                             updatedAt: string;
@@ -30057,7 +30045,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         access: "private" | "team" | "public" | "token";
                         /** Format: uuid */
                         blockId: string;
@@ -30084,7 +30072,7 @@ export interface operations {
                         name: string;
                         /** Format: uuid */
                         projectId: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         type: "workflow" | "agent" | "tool" | "api";
                         /** Format: date-time */
                         updatedAt: string;
@@ -30179,7 +30167,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         items: {
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             access: "private" | "team" | "public";
                             /** Format: date-time */
                             createdAt: string;
@@ -30369,7 +30357,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         database?: boolean;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         status?: "ready" | "unavailable";
                     };
                 };
@@ -30444,10 +30432,7 @@ export interface operations {
                             /** @enum {string} */
                             missed: "skip" | "runOnce";
                             name: string;
-                            /**
-                             * Format: date-time
-                             * @description The next due time (null while paused).
-                             */
+                            /** @description The next due time (null while paused). */
                             nextDueAt: string | null;
                             paused: boolean;
                             timezone: string;
@@ -30548,10 +30533,7 @@ export interface operations {
                         /** @enum {string} */
                         missed: "skip" | "runOnce";
                         name: string;
-                        /**
-                         * Format: date-time
-                         * @description The next due time (null while paused).
-                         */
+                        /** @description The next due time (null while paused). */
                         nextDueAt: string | null;
                         paused: boolean;
                         timezone: string;
@@ -30726,10 +30708,7 @@ export interface operations {
                         /** @enum {string} */
                         missed: "skip" | "runOnce";
                         name: string;
-                        /**
-                         * Format: date-time
-                         * @description The next due time (null while paused).
-                         */
+                        /** @description The next due time (null while paused). */
                         nextDueAt: string | null;
                         paused: boolean;
                         timezone: string;
@@ -30844,10 +30823,7 @@ export interface operations {
                         /** @enum {string} */
                         missed: "skip" | "runOnce";
                         name: string;
-                        /**
-                         * Format: date-time
-                         * @description The next due time (null while paused).
-                         */
+                        /** @description The next due time (null while paused). */
                         nextDueAt: string | null;
                         paused: boolean;
                         timezone: string;
@@ -30944,10 +30920,7 @@ export interface operations {
                         /** @enum {string} */
                         missed: "skip" | "runOnce";
                         name: string;
-                        /**
-                         * Format: date-time
-                         * @description The next due time (null while paused).
-                         */
+                        /** @description The next due time (null while paused). */
                         nextDueAt: string | null;
                         paused: boolean;
                         timezone: string;
@@ -31047,7 +31020,6 @@ export interface operations {
                                 code: string;
                                 message: string;
                             } | null;
-                            /** Format: uuid */
                             runId: string | null;
                         }[];
                         page: number;
@@ -31147,7 +31119,7 @@ export interface operations {
                             personal: boolean;
                             /**
                              * @description The caller's role in the team.
-                             * @enum {unknown}
+                             * @enum {string}
                              */
                             role: "owner" | "admin" | "member";
                             /** Format: date-time */
@@ -31155,7 +31127,6 @@ export interface operations {
                         }[];
                         page: number;
                         size: number;
-                        /** @description Items in the whole list. */
                         total: number;
                     };
                 };
@@ -31236,7 +31207,7 @@ export interface operations {
                         personal: boolean;
                         /**
                          * @description The caller's role in the team.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         role: "owner" | "admin" | "member";
                         /** Format: date-time */
@@ -31336,7 +31307,7 @@ export interface operations {
                         personal: boolean;
                         /**
                          * @description The caller's role in the team.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         role: "owner" | "admin" | "member";
                         /** Format: date-time */
@@ -31514,7 +31485,7 @@ export interface operations {
                         personal: boolean;
                         /**
                          * @description The caller's role in the team.
-                         * @enum {unknown}
+                         * @enum {string}
                          */
                         role: "owner" | "admin" | "member";
                         /** Format: date-time */
@@ -31628,14 +31599,13 @@ export interface operations {
                             /** Format: date-time */
                             joinedAt: string;
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             role: "owner" | "admin" | "member";
                             /** Format: uuid */
                             userId: string;
                         }[];
                         page: number;
                         size: number;
-                        /** @description Items in the whole list. */
                         total: number;
                     };
                 };
@@ -31722,7 +31692,7 @@ export interface operations {
                         /** Format: date-time */
                         joinedAt: string;
                         name: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         role: "owner" | "admin" | "member";
                         /** Format: uuid */
                         userId: string;
@@ -31923,7 +31893,7 @@ export interface operations {
                         /** Format: date-time */
                         joinedAt: string;
                         name: string;
-                        /** @enum {unknown} */
+                        /** @enum {string} */
                         role: "owner" | "admin" | "member";
                         /** Format: uuid */
                         userId: string;
@@ -32063,7 +32033,7 @@ export interface operations {
                         };
                         phone: {
                             confidence: number;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             kind: "mobile" | "landline" | "";
                             /** @description Empty when not found. */
                             value: string;
@@ -32477,7 +32447,7 @@ export interface operations {
                             isDeveloper: boolean;
                             isSiteAdmin: boolean;
                             name: string;
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             status: "active" | "disabled";
                             /** Format: date-time */
                             updatedAt: string;
@@ -33435,7 +33405,7 @@ export interface operations {
                 content: {
                     "application/json": {
                         choices: {
-                            /** @enum {unknown} */
+                            /** @enum {string} */
                             finish_reason: "stop" | "length" | "tool_calls" | "content_filter";
                             index: number;
                             message: {
@@ -33655,7 +33625,6 @@ export interface operations {
                             ownerId: string;
                             /** @description Only when created or rotated: the `whsec_` signing secret. */
                             secret?: string;
-                            /** Format: uuid */
                             teamId: string | null;
                             /** Format: date-time */
                             updatedAt: string;
@@ -33745,7 +33714,6 @@ export interface operations {
                         ownerId: string;
                         /** @description Only when created or rotated: the `whsec_` signing secret. */
                         secret?: string;
-                        /** Format: uuid */
                         teamId: string | null;
                         /** Format: date-time */
                         updatedAt: string;
@@ -33856,7 +33824,6 @@ export interface operations {
                         ownerId: string;
                         /** @description Only when created or rotated: the `whsec_` signing secret. */
                         secret?: string;
-                        /** Format: uuid */
                         teamId: string | null;
                         /** Format: date-time */
                         updatedAt: string;
@@ -34027,7 +33994,6 @@ export interface operations {
                         ownerId: string;
                         /** @description Only when created or rotated: the `whsec_` signing secret. */
                         secret?: string;
-                        /** Format: uuid */
                         teamId: string | null;
                         /** Format: date-time */
                         updatedAt: string;
@@ -34158,7 +34124,6 @@ export interface operations {
                             }[];
                             /** @description The `webhook-id` sent (the same on every attempt). */
                             messageId: string;
-                            /** Format: date-time */
                             nextAttemptAt: string | null;
                             /** @description The JSON sent: `{ type, timestamp, data }`. */
                             payload: {
@@ -34273,7 +34238,6 @@ export interface operations {
                         }[];
                         /** @description The `webhook-id` sent (the same on every attempt). */
                         messageId: string;
-                        /** Format: date-time */
                         nextAttemptAt: string | null;
                         /** @description The JSON sent: `{ type, timestamp, data }`. */
                         payload: {
@@ -34384,7 +34348,6 @@ export interface operations {
                         }[];
                         /** @description The `webhook-id` sent (the same on every attempt). */
                         messageId: string;
-                        /** Format: date-time */
                         nextAttemptAt: string | null;
                         /** @description The JSON sent: `{ type, timestamp, data }`. */
                         payload: {

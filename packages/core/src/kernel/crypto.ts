@@ -22,6 +22,12 @@ export function safeEqual(a: string, b: string): boolean {
 }
 
 /**
+ * Whether `value` has the shape of a UUID (any version): ids that do not cannot name a row, and
+ * PostgreSQL refuses them with an error rather than finding nothing, so lookups check first.
+ */
+export const isUuid = (value: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+
+/**
  * RFC 9562 UUID version 7 (48-bit Unix milliseconds, then a counter and randomness), from the
  * `uuid` package: ids made by this process sort by creation, even within one millisecond.
  */

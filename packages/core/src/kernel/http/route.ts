@@ -51,7 +51,7 @@ export interface RequestContext<P = unknown, Q = unknown, B = unknown> {
 }
 
 /** What documents a response body: its TypeBox declaration (`kernel/http/response-schema.ts`), or a DTO class. */
-export type ResponseSchema = TSchema | ClassType | Record<string, unknown>;
+export type ResponseSchema = TSchema | ClassType;
 
 /** The body type a response declaration promises: `Static<S>` of a TypeBox schema, else anything. */
 export type ResponseBody<S> = [S] extends [TSchema] ? Static<S> : unknown;

@@ -4,6 +4,7 @@ import { safeEqual } from '../crypto.js';
 import { TrellisError } from '../errors.js';
 import { Reply } from '../http/reply.js';
 import { defineRoute, type RouteDefinition } from '../http/route.js';
+import { Type } from '../http/response-schema.js';
 import { metricsServiceIdentifier, type TrellisMetrics } from './metrics.js';
 
 /**
@@ -36,7 +37,7 @@ export function metricsRoutes(config: Pick<KernelConfig, 'metrics'>): RouteDefin
       tags: ['System'],
       auth: 'none',
       alwaysAvailable: true,
-      response: { contentType: 'text/plain; version=0.0.4', description: 'Metrics in the Prometheus text format', schema: { type: 'string' } },
+      response: { contentType: 'text/plain; version=0.0.4', description: 'Metrics in the Prometheus text format', schema: Type.String() },
       errors: token === undefined ? {} : { 401: 'No bearer token, or not the metrics token (`missing_credentials`, `invalid_token`)' },
       async handler(ctx) {
         checkMetricsToken(token, ctx.headers);

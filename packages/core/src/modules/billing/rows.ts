@@ -28,4 +28,4 @@ export async function lockTeam(tx: EntityManager, teamId: string): Promise<void>
   if (!team) throw billingErrors.noTeam('The team no longer exists.');
 }
 
-export const isUuid = (value: string): boolean => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
+export { isUuid } from '../../kernel/crypto.js';

@@ -4,8 +4,8 @@ import { defineChannel } from '../../kernel/ws/channel.js';
 import { documentNotFound } from '../documents/errors.js';
 import type { CollabConfig } from './collab.config.js';
 import { CollabService } from './services/collab.service.js';
+import { isUuid } from '../../kernel/crypto.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Collaborative editing over WebSocket: `/v3/collab/{documentId}?token=...` speaks the y-websocket
@@ -24,7 +24,7 @@ export const collabChannel = (config: Pick<CollabConfig, 'maxFrameBytes' | 'maxR
     maxPayloadBytes: config.maxFrameBytes,
     async accept(request, ctx) {
       const documentId = request.params.documentId ?? '';
-      if (!UUID.test(documentId)) throw documentNotFound();
+      if (!isUuid(documentId)) throw documentNotFound();
       const token = request.query.get('token') || extractBearer(request.headers);
       if (!token) throw new TrellisError('unauthenticated', 'missing_credentials', 'Connect with ?token=<bearer token>.');
       const collab = ctx.get(CollabService);

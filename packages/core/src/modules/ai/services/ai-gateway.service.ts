@@ -12,8 +12,8 @@ import { AiModelService, modelNotFound } from './ai-model.service.js';
 import { AiToolService } from './ai-tool.service.js';
 import { ModelCallRecorder, type ModelCallModel } from './model-call-recorder.js';
 import { SpanKind, withSpan } from '../../../kernel/observability/tracing.js';
+import { isUuid } from '../../../kernel/crypto.js';
 
-const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 
 /**
  * The `AiGateway` of the port: resolves a model or tool the caller may use, decrypts its conf,

@@ -9,6 +9,7 @@ import { AiModel } from '../entities/ai-model.entity.js';
 import { SecretBox, isSealed } from './secret-box.js';
 import { keepMaskedSecrets, mapSecrets, maskConf, openSecrets, sealSecrets, secretTexts } from './secret-fields.js';
 import { secretBoxServiceIdentifier } from '../tokens.js';
+import { isUuid } from '../../../kernel/crypto.js';
 
 export interface AiModelInput {
   name: string;
@@ -19,7 +20,6 @@ export interface AiModelInput {
 
 export const modelNotFound = (id: string) => new TrellisError('not_found', 'model_not_found', `No AI model of yours has the id ${id}.`);
 
-const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 
 /**
  * AI model configurations: CRUD within one owner, conf validated by the provider adapter named by

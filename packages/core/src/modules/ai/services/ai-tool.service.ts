@@ -16,6 +16,7 @@ import { describeMcpTool, runMcpAction, type McpActionConf } from './mcp-action.
 import { knowledgeRetrieverServiceIdentifier } from '../../knowledge/retriever-port.js';
 import { kernelServiceIdentifier } from '../../../kernel/tokens.js';
 import type { Kernel } from '../../../kernel/kernel.js';
+import { isUuid } from '../../../kernel/crypto.js';
 
 export interface AiToolInput {
   name: string;
@@ -27,7 +28,6 @@ export interface AiToolInput {
 
 export const toolNotFound = (id: string) => new TrellisError('not_found', 'tool_not_found', `No AI tool of yours has the id ${id}.`);
 
-const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 const actionTypes = ['http', 'mcp', 'knowledge'] as const;
 /** What a model passes to a `knowledge` action. */

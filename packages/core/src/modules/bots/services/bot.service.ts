@@ -7,8 +7,8 @@ import { AiModel } from '../../ai/entities/ai-model.entity.js';
 import { AiTool } from '../../ai/entities/ai-tool.entity.js';
 import { User } from '../../identity/entities/user.entity.js';
 import { Bot, type BotConf } from '../entities/bot.entity.js';
+import { isUuid } from '../../../kernel/crypto.js';
 
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const botNotFound = (id: string) => new TrellisError('not_found', 'bot_not_found', `No bot of yours has the id ${id}.`);
 
 /** Bots of one owner. `conf.modelId` and `conf.toolIds` must name AI models and tools the owner may use. */
@@ -27,13 +27,13 @@ export class BotService {
     text('prompt');
     const modelId = conf.modelId;
     if (modelId !== undefined && modelId !== null) {
-      if (typeof modelId !== 'string' || !uuid.test(modelId) || !(await em.count(AiModel, { id: modelId, owner: ownerId }))) {
+      if (typeof modelId !== 'string' || !isUuid(modelId) || !(await em.count(AiModel, { id: modelId, owner: ownerId }))) {
         issues.push({ field: 'conf.modelId', constraint: 'usableModel', message: 'conf.modelId names no AI model of yours.' });
       }
     }
     const toolIds = conf.toolIds;
     if (toolIds !== undefined && toolIds !== null) {
-      if (!Array.isArray(toolIds) || toolIds.length > 64 || toolIds.some((id) => typeof id !== 'string' || !uuid.test(id))) {
+      if (!Array.isArray(toolIds) || toolIds.length > 64 || toolIds.some((id) => typeof id !== 'string' || !isUuid(id))) {
         issues.push({ field: 'conf.toolIds', constraint: 'isArray', message: 'conf.toolIds is a list of at most 64 AI tool ids.' });
       } else {
         const unique = [...new Set(toolIds as string[])];
@@ -51,7 +51,7 @@ export class BotService {
   }
 
   async get(em: EntityManager, ownerId: string, id: string): Promise<Bot> {
-    const bot = uuid.test(id) ? await em.findOne(Bot, { id, owner: ownerId }) : null;
+    const bot = isUuid(id) ? await em.findOne(Bot, { id, owner: ownerId }) : null;
     if (!bot) throw botNotFound(id);
     return bot;
   }
@@ -73,7 +73,7 @@ export class BotService {
 
   /** Deletes the bot; its conversations and their messages go with it (foreign keys cascade). */
   async remove(em: EntityManager, ownerId: string, id: string): Promise<void> {
-    const deleted = uuid.test(id) ? await em.nativeDelete(Bot, { id, owner: ownerId }) : 0;
+    const deleted = isUuid(id) ? await em.nativeDelete(Bot, { id, owner: ownerId }) : 0;
     if (deleted === 0) throw botNotFound(id);
   }
 }

@@ -9,8 +9,8 @@ import { ConversationMember } from '../entities/conversation-member.entity.js';
 import { Conversation, type ConversationConf } from '../entities/conversation.entity.js';
 import { Message } from '../entities/message.entity.js';
 import { inTransaction } from '../../../kernel/transaction.js';
+import { isUuid } from '../../../kernel/crypto.js';
 
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const conversationNotFound = (id: string) => new TrellisError('not_found', 'conversation_not_found', `No conversation you are a member of has the id ${id}.`);
 export const messageNotFound = (id: string) => new TrellisError('not_found', 'message_not_found', `The conversation has no message with the id ${id}.`);
 
@@ -67,7 +67,7 @@ export class ConversationService {
 
   /** The conversation when `userId` is a member (the owner is one), else 404. */
   async requireMember(em: EntityManager, userId: string, id: string): Promise<Conversation> {
-    const conversation = uuid.test(id) ? await em.findOne(Conversation, { id }, { populate: ['bot'] }) : null;
+    const conversation = isUuid(id) ? await em.findOne(Conversation, { id }, { populate: ['bot'] }) : null;
     if (!conversation) throw conversationNotFound(id);
     if (conversation.owner.id === userId || conversation.members.includes(userId)) return conversation;
     if (await em.count(ConversationMember, { conversation: id, userId })) return conversation;

@@ -3,8 +3,8 @@ import { injectable } from 'inversify';
 import type { ChannelTarget, ChannelTargetResolver } from '../../realtime/channel-targets.js';
 import { Application } from '../entities/application.entity.js';
 import { Hardware } from '../entities/hardware.entity.js';
+import { isUuid } from '../../../kernel/crypto.js';
 
-const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The developer module's `ChannelTargetResolver`: an id in `/v3/wss/{id}` names a hardware device
@@ -14,7 +14,7 @@ const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export class DeveloperChannelTargets implements ChannelTargetResolver {
   async resolve(em: EntityManager, id: string): Promise<ChannelTarget | null> {
     // PostgreSQL refuses a malformed uuid with an error: such an id names nothing.
-    if (!uuid.test(id)) return null;
+    if (!isUuid(id)) return null;
     const hardware = await em.findOne(Hardware, { id }, { fields: ['id', 'owner'] });
     if (hardware) return { kind: 'hardware', id: hardware.id, ownerId: hardware.owner.id };
     const application = await em.findOne(Application, { id }, { fields: ['id', 'owner'] });

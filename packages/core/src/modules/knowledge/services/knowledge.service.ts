@@ -14,6 +14,7 @@ import { KnowledgeSource } from '../entities/knowledge-source.entity.js';
 import { knowledgeErrors } from '../errors.js';
 import { knowledgeConfigServiceIdentifier, type KnowledgeConfig } from '../knowledge.config.js';
 import { BaseEmbedders } from './base-embedders.js';
+import { isUuid } from '../../../kernel/crypto.js';
 
 export interface BaseInput {
   name: string;
@@ -32,7 +33,6 @@ export interface SourceInput {
   metadata?: Record<string, unknown>;
 }
 
-const isUuid = (value: string) => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(value);
 
 /** The vector database collection of a base: `kb:` keeps it out of reach of `/tool/vdb` (names there are letters, digits, `_`). */
 export const collectionNameOf = (baseId: string) => `kb:${baseId}`;

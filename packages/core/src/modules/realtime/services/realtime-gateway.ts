@@ -23,8 +23,8 @@ import { RealtimeSession, type AcceptedConnection, type RealtimeSessionEnv, type
 import { channelKinds, type ChannelKind } from '../topics.js';
 import { ConnectionRegistry } from './connection-registry.js';
 import { PushHub } from './push-hub.js';
+import { isUuid } from '../../../kernel/crypto.js';
 
-const uuidShape = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const reservedMethods = new Set(['auth', 'ping']);
 
 /**
@@ -111,7 +111,7 @@ export class RealtimeGateway {
 
   private async resolve(id: string): Promise<ChannelTarget | null> {
     // Ids are UUIDs; anything else names nothing (and must not reach a uuid column).
-    if (!uuidShape.test(id)) return null;
+    if (!isUuid(id)) return null;
     const container = this.kernel.container;
     if (!container.isBound(channelTargetResolverServiceIdentifier)) {
       throw new TrellisError(

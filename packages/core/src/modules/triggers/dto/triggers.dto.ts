@@ -8,7 +8,7 @@ import { webhookAnswers, webhookVerifications, type WebhookAnswer, type WebhookV
 
 const trim = ({ value }: { value: unknown }) => (typeof value === 'string' ? value.trim() : value);
 const VERSION = /^\d{1,9}(\.\d{1,9}){0,2}$/;
-const nullable = (_: object, value: unknown) => value !== null;
+const notNull = (_: object, value: unknown) => value !== null;
 
 export class BidTriggerParams {
   @IsUUID('all')
@@ -85,7 +85,7 @@ class WebhookTriggerFields {
   waitSeconds?: number;
 
   @IsOptional()
-  @ValidateIf(nullable)
+  @ValidateIf(notNull)
   @IsString()
   @Matches(VERSION)
   @Doc({ description: 'The deployed version to run (null: the latest at each delivery).', schema: { type: ['string', 'null'] } })
@@ -126,7 +126,7 @@ class ScheduleFields {
   inputs?: Record<string, unknown>;
 
   @IsOptional()
-  @ValidateIf(nullable)
+  @ValidateIf(notNull)
   @IsString()
   @Matches(VERSION)
   @Doc({ description: 'The deployed version to run (null: the latest at each due time).', schema: { type: ['string', 'null'] } })
