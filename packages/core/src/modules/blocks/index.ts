@@ -7,5 +7,5 @@ export { compareVersions, highestVersion, nextVersion, VERSION_PATTERN } from '.
 export { projectRunsServiceIdentifier, type ProjectRuns, type ProjectRunSummary } from './project-runs.js';
 export { blockAuth } from './routes.js';
 export { toBlockView, toBlockViews, toBlockVersionView, toDeploymentView, toDeploymentDetail, blockStatus, type BlockStatus } from './views.js';
-export type { BlockView, BlockVersionView, DeploymentView } from './schemas.js';
+export { blockSchema, blockWithContentSchema, type BlockView, type BlockVersionView, type DeploymentView } from './schemas.js';
 export * as blockErrors from './errors.js';
