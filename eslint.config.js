@@ -23,6 +23,48 @@ const coreDatabaseBoundary = {
   ],
 };
 
+/**
+ * Module doors (docs/modules.md, "Doors"): a file of `packages/core/src/modules/<a>/` imports
+ * another module only through its `index.ts`, and otherwise only its own files, the kernel, the
+ * ports and the sandbox. The rule sees specifiers as written, so there is one pattern list per
+ * folder depth: `(../){depth}` reaches `modules/`. Spec files are held to it too (they import
+ * other modules' doors like any file). `pnpm doors` (scripts/module-doors.ts) rewrites imports
+ * that break it.
+ */
+const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const doorPatterns = (depth) => {
+  const up = escape('../'.repeat(depth));
+  return [
+    { regex: `^${up}[^./][^/]*/(?!index\\.js$)`, message: 'Import another module through its door, modules/<name>/index.js (docs/modules.md, "Doors"); `pnpm doors` rewrites such imports.' },
+    { regex: `^${up}index\\.js$`, message: 'A module does not import the list of modules (modules/index.ts).' },
+    { regex: `^${up}\\.\\./(index\\.js$|modules/)`, message: "A module does not import @trellis/core's entry point, nor reach other modules around their doors." },
+  ];
+};
+/** Ports, the kernel and the sandbox import no module (ports describe what modules use; the kernel loads the modules it is given). */
+const noModules = [{ regex: '^(\\.\\.?/)+(.*/)?modules(/|$)', message: 'Ports and the kernel import no module: move what they need into the port or the kernel (docs/modules.md, "Doors").' }];
+/** The kernel's own unit tests may check it against what modules really use, through the modules' doors only. */
+const kernelSpecModules = [{ regex: '^(\\.\\.?/)+(.*/)?modules/(?![^/]+/index\\.js$)', message: 'A kernel test imports a module only through its door, modules/<name>/index.js.' }];
+
+/**
+ * `no-restricted-imports` for core's files. A later config's options for a rule replace an
+ * earlier one's, so each kind of file gets one list: the database boundary (not for spec files)
+ * plus the doors.
+ */
+const spec = '**/*.spec.ts';
+const coreRule = (patterns, withDatabase) => ({ 'no-restricted-imports': ['error', { patterns: withDatabase ? [...coreDatabaseBoundary.patterns, ...patterns] : patterns }] });
+const coreBoundaries = [
+  ...Array.from({ length: 6 }, (_, i) => {
+    const files = [`packages/core/src/modules/*/${'*/'.repeat(i)}*.ts`];
+    return [
+      { files, ignores: [spec], rules: coreRule(doorPatterns(i + 1), true) },
+      { files: files.map((f) => f.replace(/\.ts$/, '.spec.ts')), rules: coreRule(doorPatterns(i + 1), false) },
+    ];
+  }).flat(),
+  { files: ['packages/core/src/{ports,kernel,sandbox}/**/*.ts'], ignores: [spec], rules: coreRule(noModules, true) },
+  { files: ['packages/core/src/{ports,sandbox}/**/*.spec.ts'], rules: coreRule(noModules, false) },
+  { files: ['packages/core/src/kernel/**/*.spec.ts'], rules: coreRule(kernelSpecModules, false) },
+];
+
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/coverage/**', 'packages/cli/templates/**'] },
   js.configs.recommended,
@@ -46,4 +88,5 @@ export default tseslint.config(
     ignores: ['packages/core/src/**/*.spec.ts'],
     rules: { 'no-restricted-imports': ['error', coreDatabaseBoundary] },
   },
+  ...coreBoundaries,
 );

@@ -1,4 +1,3 @@
-import type { ModelCallFrame } from '../modules/ai/services/model-call-scope.js';
 import type { TSchema } from '@sinclair/typebox';
 import type { ServiceIdentifier } from 'inversify';
 import { TrellisError } from '../kernel/errors.js';
@@ -171,3 +170,25 @@ export interface AiGateway {
 }
 
 export const aiGatewayServiceIdentifier: ServiceIdentifier<AiGateway> = Symbol.for('@trellis/core/AiGateway');
+
+/**
+ * Who a provider call is made for: the run (its attempt, credit hold and block) or the
+ * conversation turn. A frame of it is passed down explicitly (run attempt → block → model turn →
+ * AI gateway): an AsyncLocalStorage would switch Node 20's promise hooks on for the whole process
+ * (see test/integration/promise-hooks.int.spec.ts).
+ */
+export interface ModelCallScope {
+  runId?: string;
+  attempt?: number;
+  reservationId?: string | null;
+  blockPath?: string;
+  conversationId?: string;
+  turnId?: string;
+  teamId?: string | null;
+  userId?: string | null;
+}
+
+/** A scope with the calls made so far per block path, for the whole run attempt or turn (a block run twice goes on counting). */
+export interface ModelCallFrame extends ModelCallScope {
+  readonly counters: Map<string, number>;
+}

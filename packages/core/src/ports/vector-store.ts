@@ -1,6 +1,26 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { ServiceIdentifier } from 'inversify';
-import type { VdbFilter } from '../modules/tools/vdb/filter.js';
+
+/**
+ * A parsed filter of the vector database's filter language (the language and its parser,
+ * `parseVdbFilter`, are in the tools module: modules/tools/vdb/filter.ts). Adapters evaluate it.
+ */
+export type VdbScalar = string | number | boolean | null;
+
+export interface VdbField {
+  root: 'tags' | 'metadata';
+  /** Keys below the root (empty for `tags`). */
+  path: readonly string[];
+}
+
+export type VdbComparison = 'eq' | 'gt' | 'gte' | 'lt' | 'lte';
+
+export type VdbFilter =
+  | { op: 'and' | 'or'; items: readonly VdbFilter[] }
+  | { op: 'not'; item: VdbFilter }
+  | { op: 'compare'; field: VdbField; comparison: VdbComparison; value: VdbScalar }
+  | { op: 'contains'; field: VdbField; value: VdbScalar }
+  | { op: 'exists'; field: VdbField };
 
 /** One record's vector and the fields a filter may look at. */
 export interface VectorEntry {

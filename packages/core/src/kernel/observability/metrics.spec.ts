@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Counter, Histogram } from 'prom-client';
 import { InProcessPubSub } from '../../ports/pubsub.js';
-import { collabTopic } from '../../modules/collab/services/collab-session.js';
-import { pushTopic } from '../../modules/realtime/topics.js';
+import { collabTopic } from '../../modules/collab/index.js';
+import { pushTopic } from '../../modules/realtime/index.js';
 import { countingPubSub } from './counting-pubsub.js';
 import { observeJobRun } from './jobs.js';
 import { sqlOperation, TrellisMetrics } from './metrics.js';

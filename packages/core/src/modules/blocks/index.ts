@@ -4,7 +4,7 @@ export { BlockVersion, BlockVersionSchema } from './entities/block-version.entit
 export { BlockService, BLOCK_DOC_TYPE, type BlockRunTarget, type CreateBlockInput, type UpdateBlockInput } from './services/block.service.js';
 export { DeploymentService, DEPLOYMENT_TOKEN_HEADER, deploymentCallerOf, type DeploymentCaller, type DeploymentSettings } from './services/deployment.service.js';
 export { compareVersions, highestVersion, nextVersion, VERSION_PATTERN } from './services/versions.js';
-export { projectRunsServiceIdentifier, type ProjectRuns, type ProjectRunSummary } from './project-runs.js';
+export { deploymentBudgetsServiceIdentifier, projectRunsServiceIdentifier, type DeploymentBudgets, type ProjectRuns, type ProjectRunSummary } from './project-runs.js';
 export { blockAuth } from './routes.js';
 export { toBlockView, toBlockViews, toBlockVersionView, toDeploymentView, toDeploymentDetail, blockStatus, type BlockStatus } from './views.js';
 export { blockSchema, blockWithContentSchema, type BlockView, type BlockVersionView, type DeploymentView } from './schemas.js';

@@ -25,3 +25,15 @@ export interface ProjectRuns {
 }
 
 export const projectRunsServiceIdentifier: ServiceIdentifier<ProjectRuns> = Symbol.for('@trellis/core/ProjectRuns');
+
+/**
+ * Told when a deployment's budget was raised or cleared (`POST /block/:blockId/deploy`,
+ * `PUT /block/:bid/deployment`), by the module that runs deployments: it resumes the runs that
+ * wait for that budget. Bound to `deploymentBudgetsServiceIdentifier`; while nothing is bound no
+ * run can wait for one.
+ */
+export interface DeploymentBudgets {
+  changed(blockId: string, before: number | null, after: number | null): Promise<unknown>;
+}
+
+export const deploymentBudgetsServiceIdentifier: ServiceIdentifier<DeploymentBudgets> = Symbol.for('@trellis/core/DeploymentBudgets');

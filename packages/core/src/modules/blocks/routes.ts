@@ -1,6 +1,7 @@
 import { Reply } from '../../kernel/http/reply.js';
 import { PageQuery, pageOf, paging } from '../../kernel/http/dto/paging.js';
-import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
+import { defineRoute, type RequestContext, type RouteDefinition } from '../../kernel/http/route.js';
+import { kernelServiceIdentifier } from '../../kernel/tokens.js';
 import {
   BlockIdParams,
   BidParams,
@@ -22,8 +23,8 @@ import {
   removeResultSchema,
 } from './schemas.js';
 import { BlockService } from './services/block.service.js';
+import { deploymentBudgetsServiceIdentifier } from './project-runs.js';
 import { DeploymentService } from './services/deployment.service.js';
-import { RunService } from '../runs/services/run.service.js';
 import { toBlockVersionView, toBlockView, toBlockViews } from './views.js';
 
 const tags = ['Blocks'];
@@ -168,7 +169,7 @@ export const blockRoutes: RouteDefinition[] = [
     async handler(ctx) {
       const { block, version, deploymentToken, budget } = await ctx.get(DeploymentService).deploy(ctx.em, ctx.requirePrincipal(), ctx.params.blockId, ctx.body);
       // A raised (or cleared) budget resumes the deployment's runs that wait for it.
-      if (budget) await ctx.get(RunService).deploymentBudgetChanged(block.id, budget.before, budget.after);
+      if (budget) await deploymentBudgetChanged(ctx, block.id, budget);
       const views = await toBlockViews(ctx.em.fork(), [block]);
       return Reply.json({ block: views[0], version: toBlockVersionView(version), ...(deploymentToken ? { deploymentToken } : {}) }, 201);
     },
@@ -201,9 +202,15 @@ export const blockRoutes: RouteDefinition[] = [
     async handler(ctx) {
       const { block, version, deploymentToken, budget } = await ctx.get(DeploymentService).setDeployment(ctx.em, ctx.requirePrincipal(), ctx.params.bid, ctx.body);
       // A raised (or cleared) budget resumes the deployment's runs that wait for it.
-      if (budget) await ctx.get(RunService).deploymentBudgetChanged(block.id, budget.before, budget.after);
+      if (budget) await deploymentBudgetChanged(ctx, block.id, budget);
       const views = await toBlockViews(ctx.em.fork(), [block]);
       return { block: views[0], version: version ? toBlockVersionView(version) : null, ...(deploymentToken ? { deploymentToken } : {}) };
     },
   }),
 ];
+
+/** Tells the module that runs deployments (when one is loaded) that a deployment's budget changed. */
+async function deploymentBudgetChanged(ctx: RequestContext, blockId: string, budget: { before: number | null; after: number | null }): Promise<void> {
+  const { container } = ctx.get(kernelServiceIdentifier);
+  if (container.isBound(deploymentBudgetsServiceIdentifier)) await container.get(deploymentBudgetsServiceIdentifier).changed(blockId, budget.before, budget.after);
+}

@@ -42,11 +42,6 @@ export type BlockView = Static<typeof blockSchema>;
 export const blockWithContentSchema = Type.Object({ ...blockProperties, content });
 export type BlockWithContentView = Static<typeof blockWithContentSchema>;
 
-export const deployedBlockSchema = Type.Object({
-  ...blockProperties,
-  deploymentToken: Type.Optional(Type.String({ description: 'The deployment token, answered only when one was just issued (access `token`). Store it: it is not shown again.' })),
-});
-
 export const blockPageSchema = pageSchema(blockSchema);
 
 export const blockSearchItemSchema = Type.Object({ ...blockProperties, nextVersion: Type.Optional(Type.String()) });

@@ -6,7 +6,7 @@ export { KnowledgeChunk, KnowledgeChunkSchema } from './entities/knowledge-chunk
 export { KnowledgeService, collectionNameOf, type BaseInput, type SourceInput } from './services/knowledge.service.js';
 export { IngestionService } from './services/ingestion.service.js';
 export { RetrievalService, type RetrievalRequest, type RetrievalMode, type Passage, type Citation } from './services/retrieval.service.js';
-export { knowledgeRetrieverServiceIdentifier, type KnowledgeRetriever, type KnowledgeRetrieveInput } from './retriever-port.js';
+export { knowledgeRetrieverServiceIdentifier, type KnowledgeRetriever, type KnowledgeRetrieveInput } from '../../ports/knowledge-retriever.js';
 export { citedContext } from './cited-context.js';
 export { chunkDocument, type DraftChunk } from './ingest/chunker.js';
 export { parseDocument, type ParsedDocument, type PageSpan } from './ingest/parse-document.js';

@@ -4,9 +4,9 @@ import { entityManagerServiceIdentifier } from '../../kernel/tokens.js';
 import { parseVdbFilter } from '../tools/vdb/filter.js';
 import { KnowledgeService } from './services/knowledge.service.js';
 import { RetrievalService, type Passage } from './services/retrieval.service.js';
-import type { KnowledgeRetrieveInput, KnowledgeRetriever } from './retriever-port.js';
+import type { KnowledgeRetrieveInput, KnowledgeRetriever } from '../../ports/knowledge-retriever.js';
 
-export { knowledgeRetrieverServiceIdentifier, type KnowledgeRetriever, type KnowledgeRetrieveInput } from './retriever-port.js';
+export { knowledgeRetrieverServiceIdentifier, type KnowledgeRetriever, type KnowledgeRetrieveInput } from '../../ports/knowledge-retriever.js';
 
 @injectable()
 export class KnowledgeRetrieverService implements KnowledgeRetriever {

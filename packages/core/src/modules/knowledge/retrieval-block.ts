@@ -6,7 +6,7 @@ import { defineBlockKind } from '../runs/blocks/kind.js';
 import { renderDeep, renderTemplate } from '../runs/blocks/template.js';
 import type { WorkflowBlock } from '../runs/blocks/workflow.js';
 import { citedContext } from './cited-context.js';
-import { knowledgeRetrieverServiceIdentifier, type KnowledgeRetriever } from './retriever-port.js';
+import { knowledgeRetrieverServiceIdentifier, type KnowledgeRetriever } from '../../ports/knowledge-retriever.js';
 
 export const RetrievalAttrs = Type.Object({
   knowledgeBase: Type.String({ minLength: 1, ...attrIssue('required', 'a retrieval block needs a knowledge base id') }),

@@ -26,8 +26,6 @@ export function parseScope(value: string): string[] | null {
   return [...new Set(tokens)];
 }
 
-export const formatScope = (scopes: readonly string[]): string => scopes.join(' ');
-
 /** Every scope an app may be given: the built-in ones plus `oauth.extraScopes`. */
 export function scopeCatalogue(extra: Readonly<Record<string, string>>): Readonly<Record<string, string>> {
   return { ...builtInScopes, ...extra };

@@ -8,7 +8,7 @@ import { documentScopes } from '../projects/scopes.js';
 import { RunEventSchema } from './entities/run-event.entity.js';
 import { RunSchema } from './entities/run.entity.js';
 import { migrations } from './migrations/index.js';
-import { projectRunsServiceIdentifier, type ProjectRunSummary } from '../blocks/project-runs.js';
+import { deploymentBudgetsServiceIdentifier, projectRunsServiceIdentifier, type ProjectRunSummary } from '../blocks/project-runs.js';
 import { blockRunRoutes } from './block-routes.js';
 import { blockKindServiceIdentifier } from './blocks/kind.js';
 import { builtinBlockKinds } from './blocks/kinds/index.js';
@@ -59,6 +59,10 @@ export const runsModule = defineModule({
             return { items: items.map((run) => toRunView(run) as ProjectRunSummary), total };
           },
         };
+      });
+      bind(deploymentBudgetsServiceIdentifier).toDynamicValue((context) => {
+        const runs = context.get(RunService);
+        return { changed: (blockId, before, after) => runs.deploymentBudgetChanged(blockId, before, after) };
       });
     }),
   routes: () => scopeRoutes([...runRoutes(), ...blockRunRoutes()], documentScopes),

@@ -13,7 +13,7 @@ import type { SecretBox } from './secret-box.js';
 import { keepMaskedSecrets, openSecrets, sealSecrets } from './secret-fields.js';
 import { httpMethods, runHttpAction, type HttpActionConf } from './http-action.js';
 import { describeMcpTool, runMcpAction, type McpActionConf } from './mcp-action.js';
-import { knowledgeRetrieverServiceIdentifier } from '../../knowledge/retriever-port.js';
+import { knowledgeRetrieverServiceIdentifier } from '../../../ports/knowledge-retriever.js';
 import { kernelServiceIdentifier } from '../../../kernel/tokens.js';
 import type { Kernel } from '../../../kernel/kernel.js';
 import { isUuid } from '../../../kernel/crypto.js';

@@ -1,24 +1,6 @@
-/**
- * Who a provider call is made for: the run (its attempt, credit hold and block) or the
- * conversation turn. A frame of it is passed down explicitly (run attempt → block → model turn →
- * AI gateway): an AsyncLocalStorage would switch Node 20's promise hooks on for the whole process
- * (see test/integration/promise-hooks.int.spec.ts).
- */
-export interface ModelCallScope {
-  runId?: string;
-  attempt?: number;
-  reservationId?: string | null;
-  blockPath?: string;
-  conversationId?: string;
-  turnId?: string;
-  teamId?: string | null;
-  userId?: string | null;
-}
+import type { ModelCallFrame, ModelCallScope } from '../../../ports/ai-provider.js';
 
-/** A scope with the calls made so far per block path, for the whole run attempt or turn (a block run twice goes on counting). */
-export interface ModelCallFrame extends ModelCallScope {
-  readonly counters: Map<string, number>;
-}
+export type { ModelCallFrame, ModelCallScope } from '../../../ports/ai-provider.js';
 
 /** A frame for `scope`: within `outer` (sharing its counters) unless it starts a run attempt or turn. */
 export function modelCallFrame(scope: ModelCallScope, outer?: ModelCallFrame): ModelCallFrame {

@@ -98,10 +98,3 @@ export function secretTexts(conf: Record<string, unknown> | null | undefined, to
   mapSecrets(conf, (value) => (add(value), value), topKeys);
   return [...out].filter((text) => text.length >= 6).sort((a, b) => b.length - a.length);
 }
-
-/** `text` with every secret replaced by `***`. */
-export function redactText(text: string, secrets: readonly string[]): string {
-  let out = text;
-  for (const secret of secrets) if (secret) out = out.split(secret).join('***');
-  return out;
-}

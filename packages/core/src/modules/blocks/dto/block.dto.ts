@@ -1,9 +1,20 @@
 import { Transform } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsObject, IsOptional, IsString, IsUUID, Length, Matches, MaxLength } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, IsUUID, Length, Matches, Max, MaxLength, Min } from 'class-validator';
 import { Doc, Nested, Schema } from '../../../kernel/http/docs-metadata.js';
 import { PageQuery } from '../../../kernel/http/dto/paging.js';
 import { blockTypes, deploymentAccessLevels, type BlockType, type DeploymentAccess } from '../entities/block.entity.js';
-import { BudgetDto } from '../../runs/dto/run.dto.js';
+
+/** The largest budget in credits (the columns are 32-bit integers); see modules/runs/services/run-budget.ts. */
+export const MAX_BUDGET = 2_000_000_000;
+
+@Schema({ name: 'Budget', description: 'A budget in credits (docs/runs.md, "Budgets"): model calls that would spend more make the run wait.' })
+export class BudgetDto {
+  @IsInt()
+  @Min(0)
+  @Max(MAX_BUDGET)
+  @Doc({ description: `Credits, a whole number from 0 to ${MAX_BUDGET}.`, example: 500 })
+  credits!: number;
+}
 
 const deploymentBudgetDoc = {
   nullable: true,

@@ -19,7 +19,6 @@ import { ContentError, TYPE_NAME, type DocumentContent, type JsonObject, type Ri
 
 /** Characters a backslash escapes. */
 const ESCAPABLE = new Set(['\\', '[', ']', '{', ':']);
-const HARD_BREAKS = new Set(['hardBreak', 'hard_break']);
 const OPENER = /^:::([^\s{[]+)(.*)$/s;
 const CLOSER = /^:::\s*$/;
 /** A fence line of plain Markdown code (CommonMark: up to three spaces, then three or more ` or ~). */
@@ -385,6 +384,3 @@ function readAtom(text: string, start: number): { node: RichNode; next: number }
   if (typeof node !== 'object' || node === null || Array.isArray(node) || typeof (node as RichNode).type !== 'string') return null;
   return { node: node as RichNode, next: end + 1 };
 }
-
-/** A hard break written as an inline node, for writers who want a line break inside a paragraph. */
-export const hardBreakTypes: ReadonlySet<string> = HARD_BREAKS;

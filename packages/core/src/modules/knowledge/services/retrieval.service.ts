@@ -7,10 +7,11 @@ import { chunkTable as t } from '../entities/knowledge-chunk.entity.js';
 import { knowledgeConfigServiceIdentifier, type KnowledgeConfig } from '../knowledge.config.js';
 import { fuseRankings } from '../retrieval/fuse.js';
 import { keywordSearch } from '../retrieval/keyword-search.js';
+import type { Passage, RetrievalMode } from '../../../ports/knowledge-retriever.js';
 import { BaseEmbedders } from './base-embedders.js';
 import { Reranker, type RerankOptions } from './reranker.js';
 
-export type RetrievalMode = 'hybrid' | 'keyword' | 'vector';
+export type { Citation, Passage, RetrievalMode } from '../../../ports/knowledge-retriever.js';
 
 export interface RetrievalRequest {
   query: string;
@@ -23,28 +24,6 @@ export interface RetrievalRequest {
   /** Who asks, for the rerank model's access check. */
   userId: string;
   signal?: AbortSignal;
-}
-
-/** Where a passage comes from, for a model to cite. */
-export interface Citation {
-  sourceId: string;
-  sourceName: string;
-  url: string | null;
-  page: number | null;
-  headingPath: string[];
-  /** Character offsets of the passage in the source's extracted text. */
-  start: number;
-  end: number;
-}
-
-export interface Passage {
-  /** The passage returned: the matched chunk's parent, or the chunk itself. */
-  id: string;
-  text: string;
-  score: number;
-  /** The chunk that matched, with its own offsets. */
-  match: { chunkId: string; start: number; end: number; keywordRank: number | null; vectorRank: number | null };
-  citation: Citation;
 }
 
 interface ChunkRow {

@@ -77,13 +77,6 @@ export interface PolicyIo {
   emit(type: string, data: Record<string, unknown>): unknown;
 }
 
-/** One failed attempt, as the block's session records it. */
-export interface FailedAttempt {
-  attempt: number;
-  code: string;
-  message: string;
-}
-
 const failureOf = (error: unknown): { code: string; message: string } =>
   error instanceof TrellisError ? { code: error.code, message: error.message } : { code: 'block_failed', message: error instanceof Error ? error.message : String(error) };
 

@@ -2,6 +2,7 @@ import { Transform } from 'class-transformer';
 import { IsBoolean, IsDefined, IsIn, IsInt, IsObject, IsOptional, IsUUID, Max, Min, ValidateIf } from 'class-validator';
 import { Doc, Nested, Schema } from '../../../kernel/http/docs-metadata.js';
 import { PageQuery } from '../../../kernel/http/dto/paging.js';
+import { BudgetDto, MAX_BUDGET } from '../../blocks/dto/block.dto.js';
 
 export class RunDocumentParams {
   @IsUUID('all')
@@ -14,18 +15,6 @@ export class RunParams {
 
   @IsUUID('all')
   runId!: string;
-}
-
-/** The largest budget in credits (the columns are 32-bit integers); see services/run-budget.ts. */
-const MAX_BUDGET = 2_000_000_000;
-
-@Schema({ name: 'Budget', description: 'A budget in credits (docs/runs.md, "Budgets"): model calls that would spend more make the run wait.' })
-export class BudgetDto {
-  @IsInt()
-  @Min(0)
-  @Max(MAX_BUDGET)
-  @Doc({ description: `Credits, a whole number from 0 to ${MAX_BUDGET}.`, example: 500 })
-  credits!: number;
 }
 
 export const budgetDoc = {

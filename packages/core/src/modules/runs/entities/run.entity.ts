@@ -79,8 +79,6 @@ export interface RunWaiting {
   path?: string;
 }
 
-export const emptyUsage = (): RunUsage => ({ models: {}, sandboxMs: 0 });
-
 /**
  * A run of a workflow (a document's top-level blocks). The run keeps its own copy of the content
  * it executes, and a checkpoint after every block (`cursor`, `sessions`, `ctx`), so a

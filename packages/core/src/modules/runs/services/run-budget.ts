@@ -28,9 +28,6 @@ export interface BudgetShortfall {
 /** The budget fields of a run this module reads. */
 export type BudgetedRun = Pick<Run, 'id' | 'documentId' | 'source' | 'budgetRootId'>;
 
-/** The largest budget (the columns are 32-bit integers). */
-export const MAX_BUDGET_CREDITS = 2_000_000_000;
-
 /** The message of a budget wait (its `question`). */
 export function budgetQuestion(shortfall: BudgetShortfall): string {
   const whose = shortfall.scope === 'run' ? "The run's budget" : "The deployment's budget";

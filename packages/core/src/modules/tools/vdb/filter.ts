@@ -21,22 +21,8 @@ import { TrellisError } from '../../../kernel/errors.js';
  * - Equality is type-aware: `1` does not match `"1"`. Comparisons never match a missing field;
  *   `$ne`, `$nin` and `$not` match records that lack the field.
  */
-export type VdbScalar = string | number | boolean | null;
-
-export interface VdbField {
-  root: 'tags' | 'metadata';
-  /** Keys below the root (empty for `tags`). */
-  path: readonly string[];
-}
-
-export type VdbComparison = 'eq' | 'gt' | 'gte' | 'lt' | 'lte';
-
-export type VdbFilter =
-  | { op: 'and' | 'or'; items: readonly VdbFilter[] }
-  | { op: 'not'; item: VdbFilter }
-  | { op: 'compare'; field: VdbField; comparison: VdbComparison; value: VdbScalar }
-  | { op: 'contains'; field: VdbField; value: VdbScalar }
-  | { op: 'exists'; field: VdbField };
+export type { VdbComparison, VdbField, VdbFilter, VdbScalar } from '../../../ports/vector-store.js';
+import type { VdbComparison, VdbField, VdbFilter, VdbScalar } from '../../../ports/vector-store.js';
 
 export const VDB_FILTER_LIMITS = Object.freeze({ depth: 8, conditions: 64, inValues: 100, stringLength: 1000 });
 

@@ -1,5 +1,28 @@
 import type { ServiceIdentifier } from 'inversify';
-import type { Passage, RetrievalMode } from './services/retrieval.service.js';
+
+export type RetrievalMode = 'hybrid' | 'keyword' | 'vector';
+
+/** Where a passage comes from, for a model to cite. */
+export interface Citation {
+  sourceId: string;
+  sourceName: string;
+  url: string | null;
+  page: number | null;
+  headingPath: string[];
+  /** Character offsets of the passage in the source's extracted text. */
+  start: number;
+  end: number;
+}
+
+export interface Passage {
+  /** The passage returned: the matched chunk's parent, or the chunk itself. */
+  id: string;
+  text: string;
+  score: number;
+  /** The chunk that matched, with its own offsets. */
+  match: { chunkId: string; start: number; end: number; keywordRank: number | null; vectorRank: number | null };
+  citation: Citation;
+}
 
 export interface KnowledgeRetrieveInput {
   /** Whose team's knowledge base it is (the run's user, the tool's owner). */
