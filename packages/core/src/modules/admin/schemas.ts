@@ -1,6 +1,6 @@
 /** The administrator responses, declared once: their JSON Schema (OpenAPI, `GET /admin/schema`) and types. */
 import { dateTime, jsonObject, nullable, stringEnum, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
-import { hardwareSchema } from '../developer/schemas.js';
+import { hardwareSchema } from '../developer/index.js';
 import { userRoles } from './dto/user.dto.js';
 
 /** A user as the administrator API shows it. */

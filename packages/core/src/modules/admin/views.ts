@@ -1,4 +1,4 @@
-import type { User } from '../identity/entities/user.entity.js';
+import type { User } from '../identity/index.js';
 import type { UserRole } from './dto/user.dto.js';
 import type { AdminUserView } from './schemas.js';
 

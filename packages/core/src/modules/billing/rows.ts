@@ -1,6 +1,6 @@
 import { LockMode, raw, type EntityManager, type EntityName, type FilterQuery } from '@mikro-orm/core';
 import { dialectOf } from '../../kernel/dialect.js';
-import { Team } from '../identity/entities/team.entity.js';
+import { Team } from '../identity/index.js';
 import { billingErrors } from './errors.js';
 
 /**

@@ -4,7 +4,7 @@ import { PageQuery, pageOf, paging } from '../../kernel/http/dto/paging.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import { pageSchema } from '../../kernel/http/response-schema.js';
 import { kernelServiceIdentifier } from '../../kernel/tokens.js';
-import { ProjectService } from '../projects/services/project.service.js';
+import { ProjectService } from '../projects/index.js';
 import { BlockIdParams, DeploymentQuery, InstallBody, PidBidParams, ProjectBlockParams, ProjectIdParams, RestoreTrashBody, SearchQuery } from './dto/block.dto.js';
 import type { Block } from './entities/block.entity.js';
 import { projectRunsServiceIdentifier } from './project-runs.js';

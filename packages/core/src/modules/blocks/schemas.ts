@@ -1,6 +1,6 @@
 /** The block and deployment responses, declared once: their JSON Schema (OpenAPI) and TypeScript types. */
 import { dateTime, nullable, pageSchema, stringEnum, Type, uuid, type Static } from '../../kernel/http/response-schema.js';
-import type { DocumentContent } from '../documents/content/rich-text.js';
+import type { DocumentContent } from '../documents/index.js';
 import { blockTypes, deploymentAccessLevels } from './entities/block.entity.js';
 
 const content = Type.Unsafe<DocumentContent>({ type: 'object', description: 'Document JSON (`{ "type": "doc", "content": [...] }`).' });

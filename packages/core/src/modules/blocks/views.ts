@@ -1,6 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { DocumentContent } from '../documents/content/rich-text.js';
-import { Document } from '../documents/entities/document.entity.js';
+import { type DocumentContent, Document } from '../documents/index.js';
 import type { Block } from './entities/block.entity.js';
 import type { BlockVersion } from './entities/block-version.entity.js';
 import type { BlockVersionView, BlockView, BlockWithContentView, DeploymentDetailView, DeploymentView } from './schemas.js';

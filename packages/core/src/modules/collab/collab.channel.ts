@@ -1,7 +1,7 @@
 import { extractBearer } from '../../kernel/auth/authenticator.js';
 import { TrellisError } from '../../kernel/errors.js';
 import { defineChannel } from '../../kernel/ws/channel.js';
-import { documentNotFound } from '../documents/errors.js';
+import { documentNotFound } from '../documents/index.js';
 import type { CollabConfig } from './collab.config.js';
 import { CollabService } from './services/collab.service.js';
 import { isUuid } from '../../kernel/crypto.js';

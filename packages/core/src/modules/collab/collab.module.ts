@@ -1,6 +1,6 @@
 import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
-import { collaborationGateServiceIdentifier } from '../documents/collaboration-gate.js';
+import { collaborationGateServiceIdentifier } from '../documents/index.js';
 import { collabChannel } from './collab.channel.js';
 import { collabConfigSchema, type CollabConfig } from './collab.config.js';
 import { DocumentCollabLeaseSchema } from './entities/document-collab-lease.entity.js';
@@ -8,7 +8,7 @@ import { DocumentYjsStateSchema } from './entities/document-yjs-state.entity.js'
 import { migrations } from './migrations/index.js';
 import { collabRoutes } from './routes.js';
 import { scopeRoutes } from '../../kernel/auth/scopes.js';
-import { documentScopes } from '../projects/scopes.js';
+import { documentScopes } from '../projects/index.js';
 import { CollabService } from './services/collab.service.js';
 import { SmartEditService } from './services/smart-edit.service.js';
 import { YjsStateService } from './services/yjs-state.service.js';

@@ -1,11 +1,7 @@
 import { dateTime, nullable, stringEnum, Type } from '../../kernel/http/response-schema.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import type { ModuleContext } from '../../kernel/module.js';
-import type { CommandResult } from '../documents/content/edit-commands.js';
-import type { DocumentsConfig } from '../documents/documents.config.js';
-import { DocumentParams, SmartEditBody } from '../documents/dto/document.dto.js';
-import { combinedAuth, documentValidation } from '../documents/routes.js';
-import { DocumentService } from '../documents/services/document.service.js';
+import { type CommandResult, type DocumentsConfig, DocumentParams, SmartEditBody, combinedAuth, documentValidation, DocumentService } from '../documents/index.js';
 import { CollabEditBody, CollabLeaveBody, YjsStateBody } from './dto/collab.dto.js';
 import { CollabService } from './services/collab.service.js';
 import { SmartEditService } from './services/smart-edit.service.js';

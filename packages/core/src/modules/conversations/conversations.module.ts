@@ -2,7 +2,7 @@ import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
 import { configServiceIdentifier } from '../../kernel/tokens.js';
-import type { AiConfig } from '../ai/ai.config.js';
+import type { AiConfig } from '../ai/index.js';
 import { ConversationEventBatchSchema } from './entities/conversation-event.entity.js';
 import { ConversationMemberSchema } from './entities/conversation-member.entity.js';
 import { ConversationSchema } from './entities/conversation.entity.js';

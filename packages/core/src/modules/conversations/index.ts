@@ -7,3 +7,5 @@ export { ConversationTurnService, type TurnOptions, type TurnResult, type Conver
 export { ToolExecutionService } from './services/tool-execution.service.js';
 export { TurnLog } from './services/turn-log.js';
 export { ConversationEventBatch, type ConversationEventRecord } from './entities/conversation-event.entity.js';
+// Used by other modules (added by scripts/module-doors.ts; keep or sort by hand as you like)
+export type {} from './hooks.js'; // its declaration merging

@@ -1,7 +1,7 @@
 import { Reply } from '../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
 import { PageQuery, pageOf, paging } from '../../kernel/http/dto/paging.js';
-import { ModelCallReader, modelCallPageSchema, toModelCallView } from '../ai/services/model-call-reader.js';
+import { ModelCallReader, modelCallPageSchema, toModelCallView } from '../ai/index.js';
 import {
   ConversationCreateBody,
   ConversationEventsQuery,

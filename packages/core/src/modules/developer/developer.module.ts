@@ -1,7 +1,7 @@
 import { ContainerModule } from 'inversify';
 import { credentialVerifierServiceIdentifier } from '../../kernel/auth/authenticator.js';
 import { defineModule } from '../../kernel/module.js';
-import { channelTargetResolverServiceIdentifier, hardwareMessageSinkServiceIdentifier } from '../realtime/channel-targets.js';
+import { channelTargetResolverServiceIdentifier, hardwareMessageSinkServiceIdentifier } from '../realtime/index.js';
 import { ApplicationSchema } from './entities/application.entity.js';
 import { DeveloperTaskSchema } from './entities/developer-task.entity.js';
 import { HardwareLogSchema } from './entities/hardware-log.entity.js';

@@ -13,3 +13,7 @@ export { DeviceTokenVerifier } from './verifiers/device-token.verifier.js';
 export { formatPointer, JsonPointerSyntaxError, parsePointer, resolvePointer } from './json-pointer.js';
 export { pointInto, schemaDocument } from './generic.js';
 export { toHardwareView, toApplicationView, toHardwareLogView } from './views.js';
+// Used by other modules (added by scripts/module-doors.ts; keep or sort by hand as you like)
+export { DevNamedUpdateBody } from './dto/resource.dto.js';
+export { hardwareSchema, pointerResultSchema, schemaDocumentSchema } from './schemas.js';
+export type { JsonSchema } from './schemas.js';

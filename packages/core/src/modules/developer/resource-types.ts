@@ -2,11 +2,10 @@ import type { EntityClass } from '@mikro-orm/core';
 import type { ClassType } from '../../kernel/http/route.js';
 import type { TObject } from '@sinclair/typebox';
 import type { Static } from '../../kernel/http/response-schema.js';
-import { AiModel } from '../ai/entities/ai-model.entity.js';
-import { AiTool } from '../ai/entities/ai-tool.entity.js';
-import { Bot, type BotConf } from '../bots/entities/bot.entity.js';
-import { Conversation, type ConversationConf } from '../conversations/entities/conversation.entity.js';
-import type { User } from '../identity/entities/user.entity.js';
+import { AiModel, AiTool } from '../ai/index.js';
+import { Bot, type BotConf } from '../bots/index.js';
+import { Conversation, type ConversationConf } from '../conversations/index.js';
+import type { User } from '../identity/index.js';
 import {
   DevConvCreateBody,
   DevConvUpdateBody,

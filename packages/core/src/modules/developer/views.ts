@@ -1,9 +1,6 @@
-import type { AiModel } from '../ai/entities/ai-model.entity.js';
-import { maskConf } from '../ai/services/secret-fields.js';
-import { maskActions } from '../ai/views.js';
-import type { AiTool } from '../ai/entities/ai-tool.entity.js';
-import type { Bot } from '../bots/entities/bot.entity.js';
-import type { Conversation } from '../conversations/entities/conversation.entity.js';
+import { type AiModel, maskConf, maskActions, type AiTool } from '../ai/index.js';
+import type { Bot } from '../bots/index.js';
+import type { Conversation } from '../conversations/index.js';
 import type { Application } from './entities/application.entity.js';
 import type { DeveloperTask } from './entities/developer-task.entity.js';
 import type { HardwareLog } from './entities/hardware-log.entity.js';

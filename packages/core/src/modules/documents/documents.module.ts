@@ -1,7 +1,7 @@
 import { ContainerModule } from 'inversify';
 import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { defineModule } from '../../kernel/module.js';
-import { documentScopes } from '../projects/scopes.js';
+import { documentScopes } from '../projects/index.js';
 import { documentsConfigSchema } from './documents.config.js';
 import { DocumentUiStateSchema } from './entities/document-ui-state.entity.js';
 import { DocumentVersionSchema } from './entities/document-version.entity.js';

@@ -28,6 +28,11 @@ export {
   type JsonObject,
   type JsonValue,
   type RichMark,
-  type RichNode,
+  type RichNode, NODE_MARKS_ATTRIBUTE, TYPE_NAME,
 } from './content/rich-text.js';
 export * as documentErrors from './errors.js';
+// Used by other modules (added by scripts/module-doors.ts; keep or sort by hand as you like)
+export { richDocument } from './content/arbitraries.js';
+export type { SerializedContent } from './content/serialized-content.js';
+export { DocumentParams, SmartEditBody } from './dto/document.dto.js';
+export { documentNotFound } from './errors.js';

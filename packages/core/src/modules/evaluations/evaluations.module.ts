@@ -1,7 +1,7 @@
 import { ContainerModule } from 'inversify';
 import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { defineModule } from '../../kernel/module.js';
-import { documentScopes } from '../projects/scopes.js';
+import { documentScopes } from '../projects/index.js';
 import { DatasetCaseSchema, DatasetSchema } from './entities/dataset.entity.js';
 import { EvaluationResultSchema, EvaluationSchema } from './entities/evaluation.entity.js';
 import { evaluationsConfigSchema, type EvaluationsConfig } from './evaluations.config.js';

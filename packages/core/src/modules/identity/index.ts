@@ -7,4 +7,7 @@ export { TeamService } from './services/team.service.js';
 export { JwtService, type JwtClaims } from './services/jwt.service.js';
 export { AccessKeyService, accessKeyPrefixes, type IssueAccessKeyInput } from './services/access-key.service.js';
 export { toUserView, toTeamView, toMemberView, toAccessKeyView, toPrincipalUser } from './views.js';
-export { userSchema, type UserView, type TeamView, type MemberView, type AccessKeyView } from './schemas.js';
+export { userSchema, type UserView, type TeamView, type MemberView, type AccessKeyView, sessionSchema } from './schemas.js';
+// Used by other modules (added by scripts/module-doors.ts; keep or sort by hand as you like)
+export { principalUserColumns, principalUserFromRow } from './queries.js';
+export { unknownCredential, unknownOrDisabledUser } from './verifiers/errors.js';

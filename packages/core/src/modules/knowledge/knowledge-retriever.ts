@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { entityManagerServiceIdentifier } from '../../kernel/tokens.js';
-import { parseVdbFilter } from '../tools/vdb/filter.js';
+import { parseVdbFilter } from '../tools/index.js';
 import { KnowledgeService } from './services/knowledge.service.js';
 import { RetrievalService, type Passage } from './services/retrieval.service.js';
 import type { KnowledgeRetrieveInput, KnowledgeRetriever } from '../../ports/knowledge-retriever.js';

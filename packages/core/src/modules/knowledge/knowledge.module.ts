@@ -13,7 +13,7 @@ import { Reranker } from './services/reranker.js';
 import { RetrievalService } from './services/retrieval.service.js';
 import { KnowledgeRetrieverService, knowledgeRetrieverServiceIdentifier } from './knowledge-retriever.js';
 import { retrievalKind } from './retrieval-block.js';
-import { blockKindServiceIdentifier } from '../runs/blocks/kind.js';
+import { blockKindServiceIdentifier } from '../runs/index.js';
 
 /**
  * Knowledge bases (docs/knowledge.md): files and URLs parsed, chunked by structure, embedded in the

@@ -1,10 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TrellisError } from '../../kernel/errors.js';
-import { attrIssue, optionalText } from '../runs/blocks/attrs.js';
-import type { BlockExecutor, BlockIo, BlockOutcome } from '../runs/blocks/executor.js';
-import { defineBlockKind } from '../runs/blocks/kind.js';
-import { renderDeep, renderTemplate } from '../runs/blocks/template.js';
-import type { WorkflowBlock } from '../runs/blocks/workflow.js';
+import { attrIssue, optionalText, type BlockExecutor, type BlockIo, type BlockOutcome, defineBlockKind, renderDeep, renderTemplate, type WorkflowBlock } from '../runs/index.js';
 import { citedContext } from './cited-context.js';
 import { knowledgeRetrieverServiceIdentifier, type KnowledgeRetriever } from '../../ports/knowledge-retriever.js';
 

@@ -2,7 +2,7 @@ import type { CredentialKind } from '../../kernel/auth/principal.js';
 import { paging, pageOf } from '../../kernel/http/dto/paging.js';
 import { Reply } from '../../kernel/http/reply.js';
 import { defineRoute, type RequestContext, type RouteDefinition } from '../../kernel/http/route.js';
-import { parseVdbFilter } from '../tools/vdb/filter.js';
+import { parseVdbFilter } from '../tools/index.js';
 import { KnowledgeBaseCreateBody, KnowledgeBaseParams, KnowledgeRetrieveBody, KnowledgeSourceListQuery, KnowledgeSourceParams, KnowledgeUrlBody } from './dto/knowledge.dto.js';
 import { PageQuery } from '../../kernel/http/dto/paging.js';
 import type { KnowledgeConfig } from './knowledge.config.js';

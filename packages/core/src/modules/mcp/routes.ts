@@ -4,12 +4,10 @@ import { Reply } from '../../kernel/http/reply.js';
 import { jsonObject, Type, uuid } from '../../kernel/http/response-schema.js';
 import { defineRoute, type RequestContext, type RouteDefinition } from '../../kernel/http/route.js';
 import { configServiceIdentifier, kernelServiceIdentifier } from '../../kernel/tokens.js';
-import { BidParams } from '../blocks/dto/block.dto.js';
-import { blockAuth } from '../blocks/routes.js';
-import { BlockService } from '../blocks/services/block.service.js';
-import { User } from '../identity/entities/user.entity.js';
-import { issuerOf } from '../oauth/services/issuer.js';
-import { callerOf } from '../openai-compat/caller.js';
+import { BidParams, blockAuth, BlockService } from '../blocks/index.js';
+import { User } from '../identity/index.js';
+import { issuerOf } from '../oauth/index.js';
+import { callerOf } from '../openai-compat/index.js';
 import { McpTool } from './entities/mcp-tool.entity.js';
 import { MCP_SCOPE, serveMcp } from './transport.js';
 

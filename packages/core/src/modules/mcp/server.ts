@@ -3,8 +3,7 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { isTrellisError } from '../../kernel/errors.js';
-import { startDeploymentRun } from '../openai-compat/block-completion.js';
-import type { CompatCaller } from '../openai-compat/caller.js';
+import { startDeploymentRun, type CompatCaller } from '../openai-compat/index.js';
 import { offeredTools } from './tools.js';
 
 type Get = <T>(id: new (...args: any[]) => T) => T;

@@ -1,12 +1,9 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { sha256Hex } from '../../kernel/crypto.js';
-import { Block } from '../blocks/entities/block.entity.js';
-import { TeamMember } from '../identity/entities/team.entity.js';
-import { DeploymentService } from '../blocks/services/deployment.service.js';
-import type { CompatCaller } from '../openai-compat/caller.js';
-import { callableBlocks } from '../openai-compat/models.js';
-import { deploymentInputDefinitions, inputsSchema } from '../runs/blocks/inputs.js';
-import { RunService } from '../runs/services/run.service.js';
+import { Block, DeploymentService } from '../blocks/index.js';
+import { TeamMember } from '../identity/index.js';
+import { type CompatCaller, callableBlocks } from '../openai-compat/index.js';
+import { deploymentInputDefinitions, inputsSchema, RunService } from '../runs/index.js';
 import { McpTool } from './entities/mcp-tool.entity.js';
 
 type Get = <T>(id: new (...args: any[]) => T) => T;

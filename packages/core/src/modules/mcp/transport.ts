@@ -1,7 +1,7 @@
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { Reply } from '../../kernel/http/reply.js';
 import type { RequestContext } from '../../kernel/http/route.js';
-import type { CompatCaller } from '../openai-compat/caller.js';
+import type { CompatCaller } from '../openai-compat/index.js';
 import { createMcpServer } from './server.js';
 
 /** The scope an OAuth access token needs to use the MCP server. */

@@ -15,9 +15,12 @@ export { toAdminView, toPublicView } from './views.js';
 export type { OAuthAppAdminView, OAuthAppPublicView, TokenResponse, UserInfo } from './schemas.js';
 export { authorizationRequestChecks, consentChecks, type AuthorizationCheck, type AuthorizationRequest } from './checks/authorize/index.js';
 export { authorizationCodeChecks, refreshTokenChecks, type TokenCheck, type TokenRequest } from './checks/token/index.js';
-export { OAuthError, isOAuthError } from './oauth-errors.js';
+export { OAuthError, isOAuthError, InvalidGrant, InvalidRequest, UnsupportedGrantType } from './oauth-errors.js';
 export * as oauthErrors from './oauth-errors.js';
 export { builtInScopes, MOBILE_FULL_SCOPE } from './scopes.js';
 export { s256Challenge, verifyS256 } from './pkce.js';
 export { ACCESS_TOKEN_PREFIX, REFRESH_TOKEN_PREFIX } from './token-prefixes.js';
 export { consentScript } from './routes/consent-page.js';
+// Used by other modules (added by scripts/module-doors.ts; keep or sort by hand as you like)
+export { tokenResponseSchema } from './schemas.js';
+export { issuerOf } from './services/issuer.js';

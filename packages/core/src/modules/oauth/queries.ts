@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { PrincipalUser } from '../../kernel/auth/principal.js';
 import { sqlDate, sqlStatement, type PreparedStatements } from '../../ports/database.js';
-import { principalUserColumns, principalUserFromRow } from '../identity/queries.js';
+import { principalUserColumns, principalUserFromRow } from '../identity/index.js';
 import type { RevocationReason } from './entities/token-family.entity.js';
 
 /**

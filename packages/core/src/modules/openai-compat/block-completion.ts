@@ -1,10 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { TrellisError } from '../../kernel/errors.js';
-import type { BlockRunTarget } from '../blocks/services/block.service.js';
-import { DeploymentService, type DeploymentCaller } from '../blocks/services/deployment.service.js';
-import { definitionsOf, runAs } from '../runs/block-routes.js';
-import { Run } from '../runs/entities/run.entity.js';
-import { RunService, type StartedRun } from '../runs/services/run.service.js';
+import { type BlockRunTarget, DeploymentService, type DeploymentCaller } from '../blocks/index.js';
+import { definitionsOf, runAs, Run, RunService, type StartedRun } from '../runs/index.js';
 import type { CompletionPart, PreparedCompletion } from './completion.js';
 
 type Get = <T>(id: new (...args: any[]) => T) => T;

@@ -2,10 +2,10 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { Logger } from 'pino';
 import { isTrellisError, TrellisError } from '../../kernel/errors.js';
 import type { AiMessage, AiToolDefinition, AiUsage } from '../../ports/ai-provider.js';
-import { AiGatewayService } from '../ai/services/ai-gateway.service.js';
-import { CreditService } from '../billing/services/credit.service.js';
-import { BotService } from '../bots/services/bot.service.js';
-import { TeamService } from '../identity/services/team.service.js';
+import { AiGatewayService } from '../ai/index.js';
+import { CreditService } from '../billing/index.js';
+import { BotService } from '../bots/index.js';
+import { TeamService } from '../identity/index.js';
 import type { CompletionPart, PreparedCompletion } from './completion.js';
 
 type Get = <T>(id: new (...args: any[]) => T) => T;

@@ -4,7 +4,7 @@ import { insufficientScope, scopesAllow } from '../../kernel/auth/scopes.js';
 import { TrellisError } from '../../kernel/errors.js';
 import type { RequestContext } from '../../kernel/http/route.js';
 import { authenticatorServiceIdentifier, configServiceIdentifier } from '../../kernel/tokens.js';
-import { DEPLOYMENT_TOKEN_HEADER, type DeploymentCaller } from '../blocks/services/deployment.service.js';
+import { DEPLOYMENT_TOKEN_HEADER, type DeploymentCaller } from '../blocks/index.js';
 
 /** Deployment tokens start with this prefix (`DeploymentService`); as a bearer they name a deployment, not a user. */
 const DEPLOYMENT_TOKEN_PREFIX = 'trd_';

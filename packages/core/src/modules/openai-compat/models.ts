@@ -1,9 +1,8 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { sha256Hex } from '../../kernel/crypto.js';
-import { Block } from '../blocks/entities/block.entity.js';
-import { DeploymentService } from '../blocks/services/deployment.service.js';
-import { Bot } from '../bots/entities/bot.entity.js';
-import { TeamMember } from '../identity/entities/team.entity.js';
+import { Block, DeploymentService } from '../blocks/index.js';
+import { Bot } from '../bots/index.js';
+import { TeamMember } from '../identity/index.js';
 import type { CompatCaller } from './caller.js';
 import type { ModelEntry } from './schemas.js';
 

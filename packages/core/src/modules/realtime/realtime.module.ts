@@ -1,7 +1,7 @@
 import { ContainerModule } from 'inversify';
 import { defineModule } from '../../kernel/module.js';
 import { ormServiceIdentifier } from '../../kernel/tokens.js';
-import { TeamMember } from '../identity/entities/team.entity.js';
+import { TeamMember } from '../identity/index.js';
 import { realtimeChannels } from './channels.js';
 import { PushService } from './push.service.js';
 import { realtimeConfigSchema, type RealtimeConfig } from './realtime.config.js';

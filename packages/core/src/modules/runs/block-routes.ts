@@ -1,13 +1,9 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { Principal } from '../../kernel/auth/principal.js';
 import { defineRoute, type RouteDefinition } from '../../kernel/http/route.js';
-import { BidParams, PageParams } from '../blocks/dto/block.dto.js';
-import { blockAuth } from '../blocks/routes.js';
-import { BlockService, type BlockRunTarget } from '../blocks/services/block.service.js';
-import { deploymentCallerOf, DeploymentService } from '../blocks/services/deployment.service.js';
-import { TeamService } from '../identity/services/team.service.js';
-import { Project } from '../projects/entities/project.entity.js';
-import { ProjectService } from '../projects/services/project.service.js';
+import { BidParams, PageParams, blockAuth, BlockService, type BlockRunTarget, deploymentCallerOf, DeploymentService } from '../blocks/index.js';
+import { TeamService } from '../identity/index.js';
+import { Project, ProjectService } from '../projects/index.js';
 import { deploymentInputDefinitions, type InputDefinition } from './blocks/inputs.js';
 import { BlockApiBody, BlockRunBody, BlockTestBody } from './dto/block-run.dto.js';
 import { runErrors } from './errors.js';

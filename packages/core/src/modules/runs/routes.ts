@@ -1,9 +1,9 @@
 import { PageQuery, paging } from '../../kernel/http/dto/paging.js';
-import { ModelCallReader, modelCallPageSchema, toModelCallView } from '../ai/services/model-call-reader.js';
+import { ModelCallReader, modelCallPageSchema, toModelCallView } from '../ai/index.js';
 import { Reply } from '../../kernel/http/reply.js';
 import { defineRoute, type RequestContext, type RouteDefinition, type RouteResponseSpec } from '../../kernel/http/route.js';
 import { terminalRunStatuses } from './entities/run.entity.js';
-import { combinedAuth, documentValidation } from '../documents/routes.js';
+import { combinedAuth, documentValidation } from '../documents/index.js';
 import { DocumentRunBody, ResumeBody, RunBudgetBody, RunDocumentParams, RunEventsQuery, RunListQuery, RunParams } from './dto/run.dto.js';
 import { runAcceptedSchema, runBudgetResultSchema, runChildrenSchema, runEventSchema, runEventStreamSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
 import { typeJson, type RunEventText } from './services/event-log.js';

@@ -23,7 +23,7 @@ import { VdbService } from './services/vdb.service.js';
 import { ExactScanVectorStore } from './vdb/exact-scan-vector-store.js';
 import { HashingEmbedder } from './vdb/hashing-embedder.js';
 import { AiModelEmbedder } from './vdb/ai-model-embedder.js';
-import { AiGatewayService } from '../ai/services/ai-gateway.service.js';
+import { AiGatewayService } from '../ai/index.js';
 import { AnonymousTokenVerifier } from './verifiers/anonymous-token.verifier.js';
 
 /**

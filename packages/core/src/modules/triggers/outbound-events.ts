@@ -1,7 +1,7 @@
 import type { TrellisHooks } from '../../kernel/hooks.js';
 import './hooks.js';
-import '../runs/hooks.js';
-import '../conversations/hooks.js';
+import type {} from '../runs/index.js';
+import type {} from '../conversations/index.js';
 import type { OutboundEvent } from './services/outbound.service.js';
 
 type Finished = TrellisHooks['run.finished'];

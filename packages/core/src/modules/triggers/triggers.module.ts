@@ -3,7 +3,7 @@ import { scopeRoutes } from '../../kernel/auth/scopes.js';
 import { defineModule } from '../../kernel/module.js';
 import { kernelServiceIdentifier } from '../../kernel/tokens.js';
 import { pubSubServiceIdentifier } from '../../ports/pubsub.js';
-import { documentScopes } from '../projects/scopes.js';
+import { documentScopes } from '../projects/index.js';
 import { ScheduleFireSchema, ScheduleSchema } from './entities/schedule.entity.js';
 import { WebhookDeliverySchema, WebhookSubscriptionSchema } from './entities/subscription.entity.js';
 import { WebhookReceiptSchema, WebhookTriggerSchema } from './entities/webhook-trigger.entity.js';

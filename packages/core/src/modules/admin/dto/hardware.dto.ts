@@ -1,7 +1,7 @@
 import { IsIn, IsOptional, IsString, Matches, MaxLength } from 'class-validator';
 import { Doc, Schema } from '../../../kernel/http/docs-metadata.js';
 import { PageQuery } from '../../../kernel/http/dto/paging.js';
-import { hardwareStatuses } from '../../developer/entities/hardware.entity.js';
+import { hardwareStatuses } from '../../developer/index.js';
 
 export class AdminHardwareListQuery extends PageQuery {
   @IsOptional()

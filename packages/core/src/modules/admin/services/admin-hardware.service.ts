@@ -4,11 +4,9 @@ import { TrellisError } from '../../../kernel/errors.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { AuditService } from '../../audit/services/audit.service.js';
-import { HardwareLog } from '../../developer/entities/hardware-log.entity.js';
-import { Hardware, type HardwareStatus } from '../../developer/entities/hardware.entity.js';
-import { devResources, type DevInput } from '../../developer/resource-types.js';
-import { PushService } from '../../realtime/push.service.js';
+import { AuditService } from '../../audit/index.js';
+import { HardwareLog, Hardware, type HardwareStatus, devResources, type DevInput } from '../../developer/index.js';
+import { PushService } from '../../realtime/index.js';
 import type { Acting } from './admin-user.service.js';
 import { inTransaction } from '../../../kernel/transaction.js';
 

@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 
 /**
  * An AI model configuration (spec: name, desc, service, conf). One entity serves the AI area and

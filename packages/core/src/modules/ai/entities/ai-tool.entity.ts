@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 
 /** One action a tool offers (spec: name, type, conf). */
 export interface AiToolAction {

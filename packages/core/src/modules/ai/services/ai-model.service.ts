@@ -4,7 +4,7 @@ import { TrellisError } from '../../../kernel/errors.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
 import { aiErrors, aiProvidersServiceIdentifier, type AiProvider } from '../../../ports/ai-provider.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 import { AiModel } from '../entities/ai-model.entity.js';
 import { SecretBox, isSealed } from './secret-box.js';
 import { keepMaskedSecrets, mapSecrets, maskConf, openSecrets, sealSecrets, secretTexts } from './secret-fields.js';

@@ -5,7 +5,7 @@ import type { Paging } from '../../../kernel/http/dto/paging.js';
 import type { AiToolDefinition, JsonSchemaObject } from '../../../ports/ai-provider.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { networkGuardServiceIdentifier, type NetworkGuard } from '../../../kernel/net/network-guard.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 import type { AiConfig } from '../ai.config.js';
 import { AiTool, type AiToolAction } from '../entities/ai-tool.entity.js';
 import { aiConfigServiceIdentifier, secretBoxServiceIdentifier } from '../tokens.js';

@@ -4,7 +4,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NetworkGuard } from '../../../kernel/net/network-guard.js';
-import { blockToolCallKey, toolCallIdempotencyKey } from '../../runs/services/tool-effects.js';
+import { blockToolCallKey, toolCallIdempotencyKey } from '../../runs/index.js';
 import { runHttpAction } from './http-action.js';
 import { runMcpAction } from './mcp-action.js';
 

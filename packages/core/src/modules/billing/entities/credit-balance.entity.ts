@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Team } from '../../identity/entities/team.entity.js';
+import { Team } from '../../identity/index.js';
 
 /**
  * A team's credits, kept equal to the sum of its ledger entries: every change to this row is made

@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Team } from '../../identity/entities/team.entity.js';
+import { Team } from '../../identity/index.js';
 
 /**
  * Why credits moved. `grant`: the plan's monthly credits. `purchase`: a paid credit pack.

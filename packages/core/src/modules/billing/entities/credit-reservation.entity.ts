@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Team } from '../../identity/entities/team.entity.js';
+import { Team } from '../../identity/index.js';
 
 export const reservationStatuses = ['held', 'settled', 'released'] as const;
 export type ReservationStatus = (typeof reservationStatuses)[number];

@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Team } from '../../identity/entities/team.entity.js';
+import { Team } from '../../identity/index.js';
 import type { BillingPeriod } from '../periods.js';
 import { Coupon } from './coupon.entity.js';
 

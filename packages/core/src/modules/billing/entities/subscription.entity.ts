@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Team } from '../../identity/entities/team.entity.js';
+import { Team } from '../../identity/index.js';
 import type { BillingPeriod } from '../periods.js';
 
 /** `active`: in a period, paid or free. `past_due`: renewed, renewal order not paid yet (grace). */

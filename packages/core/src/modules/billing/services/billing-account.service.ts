@@ -2,8 +2,7 @@ import { ForeignKeyConstraintViolationException, UniqueConstraintViolationExcept
 import { inject, injectable } from 'inversify';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { Team, type TeamRole } from '../../identity/entities/team.entity.js';
-import { TeamService } from '../../identity/services/team.service.js';
+import { Team, type TeamRole, TeamService } from '../../identity/index.js';
 import { CreditBalance } from '../entities/credit-balance.entity.js';
 import { Subscription } from '../entities/subscription.entity.js';
 import { billingErrors } from '../errors.js';

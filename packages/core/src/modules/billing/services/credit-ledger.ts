@@ -3,7 +3,7 @@ import { inject, injectable } from 'inversify';
 import { dialectOf } from '../../../kernel/dialect.js';
 import { TrellisError } from '../../../kernel/errors.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { Team } from '../../identity/entities/team.entity.js';
+import { Team } from '../../identity/index.js';
 import { CreditBalance } from '../entities/credit-balance.entity.js';
 import { CreditLedgerEntry, type LedgerKind } from '../entities/credit-ledger-entry.entity.js';
 import { billingErrors } from '../errors.js';

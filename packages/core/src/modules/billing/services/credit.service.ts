@@ -6,7 +6,7 @@ import { hooksServiceIdentifier } from '../../../kernel/tokens.js';
 import { paging, type Page, type PageQuery } from '../../../kernel/http/dto/paging.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { Team } from '../../identity/entities/team.entity.js';
+import { Team } from '../../identity/index.js';
 import type { BillingConfig } from '../billing.config.js';
 import { CreditBalance } from '../entities/credit-balance.entity.js';
 import { closeMovement, closePlan } from './credit-close.js';

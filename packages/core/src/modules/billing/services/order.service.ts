@@ -8,7 +8,7 @@ import { hooksServiceIdentifier, loggerServiceIdentifier } from '../../../kernel
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { paymentProviderServiceIdentifier, type PaymentEvent, type PaymentProvider, type WebhookDelivery } from '../../../ports/payment-provider.js';
-import { Team } from '../../identity/entities/team.entity.js';
+import { Team } from '../../identity/index.js';
 import type { BillingConfig } from '../billing.config.js';
 import { PaymentEventRecord } from '../entities/payment-event.entity.js';
 import { PaymentOrder, type OrderKind, type OrderStatus } from '../entities/payment-order.entity.js';

@@ -6,7 +6,7 @@ import { hooksServiceIdentifier, loggerServiceIdentifier } from '../../../kernel
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { paymentProviderServiceIdentifier, type PaymentProvider } from '../../../ports/payment-provider.js';
-import { Team } from '../../identity/entities/team.entity.js';
+import { Team } from '../../identity/index.js';
 import type { BillingConfig } from '../billing.config.js';
 import { CreditBalance } from '../entities/credit-balance.entity.js';
 import { PaymentOrder } from '../entities/payment-order.entity.js';

@@ -1,6 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { User } from '../../identity/entities/user.entity.js';
-import type { DocumentContent } from '../../documents/content/rich-text.js';
+import { User } from '../../identity/index.js';
+import type { DocumentContent } from '../../documents/index.js';
 import { Block, type BlockType, type DeploymentAccess, type DeploymentInput } from './block.entity.js';
 
 /**

@@ -1,6 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { User } from '../../identity/entities/user.entity.js';
-import { Project } from '../../projects/entities/project.entity.js';
+import { User } from '../../identity/index.js';
+import { Project } from '../../projects/index.js';
 
 /** What a block is for (the `type` of the Block resource). Unknown values answer 422. */
 export const blockTypes = ['workflow', 'agent', 'tool', 'api'] as const;

@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 
 /** A bot's configuration: the spec names `avatar`, `desc` and `modelId`; other keys are kept as given. */
 export interface BotConf {

@@ -3,9 +3,8 @@ import { inject, injectable } from 'inversify';
 import { TrellisError, type ValidationIssue } from '../../../kernel/errors.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { AiModel } from '../../ai/entities/ai-model.entity.js';
-import { AiTool } from '../../ai/entities/ai-tool.entity.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { AiModel, AiTool } from '../../ai/index.js';
+import { User } from '../../identity/index.js';
 import { Bot, type BotConf } from '../entities/bot.entity.js';
 import { isUuid } from '../../../kernel/crypto.js';
 

@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Document } from '../../documents/entities/document.entity.js';
+import { Document } from '../../documents/index.js';
 
 /**
  * The collaborative lease one host process holds on a document while it has a session open:

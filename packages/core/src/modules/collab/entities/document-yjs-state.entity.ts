@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Document } from '../../documents/entities/document.entity.js';
+import { Document } from '../../documents/index.js';
 
 /**
  * The persisted Yjs state of a document (`yjs-state`): a full Yjs update, base64 encoded, and the

@@ -1,8 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { injectable } from 'inversify';
 import { inTransaction } from '../../../kernel/transaction.js';
-import { Document } from '../../documents/entities/document.entity.js';
-import { documentNotFound } from '../../documents/errors.js';
+import { Document, documentNotFound } from '../../documents/index.js';
 import { DocumentCollabLease } from '../entities/document-collab-lease.entity.js';
 
 /**

@@ -7,12 +7,7 @@ import type { Hooks } from '../../../kernel/hooks.js';
 import type { SocketLike } from '../../../kernel/ws/channel.js';
 import type { Clock } from '../../../ports/clock.js';
 import type { PubSub } from '../../../ports/pubsub.js';
-import type { Author } from '../../documents/collaboration-gate.js';
-import type { SerializedContent } from '../../documents/content/serialized-content.js';
-import { Document } from '../../documents/entities/document.entity.js';
-import type { VersionSource } from '../../documents/entities/document-version.entity.js';
-import { documentNotFound } from '../../documents/errors.js';
-import { authorOf, type DocumentService } from '../../documents/services/document.service.js';
+import { type Author, type SerializedContent, Document, type VersionSource, documentNotFound, authorOf, type DocumentService } from '../../documents/index.js';
 import type { CollabConfig } from '../collab.config.js';
 import {
   awarenessMessage,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import { TrellisError } from '../../../kernel/errors.js';
-import type { DocumentService } from '../../documents/services/document.service.js';
+import type { DocumentService } from '../../documents/index.js';
 import type { CollabService } from './collab.service.js';
 import { SmartEditService } from './smart-edit.service.js';
 

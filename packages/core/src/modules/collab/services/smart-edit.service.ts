@@ -2,8 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import { TrellisError } from '../../../kernel/errors.js';
-import type { CommandResult } from '../../documents/content/edit-commands.js';
-import { DocumentService, type EditRequest } from '../../documents/services/document.service.js';
+import { type CommandResult, DocumentService, type EditRequest } from '../../documents/index.js';
 import { CollabService } from './collab.service.js';
 
 export interface SmartEditOutcome {

@@ -3,7 +3,7 @@ import { inject, injectable } from 'inversify';
 import * as Y from 'yjs';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import { TrellisError } from '../../../kernel/errors.js';
-import { authorOf, DocumentService } from '../../documents/services/document.service.js';
+import { authorOf, DocumentService } from '../../documents/index.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { ensureElementIds, FRAGMENT_NAME, readDocument } from '../yjs/rich-text-yjs.js';
 import { CollabService } from './collab.service.js';

@@ -2,7 +2,7 @@ import { UniqueConstraintViolationException, type EntityManager } from '@mikro-o
 import { inject, injectable } from 'inversify';
 import * as Y from 'yjs';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
-import { Document } from '../../documents/entities/document.entity.js';
+import { Document } from '../../documents/index.js';
 import { DocumentYjsState } from '../entities/document-yjs-state.entity.js';
 
 export const encodeState = (state: Uint8Array): string => Buffer.from(state).toString('base64');

@@ -1,8 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import * as Y from 'yjs';
-import { richDocument } from '../../documents/content/arbitraries.js';
-import { normalizeDocument, type DocumentContent } from '../../documents/content/rich-text.js';
+import { richDocument, normalizeDocument, type DocumentContent } from '../../documents/index.js';
 import { ensureElementIds, FRAGMENT_NAME, readDocument, replaceContent, writeDocument } from './rich-text-yjs.js';
 
 const toY = (doc: Parameters<typeof writeDocument>[1]) => {

@@ -1,15 +1,5 @@
 import * as Y from 'yjs';
-import { canonicalJson } from '../../documents/content/canonical-json.js';
-import { fnv1a32Hex } from '../../documents/content/fnv1a.js';
-import {
-  normalizeDocument,
-  NODE_MARKS_ATTRIBUTE,
-  TYPE_NAME,
-  type DocumentContent,
-  type JsonObject,
-  type RichMark,
-  type RichNode,
-} from '../../documents/content/rich-text.js';
+import { canonicalJson, fnv1a32Hex, normalizeDocument, NODE_MARKS_ATTRIBUTE, TYPE_NAME, type DocumentContent, type JsonObject, type RichMark, type RichNode } from '../../documents/index.js';
 
 /**
  * The mapping between the rich-text JSON and a Yjs document, the one y-prosemirror (TipTap's

@@ -1,6 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { User } from '../../identity/entities/user.entity.js';
-import { Bot } from '../../bots/entities/bot.entity.js';
+import { User } from '../../identity/index.js';
+import { Bot } from '../../bots/index.js';
 
 /** A conversation's configuration: the spec names `title` and `description`; other keys are kept as given. */
 export interface ConversationConf {

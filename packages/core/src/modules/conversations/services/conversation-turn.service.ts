@@ -8,12 +8,10 @@ import { entityManagerServiceIdentifier, hooksServiceIdentifier, loggerServiceId
 import { inTransaction } from '../../../kernel/transaction.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { pubSubServiceIdentifier, type PubSub } from '../../../ports/pubsub.js';
-import type { AiConfig } from '../../ai/ai.config.js';
-import { AiGatewayService } from '../../ai/services/ai-gateway.service.js';
-import { aiConfigServiceIdentifier } from '../../ai/tokens.js';
-import type { Bot } from '../../bots/entities/bot.entity.js';
-import { TeamService } from '../../identity/services/team.service.js';
-import { PushService } from '../../realtime/push.service.js';
+import { type AiConfig, AiGatewayService, aiConfigServiceIdentifier } from '../../ai/index.js';
+import type { Bot } from '../../bots/index.js';
+import { TeamService } from '../../identity/index.js';
+import { PushService } from '../../realtime/index.js';
 import { Conversation } from '../entities/conversation.entity.js';
 import type { ConversationEventRecord } from '../entities/conversation-event.entity.js';
 import { Message, type MessageAttrs } from '../entities/message.entity.js';

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { TrellisError } from '../../../kernel/errors.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { AiToolService } from '../../ai/services/ai-tool.service.js';
+import { AiToolService } from '../../ai/index.js';
 import { Conversation } from '../entities/conversation.entity.js';
 import { Message } from '../entities/message.entity.js';
 import { toMessageView, type ToolExecutionView } from '../views.js';

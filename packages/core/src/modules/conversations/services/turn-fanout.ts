@@ -1,5 +1,5 @@
 import { inject, injectable } from 'inversify';
-import { PushHub } from '../../realtime/services/push-hub.js';
+import { PushHub } from '../../realtime/index.js';
 import { TurnLog, type ConversationEventMessage } from './turn-log.js';
 
 /**

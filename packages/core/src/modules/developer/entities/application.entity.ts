@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 
 /** An application registered by a developer. It connects to `/v3/wss/{id}` with its device token. */
 export class Application {

@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 
 /** A task definition managed through the developer API (spec: name, description, config). */
 export class DeveloperTask {

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { injectable } from 'inversify';
-import type { ChannelTarget, ChannelTargetResolver } from '../../realtime/channel-targets.js';
+import type { ChannelTarget, ChannelTargetResolver } from '../../realtime/index.js';
 import { Application } from '../entities/application.entity.js';
 import { Hardware } from '../entities/hardware.entity.js';
 import { isUuid } from '../../../kernel/crypto.js';

@@ -2,13 +2,10 @@ import type { EntityManager, FilterQuery } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { TrellisError } from '../../../kernel/errors.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { DeviceTokenService } from './device-token.service.js';
-import { AiModelService } from '../../ai/services/ai-model.service.js';
-import type { AiModel } from '../../ai/entities/ai-model.entity.js';
-import type { AiTool } from '../../ai/entities/ai-tool.entity.js';
-import { AiToolService } from '../../ai/services/ai-tool.service.js';
+import { AiModelService, type AiModel, type AiTool, AiToolService } from '../../ai/index.js';
 import { devResources, type DevInput, type DevResourceType, type OwnedEntity } from '../resource-types.js';
 
 /**

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
-import type { HardwareMessage, HardwareMessageSink } from '../../realtime/channel-targets.js';
+import type { HardwareMessage, HardwareMessageSink } from '../../realtime/index.js';
 import { HardwareLogService, SIM_LOG_TYPE } from './hardware-log.service.js';
 
 /**

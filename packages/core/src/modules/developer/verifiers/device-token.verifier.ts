@@ -4,7 +4,7 @@ import type { CredentialMeta, CredentialVerifier } from '../../../kernel/auth/au
 import type { Principal } from '../../../kernel/auth/principal.js';
 import { TrellisError } from '../../../kernel/errors.js';
 import { ormServiceIdentifier } from '../../../kernel/tokens.js';
-import { toPrincipalUser } from '../../identity/views.js';
+import { toPrincipalUser } from '../../identity/index.js';
 import { DeviceTokenService, deviceTokenPrefix } from '../services/device-token.service.js';
 
 const invalid = () =>

@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 import type { DocumentContent } from '../content/rich-text.js';
 import { Document } from './document.entity.js';
 

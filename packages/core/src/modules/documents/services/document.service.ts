@@ -8,9 +8,8 @@ import { configServiceIdentifier, hooksServiceIdentifier, kernelServiceIdentifie
 import type { TrellisConfig } from '../../../kernel/config/config.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { User } from '../../identity/entities/user.entity.js';
-import { Project } from '../../projects/entities/project.entity.js';
-import { ProjectService, projectNotFound, toTreeNode, type FileTreeNode, type ProjectPermission } from '../../projects/services/project.service.js';
+import { User } from '../../identity/index.js';
+import { Project, ProjectService, projectNotFound, toTreeNode, type FileTreeNode, type ProjectPermission } from '../../projects/index.js';
 import { collaborationGateServiceIdentifier, type Author, type CollaborationGate } from '../collaboration-gate.js';
 import { hasComments, stripComments } from '../content/comments.js';
 import { contentHash } from '../content/content-hash.js';

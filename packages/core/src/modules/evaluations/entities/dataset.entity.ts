@@ -1,6 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Block } from '../../blocks/entities/block.entity.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { Block } from '../../blocks/index.js';
+import { User } from '../../identity/index.js';
 
 /**
  * A named set of cases for one block: each case holds the inputs a run of the block's deployment

@@ -1,6 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Block } from '../../blocks/entities/block.entity.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { Block } from '../../blocks/index.js';
+import { User } from '../../identity/index.js';
 import type { EvaluatorSpec, EvaluatorScore } from '../services/evaluators.js';
 import { Dataset } from './dataset.entity.js';
 

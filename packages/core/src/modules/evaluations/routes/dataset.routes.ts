@@ -1,7 +1,7 @@
 import { Reply } from '../../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
 import { pageOf, paging, PageQuery } from '../../../kernel/http/dto/paging.js';
-import { blockAuth } from '../../blocks/routes.js';
+import { blockAuth } from '../../blocks/index.js';
 import { AddCasesBody, CreateDatasetBody, DatasetListQuery, DatasetParams } from '../dto/evaluations.dto.js';
 import { DatasetService } from '../services/dataset.service.js';
 import { datasetCaseListSchema, datasetCasePageSchema, datasetPageSchema, datasetSchema, toDatasetCaseView, toDatasetView } from '../views.js';

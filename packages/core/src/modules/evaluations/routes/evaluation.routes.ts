@@ -1,7 +1,7 @@
 import { Reply } from '../../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
 import { pageOf, paging, PageQuery } from '../../../kernel/http/dto/paging.js';
-import { blockAuth } from '../../blocks/routes.js';
+import { blockAuth } from '../../blocks/index.js';
 import { CompareQuery, CreateEvaluationBody, EvaluationListQuery, EvaluationParams } from '../dto/evaluations.dto.js';
 import { EvaluationService } from '../services/evaluation.service.js';
 import { comparisonSchema, evaluationPageSchema, evaluationResultPageSchema, evaluationSchema, toComparisonView, toEvaluationResultView, toEvaluationView } from '../views.js';

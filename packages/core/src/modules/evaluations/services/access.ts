@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import { toTrellisError, type TrellisError } from '../../../kernel/errors.js';
-import type { BlockService } from '../../blocks/services/block.service.js';
+import type { BlockService } from '../../blocks/index.js';
 
 /**
  * The block's permission check for a record of an evaluation or dataset: a caller who cannot read

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { toTrellisError } from '../../../kernel/errors.js';
 import type { AiGateway } from '../../../ports/ai-provider.js';
-import type { CreditService } from '../../billing/services/credit.service.js';
+import type { CreditService } from '../../billing/index.js';
 import { labelOf, valueAt, type EvaluatorScore, type EvaluatorSpec } from './evaluators.js';
 
 type JudgeSpec = Extract<EvaluatorSpec, { type: 'judge' }>;

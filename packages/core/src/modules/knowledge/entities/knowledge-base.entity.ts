@@ -1,6 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Team } from '../../identity/entities/team.entity.js';
-import { VdbCollection } from '../../tools/entities/vdb-collection.entity.js';
+import { Team } from '../../identity/index.js';
+import { VdbCollection } from '../../tools/index.js';
 
 /** How a knowledge base cuts its sources into chunks (sizes in tokens). */
 export interface ChunkingSettings {

@@ -1,2 +1,2 @@
 // The one place this module asks which database it talks to (the vector database's sniff).
-export { dialectOf } from '../../tools/vdb/exact-scan-vector-store.js';
+export { dialectOf } from '../../tools/index.js';

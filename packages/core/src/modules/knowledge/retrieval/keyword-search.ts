@@ -1,7 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { vdbRecordTable as r } from '../../tools/entities/vdb-record.entity.js';
-import { compileVdbFilter } from '../../tools/vdb/filter-sql.js';
-import type { VdbFilter } from '../../tools/vdb/filter.js';
+import { vdbRecordTable as r, compileVdbFilter, type VdbFilter } from '../../tools/index.js';
 import { chunkTable as t } from '../entities/knowledge-chunk.entity.js';
 import { dialectOf } from './dialect.js';
 

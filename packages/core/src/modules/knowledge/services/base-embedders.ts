@@ -1,7 +1,7 @@
 import { inject, injectable } from 'inversify';
 import { embedderServiceIdentifier, type Embedder } from '../../../ports/embedder.js';
-import { AiGatewayService } from '../../ai/services/ai-gateway.service.js';
-import { AiModelEmbedder } from '../../tools/vdb/ai-model-embedder.js';
+import { AiGatewayService } from '../../ai/index.js';
+import { AiModelEmbedder } from '../../tools/index.js';
 import type { KnowledgeBase } from '../entities/knowledge-base.entity.js';
 import { knowledgeErrors } from '../errors.js';
 

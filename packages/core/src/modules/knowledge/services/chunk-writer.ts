@@ -1,8 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { Ids } from '../../../ports/ids.js';
 import type { VectorStore } from '../../../ports/vector-store.js';
-import { VdbRecord } from '../../tools/entities/vdb-record.entity.js';
-import { vectorToBytes } from '../../tools/vdb/vector-codec.js';
+import { VdbRecord, vectorToBytes } from '../../tools/index.js';
 import type { KnowledgeBase } from '../entities/knowledge-base.entity.js';
 import { KnowledgeChunk } from '../entities/knowledge-chunk.entity.js';
 import type { KnowledgeSource } from '../entities/knowledge-source.entity.js';

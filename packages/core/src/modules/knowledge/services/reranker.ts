@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
-import { AiGatewayService } from '../../ai/services/ai-gateway.service.js';
+import { AiGatewayService } from '../../ai/index.js';
 import type { Passage } from './retrieval.service.js';
 
 export interface RerankOptions {

@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { vectorStoreServiceIdentifier, type VectorStore } from '../../../ports/vector-store.js';
-import type { VdbFilter } from '../../tools/vdb/filter.js';
+import type { VdbFilter } from '../../tools/index.js';
 import type { KnowledgeBase } from '../entities/knowledge-base.entity.js';
 import { chunkTable as t } from '../entities/knowledge-chunk.entity.js';
 import { knowledgeConfigServiceIdentifier, type KnowledgeConfig } from '../knowledge.config.js';

@@ -1,6 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Block } from '../../blocks/entities/block.entity.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { Block } from '../../blocks/index.js';
+import { User } from '../../identity/index.js';
 
 /**
  * A deployed block offered as an MCP tool (`PUT /block/:bid/mcp`): one row per block that opted

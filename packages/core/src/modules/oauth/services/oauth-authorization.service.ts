@@ -4,7 +4,7 @@ import { inject, injectable } from 'inversify';
 import { sha256Hex } from '../../../kernel/crypto.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 import {
   authorizationRequestChecks,
   consentChecks,

@@ -8,7 +8,7 @@ import type { Hooks } from '../../../kernel/hooks.js';
 import { authenticatorServiceIdentifier, hooksServiceIdentifier, loggerServiceIdentifier, ormServiceIdentifier } from '../../../kernel/tokens.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 import {
   authorizationCodeChecks,
   invalidCodeDescription,

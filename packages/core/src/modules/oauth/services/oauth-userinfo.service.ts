@@ -3,8 +3,7 @@ import { inject, injectable } from 'inversify';
 import type { Logger } from 'pino';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import { loggerServiceIdentifier } from '../../../kernel/tokens.js';
-import { TeamMember } from '../../identity/entities/team.entity.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { TeamMember, User } from '../../identity/index.js';
 import { InvalidToken } from '../oauth-errors.js';
 import type { UserInfo } from '../schemas.js';
 

@@ -1,6 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Team } from '../../identity/entities/team.entity.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { Team, User } from '../../identity/index.js';
 
 /**
  * Who may see and change a project besides its owner:

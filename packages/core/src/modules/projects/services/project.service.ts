@@ -2,9 +2,7 @@ import { raw, UniqueConstraintViolationException, type EntityManager } from '@mi
 import { inject, injectable } from 'inversify';
 import { TrellisError } from '../../../kernel/errors.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { TeamMember } from '../../identity/entities/team.entity.js';
-import { User } from '../../identity/entities/user.entity.js';
-import { TeamService } from '../../identity/services/team.service.js';
+import { TeamMember, User, TeamService } from '../../identity/index.js';
 import { ProjectNode, type ProjectNodeType } from '../entities/project-node.entity.js';
 import { Project, type ProjectAccessLevel } from '../entities/project.entity.js';
 import type { Paging } from '../../../kernel/http/dto/paging.js';

@@ -1,4 +1,4 @@
-import type { ModelCallFrame } from '../../ai/services/model-call-scope.js';
+import type { ModelCallFrame } from '../../ai/index.js';
 import type { AiUsage } from '../../../ports/ai-provider.js';
 import type { RunUsage, RunWaiting } from '../entities/run.entity.js';
 import type { BlockKind, WorkflowBlock } from './workflow.js';

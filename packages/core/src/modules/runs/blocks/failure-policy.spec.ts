@@ -1,8 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TrellisError } from '../../../kernel/errors.js';
-import { fromMarkdownIr, toMarkdownIr } from '../../documents/content/markdown-ir.js';
-import { normalizeDocument } from '../../documents/content/rich-text.js';
+import { fromMarkdownIr, toMarkdownIr, normalizeDocument } from '../../documents/index.js';
 import type { BlockSession } from '../entities/run.entity.js';
 import type { BlockExecutor, BlockIo } from './executor.js';
 import { executeWithPolicy, failurePolicyIssues, retryDelay } from './failure-policy.js';

@@ -1,7 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { describe, expect, it } from 'vitest';
-import { fromMarkdownIr, toMarkdownIr } from '../../documents/content/markdown-ir.js';
-import { normalizeDocument } from '../../documents/content/rich-text.js';
+import { fromMarkdownIr, toMarkdownIr, normalizeDocument } from '../../documents/index.js';
 import { attrIssue } from './attrs.js';
 import { defineBlockKind, type BlockKindDefinition } from './kind.js';
 import { builtinBlockKinds } from './kinds/index.js';

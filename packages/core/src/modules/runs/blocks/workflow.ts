@@ -1,5 +1,5 @@
 import type { ValidationIssue } from '../../../kernel/errors.js';
-import type { RichNode } from '../../documents/content/rich-text.js';
+import type { RichNode } from '../../documents/index.js';
 import { failurePolicyIssues } from './failure-policy.js';
 import { askKind } from './kinds/ask.js';
 import { codeKind } from './kinds/code.js';

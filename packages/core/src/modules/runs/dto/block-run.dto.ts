@@ -1,6 +1,6 @@
 import { IsBoolean, IsIn, IsInt, IsObject, IsOptional, IsString, IsUUID, Length, Min } from 'class-validator';
 import { Doc, Nested, Schema } from '../../../kernel/http/docs-metadata.js';
-import { BudgetDto } from '../../blocks/dto/block.dto.js';
+import { BudgetDto } from '../../blocks/index.js';
 import { budgetDoc } from './run.dto.js';
 
 const inputsDoc = { description: 'Values keyed by input name (the input blocks, or the deployment\'s input definitions), checked before the run starts (400 `invalid_inputs`).', schema: { type: 'object', additionalProperties: true } };

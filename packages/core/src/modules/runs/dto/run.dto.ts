@@ -2,7 +2,7 @@ import { Transform } from 'class-transformer';
 import { IsBoolean, IsDefined, IsIn, IsInt, IsObject, IsOptional, IsUUID, Max, Min, ValidateIf } from 'class-validator';
 import { Doc, Nested, Schema } from '../../../kernel/http/docs-metadata.js';
 import { PageQuery } from '../../../kernel/http/dto/paging.js';
-import { BudgetDto, MAX_BUDGET } from '../../blocks/dto/block.dto.js';
+import { BudgetDto, MAX_BUDGET } from '../../blocks/index.js';
 
 export class RunDocumentParams {
   @IsUUID('all')

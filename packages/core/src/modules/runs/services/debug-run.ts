@@ -1,5 +1,5 @@
 import type { WorkflowBlock } from '../blocks/workflow.js';
-import { modelCallFrame } from '../../ai/services/model-call-scope.js';
+import { modelCallFrame } from '../../ai/index.js';
 import { runSpan } from './run-span.js';
 import { LocalEventSink } from './event-sink.js';
 import type { RunContext } from './run-context.js';

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson } from '../../documents/content/canonical-json.js';
+import { canonicalJson } from '../../documents/index.js';
 import { runErrors } from '../errors.js';
 
 /** An `Idempotency-Key` with whose it is (`scope`) and the hash of the request it came with. */

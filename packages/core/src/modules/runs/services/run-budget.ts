@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { AiGateway } from '../../../ports/ai-provider.js';
-import { Block } from '../../blocks/entities/block.entity.js';
+import { Block } from '../../blocks/index.js';
 import { deploymentRunSources, Run, type RunWaiting } from '../entities/run.entity.js';
 import type { RunContext } from './run-context.js';
 

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import type { Principal } from '../../../kernel/auth/principal.js';
-import type { DocumentService } from '../../documents/services/document.service.js';
+import type { DocumentService } from '../../documents/index.js';
 import { Run, terminalRunStatuses } from '../entities/run.entity.js';
 import { runErrors } from '../errors.js';
 import { runControlTopic } from './event-text.js';

@@ -1,4 +1,4 @@
-import type { ModelCallFrame } from '../../ai/services/model-call-scope.js';
+import type { ModelCallFrame } from '../../ai/index.js';
 import { TrellisError } from '../../../kernel/errors.js';
 import type { BlockExecutor } from '../blocks/executor.js';
 import { asText } from '../blocks/template.js';

@@ -6,7 +6,7 @@ import type { RunRecorder } from './run-recorder.js';
 import { runResult, type RunResult } from './run-result.js';
 import { runControlTopic } from './event-text.js';
 import { StoredEventSink, SEQ_BLOCK } from './stored-event-sink.js';
-import { modelCallFrame } from '../../ai/services/model-call-scope.js';
+import { modelCallFrame } from '../../ai/index.js';
 import { endedBlocks } from './run-metrics.js';
 import { runSpan } from './run-span.js';
 import type { RunBudgets } from './run-budget.js';

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { Principal } from '../../../kernel/auth/principal.js';
 import type { Page, Paging } from '../../../kernel/http/dto/paging.js';
 import { pageOf } from '../../../kernel/http/dto/paging.js';
-import type { DocumentService } from '../../documents/services/document.service.js';
+import type { DocumentService } from '../../documents/index.js';
 import { RunEvent } from '../entities/run-event.entity.js';
 import { Run, terminalRunStatuses, type RunStatus } from '../entities/run.entity.js';
 import { runErrors } from '../errors.js';

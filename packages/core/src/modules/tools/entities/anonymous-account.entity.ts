@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { User } from '../../identity/entities/user.entity.js';
+import { User } from '../../identity/index.js';
 
 /**
  * An anonymous sign-in of the tool service: a client-chosen identifier and password, bound to a

@@ -1,5 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Team } from '../../identity/entities/team.entity.js';
+import { Team } from '../../identity/index.js';
 
 /**
  * A vector database collection (`className`), one namespace per team, created on the first write.

@@ -5,8 +5,7 @@ import type { Principal } from '../../../kernel/auth/principal.js';
 import { sha256Hex } from '../../../kernel/crypto.js';
 import { ormServiceIdentifier } from '../../../kernel/tokens.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
-import { unknownCredential, unknownOrDisabledUser } from '../../identity/verifiers/errors.js';
-import { toPrincipalUser } from '../../identity/views.js';
+import { unknownCredential, unknownOrDisabledUser, toPrincipalUser } from '../../identity/index.js';
 import { AnonymousToken } from '../entities/anonymous-token.entity.js';
 import { ANONYMOUS_TOKEN_PREFIX } from '../services/anonymous-auth.service.js';
 

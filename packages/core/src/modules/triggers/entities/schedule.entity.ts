@@ -1,6 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Block } from '../../blocks/entities/block.entity.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { Block } from '../../blocks/index.js';
+import { User } from '../../identity/index.js';
 
 /** What happens to due times missed while no process looked (downtime): dropped, or one run for all of them. */
 export const missedPolicies = ['skip', 'runOnce'] as const;

@@ -1,6 +1,5 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Team } from '../../identity/entities/team.entity.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { Team, User } from '../../identity/index.js';
 
 /** Events an outbound webhook subscription may ask for (docs/webhooks.md). */
 export const webhookEvents = ['run.completed', 'run.failed', 'run.waiting', 'budget.reached', 'conversation.turn_finished'] as const;

@@ -1,6 +1,6 @@
 import { EntitySchema } from '@mikro-orm/core';
-import { Block } from '../../blocks/entities/block.entity.js';
-import { User } from '../../identity/entities/user.entity.js';
+import { Block } from '../../blocks/index.js';
+import { User } from '../../identity/index.js';
 
 /** How an inbound webhook proves it comes from the sender: a Standard Webhooks signature, or the secret as a bearer token. */
 export const webhookVerifications = ['standard', 'bearer'] as const;

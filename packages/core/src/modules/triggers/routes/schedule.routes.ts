@@ -1,8 +1,7 @@
 import { Reply } from '../../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
 import { pageOf, paging, PageQuery } from '../../../kernel/http/dto/paging.js';
-import { BidParams } from '../../blocks/dto/block.dto.js';
-import { blockAuth } from '../../blocks/routes.js';
+import { BidParams, blockAuth } from '../../blocks/index.js';
 import { CreateScheduleBody, ScheduleListQuery, ScheduleParams, UpdateScheduleBody } from '../dto/triggers.dto.js';
 import { ScheduleService } from '../services/schedule.service.js';
 import { scheduleFirePageSchema, schedulePageSchema, scheduleSchema, toScheduleFireView, toScheduleView } from '../views.js';

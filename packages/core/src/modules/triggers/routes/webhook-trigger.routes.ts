@@ -1,9 +1,8 @@
 import { Reply } from '../../../kernel/http/reply.js';
 import { defineRoute, type RouteDefinition } from '../../../kernel/http/route.js';
 import { pageOf, paging, PageQuery } from '../../../kernel/http/dto/paging.js';
-import { BidParams } from '../../blocks/dto/block.dto.js';
-import { blockAuth } from '../../blocks/routes.js';
-import { runResultSchema } from '../../runs/schemas.js';
+import { BidParams, blockAuth } from '../../blocks/index.js';
+import { runResultSchema } from '../../runs/index.js';
 import { BidTriggerParams, CreateWebhookTriggerBody, HookParams, UpdateWebhookTriggerBody } from '../dto/triggers.dto.js';
 import { WebhookTriggerService } from '../services/webhook-triggers.service.js';
 import type { TriggersConfig } from '../triggers.config.js';

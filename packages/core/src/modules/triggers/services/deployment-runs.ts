@@ -1,10 +1,7 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
-import { blockNotFound, deploymentNotFound } from '../../blocks/errors.js';
-import { loadBlock } from '../../blocks/services/block.service.js';
-import { DeploymentService } from '../../blocks/services/deployment.service.js';
-import { deploymentInputDefinitions } from '../../runs/blocks/inputs.js';
-import { RunService, type RunIdempotency, type StartedRun } from '../../runs/services/run.service.js';
+import { blockNotFound, deploymentNotFound, loadBlock, DeploymentService } from '../../blocks/index.js';
+import { deploymentInputDefinitions, RunService, type RunIdempotency, type StartedRun } from '../../runs/index.js';
 
 /**
  * Starts runs of a deployment for triggers, as `POST /block/:bid/api` does for a caller without a

@@ -1,4 +1,4 @@
-import type { RichNode } from '../../../documents/content/rich-text.js';
+import type { RichNode } from '../../../documents/index.js';
 import type { WorkflowArm, WorkflowBlock, WorkflowParser } from '../workflow.js';
 import { armNodeTypes, MAX_CONTROL_DEPTH, MAX_ITERATIONS, MAX_LOOP_CONCURRENCY } from './nodes.js';
 

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { TrellisError } from '../../../../kernel/errors.js';
 import { parseResponseBody, sendGuardedRequest, type GuardedRequestFailures } from '../../../../kernel/net/guarded-request.js';
 import { networkGuardServiceIdentifier, type NetworkGuard } from '../../../../kernel/net/network-guard.js';
-import { aiConfigServiceIdentifier } from '../../../ai/tokens.js';
+import { aiConfigServiceIdentifier } from '../../../ai/index.js';
 import { blockToolCallKey } from '../../services/tool-effects.js';
 import { attrIssue } from '../attrs.js';
 import type { BlockExecutor, BlockIo, BlockOutcome } from '../executor.js';

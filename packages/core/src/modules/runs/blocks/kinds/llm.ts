@@ -1,8 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { TrellisError } from '../../../../kernel/errors.js';
 import { aiGatewayServiceIdentifier, type AiGateway, type AiMessage } from '../../../../ports/ai-provider.js';
-import { modelCallFrame } from '../../../ai/services/model-call-scope.js';
-import { runModelTurn } from '../../../ai/services/model-turn.js';
+import { modelCallFrame, runModelTurn } from '../../../ai/index.js';
 import { runsConfigServiceIdentifier } from '../../tokens.js';
 import { attrIssue, optionalText } from '../attrs.js';
 import type { BlockExecutor, BlockIo, BlockOutcome } from '../executor.js';

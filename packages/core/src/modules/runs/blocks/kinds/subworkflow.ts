@@ -4,7 +4,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { Principal } from '../../../../kernel/auth/principal.js';
 import { TrellisError } from '../../../../kernel/errors.js';
 import { entityManagerServiceIdentifier } from '../../../../kernel/tokens.js';
-import { DeploymentService } from '../../../blocks/services/deployment.service.js';
+import { DeploymentService } from '../../../blocks/index.js';
 import { definitionsOf } from '../../block-routes.js';
 import { Run } from '../../entities/run.entity.js';
 import { RunService } from '../../services/run.service.js';
