@@ -215,7 +215,6 @@ export interface PreparedStatements {
   execute?<R = Record<string, unknown>>(statement: SqlStatement, params?: readonly SqlValue[], em?: EntityManager): Promise<R[]>;
 }
 
-
 /** A `datetime` column as read by a prepared statement (milliseconds or ISO text on SQLite, a `Date` on PostgreSQL). */
 export function sqlDate(value: unknown): Date | null {
   if (value === null || value === undefined) return null;

@@ -6,6 +6,7 @@
 import { Type, type SchemaOptions, type TObject, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { ValidationIssue } from '../../../kernel/errors.js';
+import type { DeploymentInput } from '../../blocks/index.js';
 import { inputTypes, type InputAttrs, type InputType } from './kinds/input.js';
 import type { WorkflowBlock } from './workflow.js';
 
@@ -13,15 +14,6 @@ export interface InputDefinition {
   name: string;
   /** `any`: not checked (a deployment's input of a type the runtime does not know). */
   type: InputType | 'any';
-  required: boolean;
-  default?: unknown;
-  description?: string;
-}
-
-/** A deployment's input as stored (`blocks.inputs`): its type is free text. */
-export interface DeclaredInput {
-  name: string;
-  type: string;
   required: boolean;
   default?: unknown;
   description?: string;
@@ -41,7 +33,7 @@ export function inputDefinitions(blocks: readonly WorkflowBlock[]): InputDefinit
 }
 
 /** A deployment's inputs in the runtime's terms (a type the runtime does not know is not checked); none: `undefined`. */
-export function deploymentInputDefinitions(inputs: readonly DeclaredInput[] | null | undefined): InputDefinition[] | undefined {
+export function deploymentInputDefinitions(inputs: readonly DeploymentInput[] | null | undefined): InputDefinition[] | undefined {
   if (!inputs?.length) return undefined;
   return inputs.map((input) => ({
     name: input.name,
