@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entityManagerServiceIdentifier, preparedStatementsServiceIdentifier, sqlRowTable } from '@trellis/core';
+import { entityManagerServiceIdentifier, preparedStatementsServiceIdentifier, sqlRowTable, sqlStatement } from '@trellis/core';
 import { startTestKernel, testDatabases, type TestKernel } from '@trellis/test-support';
 import { RunEvent } from '../src/modules/runs/entities/run-event.entity.js';
 import { GroupCommit, RunAlone } from '../src/kernel/group-commit.js';
@@ -33,6 +33,25 @@ describe.each(testDatabases())('group commit on $name', (db) => {
   const eventRows = sqlRowTable('test.run_event_rows', '"run_events" ("run_id", "seq", "last_seq", "events", "created_at")', '(?, ?, ?, ?, ?)', 4);
   const values = (runId: string, seq = 1) => [runId, seq, seq, JSON.stringify([{ seq, type: 'test', data: { runId } }]), new Date()];
   const stored = async (runIds: string[]) => (await root.fork().find(RunEvent, { runId: { $in: runIds } })).map((r) => r.runId).sort();
+
+  it('writes a lone statement (insertOne, runOne) with no transaction of its own on PostgreSQL, in a group on SQLite', async () => {
+    const commits = group();
+    const ids = Array.from({ length: 12 }, () => randomUUID());
+    sql = [];
+    await Promise.all(ids.map((id) => commits.insertOne(eventRows, values(id))));
+    expect(await stored(ids)).toEqual([...ids].sort());
+    const begins = sql.filter((s) => /^begin/i.test(s)).length;
+    // SQLite: the first write starts a transaction alone, the rest share the next; PostgreSQL: none.
+    if (db.name === 'sqlite') expect(begins).toBeLessThanOrEqual(2);
+    else expect(begins).toBe(0);
+    // runOne answers the rows the statement changed, once committed.
+    sql = [];
+    const update = sqlStatement('test.run_event_touch', 'update "run_events" set "last_seq" = ? where "run_id" = ?');
+    expect(await commits.runOne(update, [5, ids[0]!])).toBe(1);
+    expect(await commits.runOne(update, [5, randomUUID()])).toBe(0);
+    expect(sql.filter((s) => /^begin/i.test(s)).length).toBe(db.name === 'sqlite' ? 2 : 0);
+    expect((await root.fork().findOneOrFail(RunEvent, { runId: ids[0]! })).lastSeq).toBe(5);
+  });
 
   it('commits units that arrive together at once, with their rows in one INSERT (SQLite), and answers each', async () => {
     const commits = group();

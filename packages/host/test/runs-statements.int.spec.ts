@@ -28,7 +28,10 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
     let trace: { sql: string[] } | null = null;
 
     beforeAll(async () => {
-      t = await startTestHost(db, transport);
+      // The background jobs that poll the database often (outbound webhook deliveries, knowledge
+      // ingestion) look rarely here: a run that takes over a second on a loaded machine otherwise
+      // counted their statements in each of the three runs measured (a 15 for a budget of 14).
+      t = await startTestHost(db, transport, { config: { triggers: { outbound: { pollMs: 60_000 } }, knowledge: { ingestion: { pollIntervalMs: 600_000 } } } });
       owner = await actor(t);
       const project = await createProject(t, owner.token, { access: 'team' });
       const created = await t.request('POST', `/block/${project.id}`, { token: owner.token, body: { name: 'Counted flow', type: 'workflow', content: flow } });
@@ -83,10 +86,11 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       // Billing: no existence count of the team's subscription once it exists; one reservation, one settlement.
       expect(count(/billing_subscriptions/i), report).toBe(0);
       if (db.name === 'postgres') {
-        // One statement writes the balance and its ledger entry (the hold: and the reservation),
-        // and it is the last one before each COMMIT: the balance's row lock, which the team's
-        // other runs wait for, is held for the commit only.
-        expect(count(/^with "b" as \( update "billing_credit_balances"/i), report).toBe(2);
+        // One statement takes the team's share lock and writes the balance and its ledger entry
+        // (the hold: and the reservation), and it is the last one before each COMMIT: the
+        // balance's row lock, which the team's other runs wait for, is held for the commit only.
+        expect(count(/^with "t" as \( select "id" from "teams" where "id" = \?::uuid for share \), "b" as \( update "billing_credit_balances"/i), report).toBe(2);
+        expect(count(/^select "id" from "teams"/i), report).toBe(0);
         expect(count(/insert into .billing_credit_ledger./i), report).toBe(2);
         expect(count(/^update "billing_credit_balances"/i), report).toBe(0);
         sql.forEach((statement, i) => {
@@ -97,10 +101,9 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       }
       // No savepoints: the hold and the settlement run in the run's own transactions.
       expect(count(/savepoint/i), report).toBe(0);
-      // PostgreSQL also takes the team's share lock in each billing transaction.
       expect(count(/from .blocks./i), report).toBe(1);
       expect(count(/from .documents./i), report).toBe(0);
-      expect(sql.length, report).toBeLessThanOrEqual(db.name === 'postgres' ? 13 : 14);
+      expect(sql.length, report).toBeLessThanOrEqual(db.name === 'postgres' ? 11 : 14);
 
       // The answer given from memory is the stored run.
       const stored = await t.request('GET', `/documents/${bid}/runs/${body.runId}`, { token: owner.token });

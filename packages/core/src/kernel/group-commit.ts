@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { rowsPerInsert, sqlInsertRows, type PreparedStatements, type RowSink, type SqlRowTable, type SqlValue } from '../ports/database.js';
+import { rowsPerInsert, sqlInsertRows, type PreparedStatements, type RowSink, type SqlRowTable, type SqlStatement, type SqlValue } from '../ports/database.js';
 import { inTransaction } from './transaction.js';
 
 /** How a unit of work behaves when it fails (see `GroupCommit.run`). */
@@ -125,6 +125,26 @@ export class GroupCommit implements RowSink {
     if (this.groupTx && tx === this.groupTx) throw new Error('GroupCommit.insertRow: a unit of a group inserts its rows through the `rows` its work is given.');
     if (!this.sql) throw new Error('GroupCommit.insertRow: this group commit has no prepared statements.');
     const changed = await this.sql.run(sqlInsertRows(table, 1), values, tx);
+    if (changed !== 1) throw new Error(`The insert into ${table.name} wrote ${changed} rows instead of 1.`);
+  }
+
+  /**
+   * Runs one write statement as a write of its own and resolves with the rows it changed, once
+   * committed: not grouped, with no transaction around it (a statement is atomic by itself: no
+   * `BEGIN` and `COMMIT`, two round trips fewer on PostgreSQL); grouped, as a unit of the next group
+   * (`options` as for `run`).
+   */
+  runOne(statement: SqlStatement, params: readonly SqlValue[], options: GroupWorkOptions = {}): Promise<number> {
+    const sql = this.sql;
+    if (!sql) return Promise.reject(new Error('GroupCommit.runOne: this group commit has no prepared statements.'));
+    if (this.grouped) return this.run((tx) => sql.run(statement, params, tx), options);
+    return sql.run(statement, params);
+  }
+
+  /** Inserts one row of `table` as a write of its own (see `runOne`). */
+  async insertOne(table: SqlRowTable, values: readonly SqlValue[]): Promise<void> {
+    if (values.length !== table.params) throw new Error(`A row of ${table.name} has ${table.params} values, not ${values.length}.`);
+    const changed = await this.runOne(sqlInsertRows(table, 1), values, { concurrent: true });
     if (changed !== 1) throw new Error(`The insert into ${table.name} wrote ${changed} rows instead of 1.`);
   }
 

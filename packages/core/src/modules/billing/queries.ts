@@ -178,9 +178,11 @@ export async function closeHeldReservation(sql: PreparedStatements, em: EntityMa
  */
 const holdFromGrantPg = sqlStatement(
   'billing.hold_from_grant_pg',
-  `with "b" as (
+  `with "t" as (
+    select "id" from "teams" where "id" = ?::uuid for share
+  ), "b" as (
     update "billing_credit_balances" set "grant_credits" = "grant_credits" - ?::int, "version" = "version" + 1, "updated_at" = ?::timestamptz
-    where "team_id" = ?::uuid and "grant_credits" >= ?::int
+    where "team_id" = ?::uuid and "grant_credits" >= ?::int and exists (select 1 from "t")
     returning "grant_credits", "purchase_credits", "period_end"
   ), "r" as (
     insert into "billing_credit_reservations" ("id", "team_id", "status", "amount", "grant_part", "purchase_part", "grant_period_end", "used_credits", "reason", "user_id", "expires_at", "closed_at", "created_at", "updated_at")
@@ -191,7 +193,7 @@ const holdFromGrantPg = sqlStatement(
     select ?::uuid, ?::uuid, 'reservation', ?::int, 0, "b"."grant_credits", "b"."purchase_credits", ?::text, "r"."id", null, null, ?::timestamptz from "b" cross join "r"
     returning "id"
   )
-  select (select count(*) from "b") as "taken", (select count(*) from "r") as "reserved", (select count(*) from "l") as "recorded"`,
+  select (select count(*) from "t") as "team", (select count(*) from "b") as "taken", (select count(*) from "r") as "reserved", (select count(*) from "l") as "recorded"`,
 );
 
 export interface GrantHold {
@@ -207,14 +209,17 @@ export interface GrantHold {
 }
 
 /**
- * PostgreSQL: `holdFromGrantPg`; answers whether the grant credits were taken (false: nothing was
+ * PostgreSQL: `holdFromGrantPg`, which first takes the team's share lock (as `lockTeamShared`, in
+ * the same statement: one round trip fewer). Answers `taken` when the grant credits were taken,
+ * `short` when they were not (nothing was written), `no_team` when the team is gone (nothing was
  * written). Throws `CreditWriteIncomplete` when only part of it was written.
  */
-export async function holdGrantCreditsPg(sql: PreparedStatements, em: EntityManager, h: GrantHold): Promise<boolean> {
+export async function holdGrantCreditsPg(sql: PreparedStatements, em: EntityManager, h: GrantHold): Promise<'taken' | 'short' | 'no_team'> {
   const reason = h.reason.slice(0, 500);
   const row = await sql.first<Record<string, unknown>>(
     holdFromGrantPg,
     [
+      h.teamId,
       h.amount, h.now, h.teamId, h.amount,
       h.reservationId, h.teamId, h.amount, h.amount, reason, h.userId, h.expiresAt, h.now, h.now,
       h.ledgerEntryId, h.teamId, -h.amount, `Reserved for ${reason}`.slice(0, 500), h.now,
@@ -224,8 +229,8 @@ export async function holdGrantCreditsPg(sql: PreparedStatements, em: EntityMana
   const taken = Number(row?.['taken']);
   const reserved = Number(row?.['reserved']);
   const recorded = Number(row?.['recorded']);
-  if (taken === 0 && reserved === 0 && recorded === 0) return false;
-  if (taken === 1 && reserved === 1 && recorded === 1) return true;
+  if (taken === 0 && reserved === 0 && recorded === 0) return Number(row?.['team']) === 1 ? 'short' : 'no_team';
+  if (taken === 1 && reserved === 1 && recorded === 1) return 'taken';
   throw new CreditWriteIncomplete(`the credit hold wrote ${taken} balance, ${reserved} reservation and ${recorded} ledger rows`);
 }
 
@@ -237,11 +242,13 @@ export async function holdGrantCreditsPg(sql: PreparedStatements, em: EntityMana
  */
 const giveBackPg = sqlStatement(
   'billing.give_back_pg',
-  `with "b" as (
+  `with "t" as (
+    select "id" from "teams" where "id" = ?::uuid for share
+  ), "b" as (
     update "billing_credit_balances" set
       "grant_credits" = "grant_credits" + case when "period_end" = ?::timestamptz then ?::int else 0 end,
       "purchase_credits" = "purchase_credits" + ?::int, "version" = "version" + 1, "updated_at" = ?::timestamptz
-    where "team_id" = ?::uuid
+    where "team_id" = ?::uuid and exists (select 1 from "t")
     returning "grant_credits", "purchase_credits", "period_end" = ?::timestamptz as "same_month"
   )
   insert into "billing_credit_ledger" ("id", "team_id", "kind", "grant_delta", "purchase_delta", "grant_after", "purchase_after", "reason", "reservation_id", "order_id", "unique_key", "created_at")
@@ -263,16 +270,20 @@ export interface GiveBack {
   now: Date;
 }
 
-/** PostgreSQL: `giveBackPg`; throws `CreditWriteIncomplete` when the team has no balance. */
+/**
+ * PostgreSQL: `giveBackPg`, which first takes the team's share lock (as `lockTeamShared`, in the
+ * same statement); throws `CreditWriteIncomplete` when the team is gone or has no balance.
+ */
 export async function giveBackAndRecordPg(sql: PreparedStatements, em: EntityManager, g: GiveBack): Promise<void> {
   await runOne(
     sql,
     giveBackPg,
     [
+      g.teamId,
       g.grantPeriodEnd, g.grantBack, g.purchaseBack, g.now, g.teamId, g.grantPeriodEnd,
       g.ledgerEntryId, g.teamId, g.kind, g.grantBack, g.purchaseBack, g.reasonSameMonth.slice(0, 500), g.reasonMonthEnded.slice(0, 500), g.reservationId, g.now,
     ],
     em,
-    'the credit balance of the reservation\'s team',
+    'the team of the reservation or its credit balance',
   );
 }

@@ -68,6 +68,16 @@ export async function insertRun(rows: RowSink, em: EntityManager, run: Run): Pro
   );
 }
 
+/**
+ * Claims the next attempt of a queued or running run whose attempt is the one given (see
+ * `RunStore.claim`): the number of rows changed (0 when another claim or ending took it first).
+ */
+export const claimRunStatement = sqlStatement(
+  'runs.claim_run',
+  `update "runs" set "attempt" = ?, "status" = 'running', "heartbeat_at" = ?, "started_at" = ?, "deadline_at" = ?, "updated_at" = ?, "seq_ceiling" = ?
+  where "id" = ? and "attempt" = ? and "status" in ('queued', 'running')`,
+);
+
 const finishRunStatement = sqlStatement(
   'runs.finish_run',
   `update "runs" set "cursor" = ?, "sessions" = ?, "ctx" = ?, "usage" = ?, "status" = ?, "waiting" = null, "output" = ?, "error" = ?, "timed_out" = ?,

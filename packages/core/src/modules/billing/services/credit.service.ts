@@ -97,8 +97,9 @@ export class CreditService {
       throw new TrellisError('validation', 'invalid_amount', 'A reservation is a whole number of credits, at least 1.');
     }
     const now = this.clock.now();
-    if (!(await lockTeamShared(this.sql, tx, input.teamId))) throw billingErrors.noTeam('The team no longer exists.');
+    // PostgreSQL takes the team's share lock in the hold's statement.
     if (this.sql.dialect === 'postgresql') return this.holdPg(tx, input, now, options.alone);
+    if (!(await lockTeamShared(this.sql, tx, input.teamId))) throw billingErrors.noTeam('The team no longer exists.');
     const after = await takeGrantCredits(this.sql, tx, input.teamId, input.amount, now);
     if (!after) {
       // The general path opens a savepoint: a unit of a group commit must run alone for it.
@@ -135,7 +136,7 @@ export class CreditService {
   }
 
   /**
-   * `hold` on PostgreSQL, after the team's share lock: the grant credits, the reservation and its
+   * `hold` on PostgreSQL: the team's share lock, the grant credits, the reservation and its
    * ledger entry in one statement (see `holdGrantCreditsPg`), so the balance's row lock is held
    * from that statement to the commit, not across three round trips. A caller that writes more in
    * `tx` should write it before the hold (the run's record does: see `RunService.start`).
@@ -152,7 +153,8 @@ export class CreditService {
       expiresAt: new Date(now.getTime() + (input.ttlSeconds ?? this.config.reservationTtlSeconds) * 1000),
       now,
     });
-    if (taken) return { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 };
+    if (taken === 'taken') return { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 };
+    if (taken === 'no_team') throw billingErrors.noTeam('The team no longer exists.');
     // Grant credits short, or no balance yet: the general path (a savepoint), with the same id.
     if (alone === false) throw new RunAlone();
     const reserved = await this.reserve(tx, { ...input, id });
@@ -188,10 +190,10 @@ export class CreditService {
       throw billingErrors.settleExceedsReservation(used, current.amount);
     }
     // From here on the reservation is closed in `tx`: a failure is not a TrellisError (the caller rolls back).
-    if (!(await lockTeamShared(this.sql, tx, reservation.teamId))) throw new CreditWriteIncomplete('the team of the reservation no longer exists');
     const plan = closePlan(reservation, status, used, close.reason);
     if (this.sql.dialect === 'postgresql') {
-      // The balance and its ledger entry in one statement, put off to just before the commit
+      // The team's share lock, the balance and its ledger entry in one statement (it throws
+      // `CreditWriteIncomplete` when the team is gone), put off to just before the commit
       // (with `rows`, the unit's end): the balance's row lock is then held for the commit only.
       const write = () =>
         giveBackAndRecordPg(this.sql, tx, {
@@ -210,6 +212,7 @@ export class CreditService {
       else await write();
       return;
     }
+    if (!(await lockTeamShared(this.sql, tx, reservation.teamId))) throw new CreditWriteIncomplete('the team of the reservation no longer exists');
     const after = await giveCreditsBack(this.sql, tx, { teamId: reservation.teamId, grantBack: plan.grantBack, grantPeriodEnd: reservation.grantPeriodEnd, purchaseBack: plan.purchaseBack, now });
     if (!after) throw new CreditWriteIncomplete('the credit balance of the reservation\'s team');
     const movement = closeMovement(plan, after.periodEnd.getTime() === reservation.grantPeriodEnd.getTime());

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
 import { describe, expect, it } from 'vitest';
-import { sqlInsertRows, type PreparedStatements, type RowSink, type SqlStatement, type SqlValue } from '../../../ports/database.js';
+import { sqlInsertRows, type PreparedStatements, type RowSink, type SqlRowTable, type SqlStatement, type SqlValue } from '../../../ports/database.js';
 import { InProcessPubSub, type PubSub, type PubSubListener } from '../../../ports/pubsub.js';
 import { ndjsonLines, sseFrames } from '../routes.js';
 import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, SEQ_BLOCK, StoredEventSink, type RunEventText } from './event-log.js';
@@ -54,9 +54,11 @@ class MemoryLog implements PreparedStatements {
  */
 const groupOf = (log: MemoryLog) => {
   const rows: RowSink = { insertRow: async (_tx, table, values) => void (await log.run(sqlInsertRows(table, 1), values)) };
+  const tx = { nativeUpdate: async () => 1 } as unknown as EntityManager;
   return {
-    run: (work: GroupWork<unknown>) => work({ nativeUpdate: async () => 1 } as unknown as EntityManager, true, rows),
+    run: (work: GroupWork<unknown>) => work(tx, true, rows),
     insertRow: rows.insertRow,
+    insertOne: (table: SqlRowTable, values: readonly SqlValue[]) => rows.insertRow(tx, table, values),
   } as unknown as GroupCommit;
 };
 /** The run store of the SQL databases, writing through `group` on `log`. */
@@ -180,6 +182,7 @@ describe('StoredEventSink', () => {
     const counting = {
       run: (work: GroupWork<unknown>, options?: { atomic?: boolean }) => (options?.atomic ? undefined : transactions++, inner.run(work)),
       insertRow: inner.insertRow.bind(inner),
+      insertOne: (table: SqlRowTable, values: readonly SqlValue[]) => (transactions++, inner.insertOne(table, values)),
     } as unknown as GroupCommit;
     const pubsub = new InProcessPubSub();
     const messages: string[] = [];
@@ -219,7 +222,7 @@ describe('StoredEventSink', () => {
 
   it('a failed store fails the stores it took with it, and every store after them', async () => {
     const log = new MemoryLog();
-    const failing = { run: async () => Promise.reject(new Error('disk full')) } as unknown as GroupCommit;
+    const failing = { run: async () => Promise.reject(new Error('disk full')), insertOne: async () => Promise.reject(new Error('disk full')) } as unknown as GroupCommit;
     const sink = StoredEventSink.reserved(storeOf(failing, log), new InProcessPubSub(), { id: RUN, seqCeiling: 0 }, 60_000);
     sink.emitChunk('c1', 'a');
     const first = sink.flush();
@@ -246,6 +249,7 @@ describe('StoredEventSink', () => {
           },
         } as unknown as EntityManager, true, groupOf(log) as unknown as RowSink),
       insertRow: groupOf(log).insertRow,
+      insertOne: groupOf(log).insertOne,
     } as unknown as GroupCommit;
     const pubsub = new InProcessPubSub();
     const messages: string[] = [];

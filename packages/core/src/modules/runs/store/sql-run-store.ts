@@ -3,7 +3,7 @@ import { GroupCommit } from '../../../kernel/group-commit.js';
 import type { RowSink } from '../../../ports/database.js';
 import type { RunCreditHold, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStore, RunStoreDeps, RunStoreWork, RunStoreWriteOptions } from '../../../ports/run-store.js';
 import { Run } from '../entities/run.entity.js';
-import { finishRun, insertRun } from '../queries.js';
+import { claimRunStatement, finishRun, insertRun } from '../queries.js';
 import { eventRows, rowText } from '../services/event-text.js';
 import { followRunBatches, readRunLog } from '../services/follow.js';
 import { ROW_EVENTS } from '../services/stored-event-sink.js';
@@ -22,8 +22,6 @@ export interface SqlRunStoreOptions {
    */
   holdLast: boolean;
 }
-
-const activeStatuses = ['queued', 'running'];
 
 /**
  * The RunStore of the SQL databases, over the ORM's connections and the adapter's prepared
@@ -70,13 +68,10 @@ export class SqlRunStore implements RunStore {
   }
 
   async claim(fence: RunFence, claim: { startedAt: Date; deadlineAt: Date; now: Date; seqCeiling: number }): Promise<boolean> {
-    const changed = await this.group.run(
-      (tx) =>
-        tx.nativeUpdate(
-          Run,
-          { id: fence.id, attempt: fence.attempt, status: { $in: activeStatuses } } as never,
-          { attempt: fence.attempt + 1, status: 'running', heartbeatAt: claim.now, startedAt: claim.startedAt, deadlineAt: claim.deadlineAt, updatedAt: claim.now, seqCeiling: claim.seqCeiling },
-        ),
+    // One statement (prepared; on PostgreSQL without a transaction of its own).
+    const changed = await this.group.runOne(
+      claimRunStatement,
+      [fence.attempt + 1, claim.now, claim.startedAt, claim.deadlineAt, claim.now, claim.seqCeiling, fence.id, fence.attempt],
       { atomic: true, concurrent: true },
     );
     return changed > 0;
@@ -88,6 +83,10 @@ export class SqlRunStore implements RunStore {
   }
 
   append<T>(runId: string, events: readonly RunLogEvent[], step?: { write: RunStoreWork<T>; keep?: (answer: T) => boolean; conditional?: readonly RunLogEvent[] }): Promise<T | undefined> {
+    if (!step && events.length > 0 && events.length <= ROW_EVENTS) {
+      // Events alone that fit one row: a write of one statement (see `GroupCommit.insertOne`).
+      return this.group.insertOne(eventRows, [runId, events[0]!.seq, events.at(-1)!.seq, rowText(events, 0, events.length), new Date()]).then(() => undefined);
+    }
     // Runs again from the start when its group is rolled back: it changes nothing but the database.
     return this.group.run(
       async (tx, alone, rows) => {
