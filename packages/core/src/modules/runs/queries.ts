@@ -10,50 +10,56 @@ import type { Run } from './entities/run.entity.js';
 
 const json = (value: unknown): string | null => (value === null || value === undefined ? null : JSON.stringify(value));
 
-/** The columns of `runs` in insert order, with how a `Run` gives each one's value. */
-const runColumns: ReadonlyArray<readonly [string, (run: Run) => SqlValue]> = [
-  ['id', (r) => r.id],
-  ['document_id', (r) => r.documentId],
-  ['project_id', (r) => r.projectId],
-  ['team_id', (r) => r.teamId],
-  ['user_id', (r) => r.userId],
-  ['source', (r) => r.source],
-  ['version', (r) => r.version],
-  ['status', (r) => r.status],
-  ['inputs', (r) => json(r.inputs)],
-  ['content', (r) => json(r.content)],
-  ['cursor', (r) => r.cursor],
-  ['sessions', (r) => json(r.sessions)],
-  ['ctx', (r) => json(r.ctx)],
-  ['output', (r) => json(r.output)],
-  ['error', (r) => json(r.error)],
-  ['usage', (r) => json(r.usage)],
-  ['on_error', (r) => r.onError],
-  ['timeout_seconds', (r) => r.timeoutSeconds],
-  ['timed_out', (r) => r.timedOut],
-  ['reservation_id', (r) => r.reservationId],
-  ['reserved_credits', (r) => r.reservedCredits],
-  ['used_credits', (r) => r.usedCredits],
-  ['seq_ceiling', (r) => r.seqCeiling],
-  ['attempt', (r) => r.attempt],
-  ['waiting', (r) => json(r.waiting)],
-  ['answer', (r) => json(r.answer)],
-  ['cancel_requested', (r) => r.cancelRequested],
-  ['heartbeat_at', (r) => r.heartbeatAt],
-  ['started_at', (r) => r.startedAt],
-  ['deadline_at', (r) => r.deadlineAt],
-  ['finished_at', (r) => r.finishedAt],
-  ['duration_ms', (r) => r.durationMs],
-  ['idempotency_key', (r) => r.idempotencyKey ?? null],
-  ['idempotency_scope', (r) => r.idempotencyScope ?? null],
-  ['request_hash', (r) => r.requestHash ?? null],
-  ['parent_run_id', (r) => r.parentRunId ?? null],
-  ['parent_block_id', (r) => r.parentBlockId ?? null],
-  ['depth', (r) => r.depth ?? 0],
-  ['budget_credits', (r) => r.budgetCredits ?? null],
-  ['budget_root_id', (r) => r.budgetRootId ?? null],
-  ['created_at', (r) => r.createdAt],
-  ['updated_at', (r) => r.updatedAt],
+/** How a column of `runs` is bound and read: JSON text, a datetime, a boolean (0/1 on SQLite), an integer, text. */
+type RunColumnKind = 'json' | 'date' | 'bool' | 'int' | 'text';
+
+/**
+ * The columns of `runs` in insert order: the column, the `Run` field it holds, its kind, and the
+ * value bound when the field is absent (fields newer than the record some callers build).
+ */
+const runColumns: ReadonlyArray<readonly [string, keyof Run & string, RunColumnKind, SqlValue?]> = [
+  ['id', 'id', 'text'],
+  ['document_id', 'documentId', 'text'],
+  ['project_id', 'projectId', 'text'],
+  ['team_id', 'teamId', 'text'],
+  ['user_id', 'userId', 'text'],
+  ['source', 'source', 'text'],
+  ['version', 'version', 'text'],
+  ['status', 'status', 'text'],
+  ['inputs', 'inputs', 'json'],
+  ['content', 'content', 'json'],
+  ['cursor', 'cursor', 'int'],
+  ['sessions', 'sessions', 'json'],
+  ['ctx', 'ctx', 'json'],
+  ['output', 'output', 'json'],
+  ['error', 'error', 'json'],
+  ['usage', 'usage', 'json'],
+  ['on_error', 'onError', 'text'],
+  ['timeout_seconds', 'timeoutSeconds', 'int'],
+  ['timed_out', 'timedOut', 'bool'],
+  ['reservation_id', 'reservationId', 'text'],
+  ['reserved_credits', 'reservedCredits', 'int'],
+  ['used_credits', 'usedCredits', 'int'],
+  ['seq_ceiling', 'seqCeiling', 'int'],
+  ['attempt', 'attempt', 'int'],
+  ['waiting', 'waiting', 'json'],
+  ['answer', 'answer', 'json'],
+  ['cancel_requested', 'cancelRequested', 'bool'],
+  ['heartbeat_at', 'heartbeatAt', 'date'],
+  ['started_at', 'startedAt', 'date'],
+  ['deadline_at', 'deadlineAt', 'date'],
+  ['finished_at', 'finishedAt', 'date'],
+  ['duration_ms', 'durationMs', 'int'],
+  ['idempotency_key', 'idempotencyKey', 'text', null],
+  ['idempotency_scope', 'idempotencyScope', 'text', null],
+  ['request_hash', 'requestHash', 'text', null],
+  ['parent_run_id', 'parentRunId', 'text', null],
+  ['parent_block_id', 'parentBlockId', 'text', null],
+  ['depth', 'depth', 'int', 0],
+  ['budget_credits', 'budgetCredits', 'int', null],
+  ['budget_root_id', 'budgetRootId', 'text', null],
+  ['created_at', 'createdAt', 'date'],
+  ['updated_at', 'updatedAt', 'date'],
 ];
 
 /** Rows of `runs` (after the credit reservations a run's row refers to). */
@@ -64,8 +70,40 @@ export async function insertRun(rows: RowSink, em: EntityManager, run: Run): Pro
   await rows.insertRow(
     em,
     runRows,
-    runColumns.map(([, value]) => value(run)),
+    runColumns.map(([, field, kind, absent]) => {
+      const value = (run as unknown as Record<string, unknown>)[field];
+      if (kind === 'json') return json(value);
+      return (value === undefined && absent !== undefined ? absent : value) as SqlValue;
+    }),
   );
+}
+
+/** A run's whole record (what the ORM's `findOne(Run)` reads), in one prepared read. */
+const runByIdStatement = sqlStatement(
+  'runs.run_by_id',
+  `select ${runColumns.map(([column]) => `"${column}"`).join(', ')} from "runs" where "id" = ?`,
+);
+
+/**
+ * A run's whole record by id, as a plain `Run` (like the record a starting run keeps in memory),
+ * in one prepared read instead of the ORM's read and hydration: what a process that executes a run
+ * it did not accept (a BullMQ worker, a queued or recovered run) reads first. Undefined: no such
+ * run. JSON columns come back parsed on PostgreSQL and as text on SQLite.
+ */
+export async function readRun(sql: PreparedStatements, runId: string): Promise<Run | undefined> {
+  const row = await sql.first<Record<string, unknown>>(runByIdStatement, [runId]);
+  if (!row) return undefined;
+  const run: Record<string, unknown> = {};
+  for (const [column, field, kind] of runColumns) {
+    const value = row[column];
+    if (value === null || value === undefined) run[field] = kind === 'bool' ? false : null;
+    else if (kind === 'json') run[field] = typeof value === 'string' && sql.dialect === 'sqlite' ? JSON.parse(value) : value;
+    else if (kind === 'date') run[field] = sqlDate(value);
+    else if (kind === 'bool') run[field] = sqlBool(value);
+    else if (kind === 'int') run[field] = Number(value);
+    else run[field] = value;
+  }
+  return run as unknown as Run;
 }
 
 /**

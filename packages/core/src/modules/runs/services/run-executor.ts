@@ -1,4 +1,5 @@
-import { Run, terminalRunStatuses } from '../entities/run.entity.js';
+import { terminalRunStatuses } from '../entities/run.entity.js';
+import { readRun } from '../queries.js';
 import type { RunJob } from '../../../ports/run-queue.js';
 import { activeStatuses, notify, subjectOf, type RunContext } from './run-context.js';
 import { RunSuperseded, type StopReason } from './run-engine.js';
@@ -48,7 +49,8 @@ export class RunExecutor {
     const stored = local?.stored;
     // Stored already claimed for this first attempt (see `start`): no claim, no read back.
     const preclaimed = local?.claimed === true && stored !== undefined && stored.attempt === 1;
-    const run = preclaimed || (stored && stored.attempt === 0) ? stored! : await this.ctx.fork().findOne(Run, { id: job.runId });
+    // Otherwise the whole record, in one prepared read (not the ORM's read and hydration).
+    const run = preclaimed || (stored && stored.attempt === 0) ? stored! : await readRun(this.ctx.sql, job.runId);
     if (!run || !activeStatuses.includes(run.status)) return null;
     if (signal.aborted) {
       // The queue gave up on the run (its workers kept dying): fail it rather than continue.
