@@ -40,8 +40,8 @@ export class WsProbe {
     this.ws.send(typeof message === 'string' ? message : JSON.stringify(message));
   }
 
-  /** The first message (already received or still to come) that matches. */
-  next<T = any>(match: (message: any) => boolean = () => true, timeoutMs = 15_000): Promise<T> {
+  /** The first message (already received or still to come) that matches; `what` names it in failures. */
+  next<T = any>(match: (message: any) => boolean = () => true, timeoutMs = 15_000, what = 'a matching message'): Promise<T> {
     const index = this.inbox.findIndex(match);
     if (index >= 0) return Promise.resolve(this.inbox.splice(index, 1)[0] as T);
     return new Promise<T>((resolve, reject) => {
@@ -53,9 +53,9 @@ export class WsProbe {
         this.waiters.splice(at, 1);
         reject(new Error(`${why}; inbox: ${JSON.stringify(this.inbox)}`));
       };
-      setTimeout(() => give(`no matching message within ${timeoutMs} ms`), timeoutMs).unref();
+      setTimeout(() => give(`${what} did not arrive within ${timeoutMs} ms`), timeoutMs).unref();
       // A closed socket receives nothing more: say so at once, with its close code.
-      void this.closed.then(({ code, reason }) => give(`the socket closed (code ${code}${reason ? `, reason "${reason}"` : ''}) before a matching message`));
+      void this.closed.then(({ code, reason }) => give(`the socket closed (code ${code}${reason ? `, reason "${reason}"` : ''}) before ${what}`));
     });
   }
 
@@ -63,7 +63,7 @@ export class WsProbe {
   request(method: string, params?: unknown): Promise<any> {
     const id = this.nextId++;
     this.send({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }), id });
-    return this.next((m) => !Array.isArray(m) && m.id === id);
+    return this.next((m) => !Array.isArray(m) && m.id === id, 15_000, `the answer to ${method}`);
   }
 
   notify(method: string, params?: unknown): void {
