@@ -4,6 +4,7 @@ import { isStreamBody, type ChannelSession, type Kernel, type KernelRequest, typ
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket, WebSocket } from 'uWebSockets.js';
 import { internalErrorBody, JSON_TYPE, LazyAbort, SLOW_SOCKET_LIMIT_BYTES, toBuffer, TransportRequest, WS_IDLE_TIMEOUT_S, wsPayloadCeiling } from './shared.js';
 import { Admission } from './admission.js';
+import { upgradeAfterDecision } from './uws-upgrade.js';
 import type { Transport } from './transport.js';
 
 type Uws = typeof import('uWebSockets.js');
@@ -56,6 +57,8 @@ export function createUwsTransport(kernel: Kernel): Transport {
   let listenSocket: us_listen_socket | undefined;
   // Once the host stops accepting, every response closes its connection.
   const edge: Edge = { stopping: false, admission: new Admission(kernel) };
+  // The WebSockets open on this app: an upgrade decided later is corked through one of them.
+  const openSockets = new Set<WebSocket<SocketData>>();
 
   app.any('/*', (res, req) => handleHttp(kernel, edge, res, req));
   const basePath = kernel.config.server.basePath;
@@ -69,8 +72,9 @@ export function createUwsTransport(kernel: Kernel): Transport {
       sendPingsAutomatically: true,
       maxBackpressure: SLOW_SOCKET_LIMIT_BYTES,
       closeOnBackpressureLimit: 1,
-      upgrade: (res, req, context) => upgrade(kernel, res, req, context),
+      upgrade: (res, req, context) => upgrade(kernel, res, req, context, openSockets),
       open: (ws) => {
+        openSockets.add(ws);
         const data = ws.getUserData();
         const decision = data.decision!;
         data.decision = undefined;
@@ -89,6 +93,7 @@ export function createUwsTransport(kernel: Kernel): Transport {
       },
       drain: (ws) => ws.getUserData().session?.onDrain?.(),
       close: (ws, code, message) => {
+        openSockets.delete(ws);
         const data = ws.getUserData();
         data.closed = true;
         data.session?.onClose(code, Buffer.from(message).toString('utf8'));
@@ -415,7 +420,7 @@ export class StreamPump {
   }
 }
 
-function upgrade(kernel: Kernel, res: HttpResponse, req: HttpRequest, context: unknown): void {
+function upgrade(kernel: Kernel, res: HttpResponse, req: HttpRequest, context: unknown, openSockets: ReadonlySet<WebSocket<SocketData>>): void {
   const path = req.getUrl();
   const query = req.getQuery() ?? '';
   const headers: Record<string, string> = {};
@@ -435,15 +440,21 @@ function upgrade(kernel: Kernel, res: HttpResponse, req: HttpRequest, context: u
     .catch((): UpgradeDecision => ({ ok: false, response: { status: 500, headers: { 'content-type': JSON_TYPE }, body: internalErrorBody } }))
     .then((decision) => {
       if (aborted) return;
-      res.cork(() => {
-        if (!decision.ok) {
+      if (!decision.ok) {
+        res.cork(() => {
           writeHead(res, decision.response);
           res.end(typeof decision.response.body === 'string' ? decision.response.body : EMPTY, true);
-          return;
-        }
-        res.upgrade<SocketData>({ decision, maxPayloadBytes: decision.maxPayloadBytes, closed: false }, secKey, secProtocol, secExtensions, context as never);
-      });
+        });
+        return;
+      }
+      // Not in a cork of `res` alone: uWS's own can close a WebSocket upgraded inside it (see upgradeAfterDecision).
+      upgradeAfterDecision<SocketData>(res, { decision, maxPayloadBytes: decision.maxPayloadBytes, closed: false }, secKey, secProtocol, secExtensions, context as never, anyOpen(openSockets));
     });
+}
+
+function anyOpen<T>(set: ReadonlySet<T>): T | undefined {
+  for (const item of set) return item;
+  return undefined;
 }
 
 function wrapSocket(ws: WebSocket<SocketData>): SocketLike {

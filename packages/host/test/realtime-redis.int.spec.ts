@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { provide, pubSubServiceIdentifier, PushService, UserService } from '@trellis/core';
 import { RedisPubSub } from '@trellis/pubsub-redis';
 import { sharedDatabase, startTestHost, testDatabases, testRedisUrl, transports, type TestHost } from '@trellis/test-support';
-import { nextEvent, openRpcClient, WsProbe } from './support/realtime-clients.js';
+import { nextEvent, openRpcClient, rpcCall, WsProbe } from './support/realtime-clients.js';
 
 const redisUrl = testRedisUrl ?? '';
 
@@ -37,7 +37,7 @@ describe.skipIf(!testRedisUrl).each(testDatabases())('realtime across hosts thro
       const user = await a.register();
       const client = await openRpcClient(wss(b, '/v3/wss', user.token));
       try {
-        expect(await client.call('auth', { token: user.token })).toMatchObject({ status: 'authenticated', userId: user.userId });
+        expect(await rpcCall(client, 'auth', { token: user.token })).toMatchObject({ status: 'authenticated', userId: user.userId });
         const received = nextEvent(client, 'system');
         await a.kernel.get(PushService).toUser(user.userId, 'system', { type: 'notice', content: 'from host a' });
         expect(await received).toEqual({ type: 'notice', content: 'from host a', seq: 1 });
@@ -97,7 +97,7 @@ describe.skipIf(!testRedisUrl).each(testDatabases())('realtime across hosts thro
       const appId = (await b.request('POST', '/dev/app', { token: dev.token, body: { name: 'dashboard' } })).body.id as string;
       const app = await openRpcClient(wss(b, `/v3/wss/${appId}`, dev.token));
       try {
-        expect(await app.call('auth', { token: dev.token, appId })).toMatchObject({ status: 'authenticated', appId });
+        expect(await rpcCall(app, 'auth', { token: dev.token, appId })).toMatchObject({ status: 'authenticated', appId });
         const task = nextEvent(app, 'task');
         await a.kernel.get(PushService).toApplication(appId, 'task', { taskId: 't', status: 'done', result: { success: true, data: null } });
         expect(await task).toEqual({ taskId: 't', status: 'done', result: { success: true, data: null }, seq: 1 });

@@ -40,20 +40,22 @@ export class WsProbe {
     this.ws.send(typeof message === 'string' ? message : JSON.stringify(message));
   }
 
-  /** The first message (already received or still to come) that matches. */
-  next<T = any>(match: (message: any) => boolean = () => true, timeoutMs = 15_000): Promise<T> {
+  /** The first message (already received or still to come) that matches; `what` names it in failures. */
+  next<T = any>(match: (message: any) => boolean = () => true, timeoutMs = 15_000, what = 'a matching message'): Promise<T> {
     const index = this.inbox.findIndex(match);
     if (index >= 0) return Promise.resolve(this.inbox.splice(index, 1)[0] as T);
     return new Promise<T>((resolve, reject) => {
       const waiter = { match, resolve };
       this.waiters.push(waiter);
-      setTimeout(() => {
+      const give = (why: string) => {
         const at = this.waiters.indexOf(waiter);
-        if (at >= 0) {
-          this.waiters.splice(at, 1);
-          reject(new Error(`no matching message within ${timeoutMs} ms; inbox: ${JSON.stringify(this.inbox)}`));
-        }
-      }, timeoutMs).unref();
+        if (at < 0) return;
+        this.waiters.splice(at, 1);
+        reject(new Error(`${why}; inbox: ${JSON.stringify(this.inbox)}`));
+      };
+      setTimeout(() => give(`${what} did not arrive within ${timeoutMs} ms`), timeoutMs).unref();
+      // A closed socket receives nothing more: say so at once, with its close code.
+      void this.closed.then(({ code, reason }) => give(`the socket closed (code ${code}${reason ? `, reason "${reason}"` : ''}) before ${what}`));
     });
   }
 
@@ -61,7 +63,7 @@ export class WsProbe {
   request(method: string, params?: unknown): Promise<any> {
     const id = this.nextId++;
     this.send({ jsonrpc: '2.0', method, ...(params === undefined ? {} : { params }), id });
-    return this.next((m) => !Array.isArray(m) && m.id === id);
+    return this.next((m) => !Array.isArray(m) && m.id === id, 15_000, `the answer to ${method}`);
   }
 
   notify(method: string, params?: unknown): void {
@@ -104,26 +106,112 @@ const queuedAckSocket: ICommonWebSocketFactory = (address, options) => {
 
 export type RpcClient = CommonClient;
 
+type CloseInfo = { code: number; reason: string };
+
+/**
+ * The `ws` socket under one client. CommonClient emits `close` only for a socket that had opened,
+ * and rejects neither a pending `open` nor its pending calls when the socket closes: without this
+ * a socket the server closes leaves the test waiting until vitest's own timeout, with no clue.
+ */
+class SocketWatch {
+  lastClose?: CloseInfo;
+  private readonly listeners = new Set<(info: CloseInfo) => void>();
+
+  track(ws: WebSocket): void {
+    this.lastClose = undefined;
+    // What `ws` reports before a 1006 (a frame it refused, a reset connection) says why.
+    let error: Error | undefined;
+    ws.on('error', (e) => (error ??= e));
+    ws.on('close', (code, reason) => {
+      const info = { code, reason: reason.toString() || (error ? `error: ${error.message}` : '') };
+      this.lastClose = info;
+      for (const listener of [...this.listeners]) listener(info);
+    });
+  }
+
+  /** Calls `listener` when the current socket closes (at once when it already has). */
+  onClose(listener: (info: CloseInfo) => void): () => void {
+    if (this.lastClose) {
+      listener(this.lastClose);
+      return () => undefined;
+    }
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}
+
+const watches = new WeakMap<CommonClient, SocketWatch>();
+
+/**
+ * `promise`, or a failure naming `step` when it takes longer than `timeoutMs` or when the client's
+ * socket closes first (with the close code and reason).
+ */
+export function withDeadline<T>(step: string, promise: Promise<T>, client?: RpcClient, timeoutMs = 10_000): Promise<T> {
+  const watch = client ? watches.get(client) : undefined;
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => finish(() => reject(new Error(`${step}: no answer within ${timeoutMs} ms`))), timeoutMs);
+    timer.unref();
+    const stopWatching = watch?.onClose(({ code, reason }) =>
+      finish(() => reject(new Error(`${step}: the socket closed first (code ${code}${reason ? `, reason "${reason}"` : ''})`))),
+    );
+    let done = false;
+    function finish(settle: () => void): void {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      stopWatching?.();
+      settle();
+    }
+    promise.then(
+      (value) => finish(() => resolve(value)),
+      (error: unknown) => finish(() => reject(error)),
+    );
+  });
+}
+
 /** An open rpc-websockets client (no automatic reconnect unless asked). */
-export async function openRpcClient(url: string, options: { reconnect?: boolean; reconnect_interval?: number; max_reconnects?: number } = {}): Promise<RpcClient> {
-  const client = new CommonClient(queuedAckSocket, url, { autoconnect: true, reconnect: false, ...options });
-  await new Promise<void>((resolve, reject) => {
+export async function openRpcClient(
+  url: string,
+  options: { reconnect?: boolean; reconnect_interval?: number; max_reconnects?: number } = {},
+  timeoutMs = 10_000,
+): Promise<RpcClient> {
+  const watch = new SocketWatch();
+  const factory: ICommonWebSocketFactory = (address, socketOptions) => {
+    const ws = queuedAckSocket(address, socketOptions) as unknown as WebSocket;
+    watch.track(ws);
+    return ws as never;
+  };
+  const client = new CommonClient(factory, url, { autoconnect: true, reconnect: false, ...options });
+  watches.set(client, watch);
+  const opened = new Promise<void>((resolve, reject) => {
     client.once('open', () => resolve());
     client.once('error', (error: unknown) => reject(error));
   });
+  try {
+    await withDeadline(`opening ${new URL(url).pathname}`, opened, client, timeoutMs);
+  } catch (error) {
+    client.close();
+    throw error;
+  }
   return client;
+}
+
+/**
+ * `client.call` with a deadline: fails naming the method when no answer comes within
+ * `timeoutMs` or when the socket closes first (rpc-websockets itself would wait for ever).
+ */
+export function rpcCall<T = any>(client: RpcClient, method: string, params?: unknown, timeoutMs = 15_000): Promise<T> {
+  return withDeadline(`call ${method}`, client.call(method, params as never) as Promise<T>, client, timeoutMs);
 }
 
 /** Waits for the next `method` notification an rpc-websockets client receives. */
 export function nextEvent<T = any>(client: RpcClient, method: string, timeoutMs = 15_000): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ${method} notification within ${timeoutMs} ms`)), timeoutMs);
-    timer.unref();
-    client.once(method, (params: T) => {
-      clearTimeout(timer);
-      resolve(params);
-    });
+  let listener!: (params: T) => void;
+  const received = new Promise<T>((resolve) => {
+    listener = resolve;
+    client.once(method, listener);
   });
+  return withDeadline(`waiting for a ${method} notification`, received, client, timeoutMs).finally(() => client.off(method, listener));
 }
 
 /** What a rejected rpc-websockets call carries: the JSON-RPC error object. */
