@@ -103,6 +103,8 @@ export class SqliteVecVectorStore implements VectorStore {
   private readonly termIndex: boolean;
   private orm?: MikroORM;
   private readonly tables = new Set<string>();
+  /** Each mirror's id lookup table: its sqlite-vec shadow table, or null for the mirror itself. */
+  private readonly shadows = new Map<string, string | null>();
   private loading?: Promise<void>;
   private readonly memoryIndex: boolean;
   private readonly memoryIndexBytes: number;
@@ -246,21 +248,67 @@ export class SqliteVecVectorStore implements VectorStore {
    * connection), so both commit or neither does.
    */
   async upsert(em: EntityManager, entries: readonly VectorEntry[]): Promise<void> {
+    // Per dimension, per chunk: find which ids the mirror already holds (one statement), delete
+    // those, then add every vector in multi-row statements (a batch of new records costs a few
+    // statements, not three per record).
+    const byDimension = new Map<number, VectorEntry[]>();
     for (const entry of entries) {
-      const table = await this.ensureTable(em, entry.vector.length);
-      await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [entry.id]);
-      await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id = ?`, [entry.id]);
-      const unit = toUnit(entry.vector);
-      if (unit) await this.exec(em, `INSERT INTO ${table} (record_id, collection_id, embedding) VALUES (?, ?, ?)`, [entry.id, entry.collectionId, vectorToBytes(unit)]);
-      else await this.exec(em, `INSERT INTO ${ZERO} (record_id, collection_id, dimension) VALUES (?, ?, ?)`, [entry.id, entry.collectionId, entry.vector.length]);
+      const group = byDimension.get(entry.vector.length);
+      if (group) group.push(entry);
+      else byDimension.set(entry.vector.length, [entry]);
+    }
+    for (const [dimension, group] of byDimension) {
+      const table = await this.ensureTable(em, dimension);
+      for (let start = 0; start < group.length; start += WRITE_CHUNK) {
+        // The last entry of an id wins, as it would writing them one by one.
+        const chunk = [...new Map(group.slice(start, start + WRITE_CHUNK).map((entry) => [entry.id, entry])).values()];
+        const ids = chunk.map((entry) => entry.id);
+        const marks = ids.map(() => '?').join(', ');
+        const lookup = await this.mirrorIds(em, table);
+        const held = (await this.exec(em, `SELECT ${lookup.column} AS id FROM ${lookup.table} WHERE ${lookup.column} IN (${marks})`, ids)) as Array<{ id: string }>;
+        for (const { id } of held) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
+        await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id IN (${marks})`, ids);
+        const units: unknown[] = [];
+        const zeros: unknown[] = [];
+        for (const entry of chunk) {
+          const unit = toUnit(entry.vector);
+          if (unit) units.push(entry.id, entry.collectionId, vectorToBytes(unit));
+          else zeros.push(entry.id, entry.collectionId, dimension);
+        }
+        const rows = (values: unknown[]) => Array.from({ length: values.length / 3 }, () => '(?, ?, ?)').join(', ');
+        if (units.length) await this.exec(em, `INSERT INTO ${table} (record_id, collection_id, embedding) VALUES ${rows(units)}`, units);
+        if (zeros.length) await this.exec(em, `INSERT INTO ${ZERO} (record_id, collection_id, dimension) VALUES ${rows(zeros)}`, zeros);
+      }
     }
   }
 
-  async remove(em: EntityManager, _collectionId: string, ids: readonly string[]): Promise<void> {
-    for (const table of await this.mirrorTables(em)) {
-      for (const id of ids) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
+  /**
+   * Where the ids of a `vec0` mirror are looked up by the hundred: its `<table>_rowids` shadow
+   * table (sqlite-vec's id → row map, `id TEXT UNIQUE`: an index lookup each) when it has that
+   * shape, else the virtual table itself (a correct but slower lookup per id).
+   */
+  private async mirrorIds(em: EntityManager, table: string): Promise<{ table: string; column: string }> {
+    let shadow = this.shadows.get(table);
+    if (shadow === undefined) {
+      const [row] = (await this.exec(em, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, [`${table}_rowids`])) as Array<{ sql: string }>;
+      shadow = row && /\bid\s+TEXT\s+UNIQUE\b/i.test(row.sql) ? `${table}_rowids` : null;
+      this.shadows.set(table, shadow);
     }
-    for (const id of ids) await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id = ?`, [id]);
+    return shadow ? { table: shadow, column: 'id' } : { table, column: 'record_id' };
+  }
+
+  async remove(em: EntityManager, _collectionId: string, ids: readonly string[]): Promise<void> {
+    const tables = await this.mirrorTables(em);
+    for (let start = 0; start < ids.length; start += WRITE_CHUNK) {
+      const chunk = ids.slice(start, start + WRITE_CHUNK);
+      const marks = chunk.map(() => '?').join(', ');
+      for (const table of tables) {
+        const lookup = await this.mirrorIds(em, table);
+        const held = (await this.exec(em, `SELECT ${lookup.column} AS id FROM ${lookup.table} WHERE ${lookup.column} IN (${marks})`, chunk)) as Array<{ id: string }>;
+        for (const { id } of held) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
+      }
+      await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id IN (${marks})`, chunk);
+    }
   }
 
   async search(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[]> {
@@ -569,6 +617,8 @@ const KEEP_CHANGES = 10000;
 const CHUNK = 500;
 const PAGE = 5000;
 const BACKGROUND_PAGE = 500;
+/** Records per multi-row write of the mirrors (3 parameters each). */
+const WRITE_CHUNK = 500;
 
 /**
  * The term rows (collection_id, term, record_id) of a records row: `NEW` in a trigger, or every
