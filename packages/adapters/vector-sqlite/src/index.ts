@@ -14,10 +14,11 @@ import {
   type VectorSearchRequest,
   type VectorStore,
 } from '@trellis/core';
+import { randomUUID } from 'node:crypto';
 import { getLoadablePath } from 'sqlite-vec';
-import { QuantizedIndex } from './quantized-index.js';
+import { QuantizedIndex, type IndexPage } from './quantized-index.js';
 
-export { QuantizedIndex } from './quantized-index.js';
+export { QuantizedIndex, type IndexPage } from './quantized-index.js';
 export { wasmSimdAvailable } from './dot-kernel.js';
 
 export interface SqliteVecVectorStoreOptions {
@@ -45,6 +46,14 @@ export interface SqliteVecVectorStoreOptions {
    * Smaller collections build it inside their first search.
    */
   backgroundBuildRows?: number;
+  /**
+   * Whether the in-memory index of a collection of at least `backgroundBuildRows` vectors is saved
+   * in the database (its int8 codes, about `dimension` + 60 bytes per vector, in
+   * `tool_vdb_index_snapshots` and `tool_vdb_index_pages`) once built and again as writes move the
+   * change log on, so that after a restart its first search loads it (and applies the log's
+   * changes since) instead of building it again (default true).
+   */
+  persistIndex?: boolean;
 }
 
 /**
@@ -63,6 +72,11 @@ interface LoadedIndex {
   collectionId: string;
   dimension: number;
   used: number;
+  /** The saved snapshot it was restored from or last saved as, while its vectors are those (`changed` false). */
+  saved?: { position: number; generation: string };
+  changed?: boolean;
+  /** The change-log position of its last save (attempted), if any. */
+  attempted?: number;
 }
 
 interface KnexClient {
@@ -110,6 +124,9 @@ export class SqliteVecVectorStore implements VectorStore {
   private readonly memoryIndexBytes: number;
   private readonly simd: boolean;
   private readonly backgroundBuildRows: number;
+  private readonly persistIndex: boolean;
+  /** Snapshots being written, by collection key. */
+  private readonly saving = new Map<string, Promise<void>>();
   /** Background builds under way, by collection key. */
   private readonly building = new Map<string, Promise<void>>();
   /** Bumped by `close` and by dropping the indexes: a build begun before does not install its index. */
@@ -130,6 +147,7 @@ export class SqliteVecVectorStore implements VectorStore {
     this.memoryIndexBytes = options.memoryIndexBytes ?? 256 * 1024 * 1024;
     this.simd = options.simd ?? true;
     this.backgroundBuildRows = options.backgroundBuildRows ?? 10_000;
+    this.persistIndex = options.persistIndex ?? true;
   }
 
   async start(orm: MikroORM): Promise<void> {
@@ -166,6 +184,20 @@ export class SqliteVecVectorStore implements VectorStore {
     await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
     await this.ensureTermIndex(em);
     await this.ensureChangeLog(em);
+    await this.ensureSnapshotTables(em);
+    // Snapshots of collections that no longer hold a record, and pages no snapshot names (a save cut short).
+    await this.exec(em, `DELETE FROM ${SNAPSHOTS} WHERE NOT EXISTS (SELECT 1 FROM ${t.table} r WHERE r.${t.collection} = ${SNAPSHOTS}.collection_id)`, []);
+    await this.exec(em, `DELETE FROM ${PAGES} WHERE generation NOT IN (SELECT generation FROM ${SNAPSHOTS})`, []);
+  }
+
+  /** The saved in-memory indexes: one row per collection and dimension, and its pages of codes. */
+  private async ensureSnapshotTables(em: EntityManager): Promise<void> {
+    await this.exec(
+      em,
+      `CREATE TABLE IF NOT EXISTS ${SNAPSHOTS} (collection_id text NOT NULL, dimension integer NOT NULL, generation text NOT NULL, position integer NOT NULL, count integer NOT NULL, pages integer NOT NULL, format integer NOT NULL, PRIMARY KEY (collection_id, dimension))`,
+      [],
+    );
+    await this.exec(em, `CREATE TABLE IF NOT EXISTS ${PAGES} (generation text NOT NULL, page integer NOT NULL, ids text NOT NULL, codes blob NOT NULL, scales blob NOT NULL, errors blob NOT NULL, PRIMARY KEY (generation, page))`, []);
   }
 
   /**
@@ -190,8 +222,12 @@ export class SqliteVecVectorStore implements VectorStore {
       [],
     );
     await this.exec(em, `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_delete AFTER DELETE ON ${t.table} BEGIN ${log(`OLD.${t.id}`)}; ${prune}; END`, []);
-    // Writes may have gone unlogged while a trigger was missing: start the indexes afresh.
+    // Writes may have gone unlogged while a trigger was missing: start the indexes afresh, and
+    // forget the saved ones (the log no longer tells what changed since they were taken).
     this.dropIndexes();
+    await this.ensureSnapshotTables(em);
+    await this.exec(em, `DELETE FROM ${SNAPSHOTS}`, []);
+    await this.exec(em, `DELETE FROM ${PAGES}`, []);
   }
 
   /**
@@ -415,6 +451,8 @@ export class SqliteVecVectorStore implements VectorStore {
     }
     await this.applyChanges(em, this.applied, hi, [...this.indexes.values()]);
     this.applied = hi;
+    // A saved index is useful after a restart only while the log still reaches back to it.
+    for (const [key, loaded] of this.indexes) if (loaded.attempted === undefined || hi - loaded.attempted > RESAVE_LAG) this.scheduleSave(em, key, loaded);
     return hi;
   }
 
@@ -433,8 +471,10 @@ export class SqliteVecVectorStore implements VectorStore {
         const row = byId.get(id);
         const vector = row?.embedding ? bytesToVector(row.embedding) : null;
         for (const loaded of targets) {
-          if (row && vector && row.collection === loaded.collectionId && Number(row.dimension) === loaded.dimension && vector.length === loaded.dimension) loaded.index.set(id, vector);
-          else loaded.index.delete(id);
+          if (row && vector && row.collection === loaded.collectionId && Number(row.dimension) === loaded.dimension && vector.length === loaded.dimension) {
+            loaded.index.set(id, vector);
+            loaded.changed = true;
+          } else if (loaded.index.delete(id)) loaded.changed = true;
         }
       }
     }
@@ -455,7 +495,13 @@ export class SqliteVecVectorStore implements VectorStore {
     }
     if (this.building.has(key)) return null;
     if (this.declined.get(key) === position) return null;
-    const [counted] = (await this.exec(em, `SELECT count(*) AS n FROM ${t.table} WHERE ${t.collection} = ? AND ${t.dimension} = ?`, [collectionId, dimension])) as Array<{ n: number }>;
+    if (this.persistIndex) {
+      const restored = await this.restore(em, key, collectionId, dimension, position);
+      if (restored) return restored;
+    }
+    // The collection's records, of any dimension (an index-only count; its records share one
+    // dimension but for rare exceptions): an upper bound of the vectors to index.
+    const [counted] = (await this.exec(em, `SELECT count(*) AS n FROM ${t.table} WHERE ${t.collection} = ?`, [collectionId])) as Array<{ n: number }>;
     const count = Number(counted?.n ?? 0);
     if (QuantizedIndex.estimateBytes(dimension, count) > this.memoryIndexBytes) {
       this.declined.set(key, position);
@@ -519,12 +565,140 @@ export class SqliteVecVectorStore implements VectorStore {
         if (!going()) return;
         const { lo } = await this.logPosition(em);
         if (position < since || (position > since && (lo === null || lo > since + 1))) return;
-        const loaded = { index, collectionId, dimension, used: ++this.clock };
+        const loaded: LoadedIndex = { index, collectionId, dimension, used: ++this.clock };
         if (position > since) await this.applyChanges(em, since, position, [loaded]);
         this.install(key, loaded);
+        this.scheduleSave(em, key, loaded);
       });
     } catch {
       // The searches answer from the vec0 mirror meanwhile; the next one that misses the index starts a new build.
+    }
+  }
+
+  /**
+   * The collection's saved index, when there is one the change log still reaches back to (or is
+   * at): its pages loaded into a new index, the records the log names since applied, and its size
+   * checked against the collection's; installed. Null (the caller builds the index) otherwise, or
+   * when anything about it is off (a page missing or malformed, a size that does not match).
+   */
+  private async restore(em: EntityManager, key: string, collectionId: string, dimension: number, position: number): Promise<LoadedIndex | null> {
+    try {
+      const [header] = (await this.exec(em, `SELECT generation, position, count, pages, format FROM ${SNAPSHOTS} WHERE collection_id = ? AND dimension = ?`, [collectionId, dimension])) as Array<{
+        generation: string;
+        position: number;
+        count: number;
+        pages: number;
+        format: number;
+      }>;
+      if (!header || Number(header.format) !== SNAPSHOT_FORMAT) return null;
+      const since = Number(header.position);
+      const count = Number(header.count);
+      if (since > position || QuantizedIndex.estimateBytes(dimension, count) > this.memoryIndexBytes) return null;
+      if (since < position) {
+        const { lo } = await this.logPosition(em);
+        if (lo === null || lo > since + 1) return null;
+      }
+      const pages = (await this.exec(em, `SELECT page, ids, codes, scales, errors FROM ${PAGES} WHERE generation = ? ORDER BY page`, [header.generation])) as Array<{
+        page: number;
+        ids: string;
+        codes: Uint8Array;
+        scales: Uint8Array;
+        errors: Uint8Array;
+      }>;
+      if (pages.length !== Number(header.pages) || pages.some((page, i) => Number(page.page) !== i)) return null;
+      const index = new QuantizedIndex(dimension, { simd: this.simd, capacity: count });
+      for (const page of pages) index.append({ ids: JSON.parse(page.ids) as string[], codes: page.codes, scales: float64s(page.scales), errors: float64s(page.errors) });
+      if (index.size !== count) return null;
+      const loaded: LoadedIndex = { index, collectionId, dimension, used: ++this.clock, saved: { position: since, generation: header.generation }, changed: false, attempted: since };
+      if (since < position) await this.applyChanges(em, since, position, [loaded]);
+      // A last check: as many vectors as the collection has records of this dimension.
+      const [records] = (await this.exec(em, `SELECT count(*) AS n FROM ${t.table} WHERE ${t.collection} = ?`, [collectionId])) as Array<{ n: number }>;
+      if (Number(records?.n) !== index.size) {
+        const [exact] = (await this.exec(em, `SELECT count(*) AS n FROM ${t.table} WHERE ${t.collection} = ? AND ${t.dimension} = ?`, [collectionId, dimension])) as Array<{ n: number }>;
+        if (Number(exact?.n) !== index.size) return null;
+      }
+      return this.install(key, loaded);
+    } catch {
+      return null;
+    }
+  }
+
+  /** Saves the index in the background, unless it is small (quick to build) or a save of it is under way. */
+  private scheduleSave(em: EntityManager, key: string, loaded: LoadedIndex): void {
+    if (!this.persistIndex || loaded.index.size < this.backgroundBuildRows || this.saving.has(key)) return;
+    const save = this.save(em, key, loaded)
+      .catch(() => {
+        // Not saved: a restart builds the index instead; a catch-up further on tries again.
+        loaded.changed = true;
+      })
+      .finally(() => this.saving.delete(key));
+    this.saving.set(key, save);
+  }
+
+  /**
+   * Writes a copy of the index, taken in the gate (so at the indexes' log position), as a new
+   * generation of pages (other work runs between them), then in one transaction points the
+   * collection's snapshot row at it and deletes the previous generation's pages, unless another
+   * process saved a newer one meanwhile. An index unchanged since its last save only moves that
+   * snapshot's position.
+   */
+  private async save(em: EntityManager, key: string, loaded: LoadedIndex): Promise<void> {
+    const epoch = this.generation;
+    const going = () => epoch === this.generation && this.indexes.get(key) === loaded;
+    const copy = await this.exclusive(async () => {
+      if (!going()) return null;
+      const position = this.applied;
+      loaded.attempted = position;
+      if (loaded.saved && !loaded.changed) return { position, pages: null, previous: loaded.saved.generation };
+      loaded.changed = false;
+      loaded.saved = undefined;
+      const pages: IndexPage[] = [];
+      for (let from = 0; from < loaded.index.size; from += SNAPSHOT_PAGE) pages.push(loaded.index.export(from, SNAPSHOT_PAGE));
+      return { position, pages, previous: null };
+    });
+    if (!copy) return;
+    const where = 'collection_id = ? AND dimension = ?';
+    const at = [loaded.collectionId, loaded.dimension];
+    if (!copy.pages) {
+      // Unchanged since: the saved pages are the index at this position too.
+      await this.exec(em, `UPDATE ${SNAPSHOTS} SET position = ? WHERE ${where} AND generation = ? AND position < ?`, [copy.position, ...at, copy.previous, copy.position]);
+      if (loaded.saved && !loaded.changed) loaded.saved = { position: copy.position, generation: copy.previous! };
+      return;
+    }
+    const generation = randomUUID();
+    let written = 0;
+    try {
+      for (const [page, data] of copy.pages.entries()) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (!going()) throw new Error('index dropped');
+        await this.exec(em, `INSERT INTO ${PAGES} (generation, page, ids, codes, scales, errors) VALUES (?, ?, ?, ?, ?, ?)`, [
+          generation,
+          page,
+          JSON.stringify(data.ids),
+          // A Buffer: the driver binds only those as blobs.
+          Buffer.from(data.codes.buffer, data.codes.byteOffset, data.codes.byteLength),
+          bytesOf(data.scales),
+          bytesOf(data.errors),
+        ]);
+        written++;
+      }
+      const count = copy.pages.reduce((sum, page) => sum + page.ids.length, 0);
+      const installed = await inTransaction(em, async (tx) => {
+        const [current] = (await this.exec(tx, `SELECT generation, position FROM ${SNAPSHOTS} WHERE ${where}`, at)) as Array<{ generation: string; position: number }>;
+        if (current && Number(current.position) > copy.position) return false;
+        await this.exec(
+          tx,
+          `INSERT INTO ${SNAPSHOTS} (collection_id, dimension, generation, position, count, pages, format) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (collection_id, dimension) DO UPDATE SET generation = excluded.generation, position = excluded.position, count = excluded.count, pages = excluded.pages, format = excluded.format`,
+          [...at, generation, copy.position, count, copy.pages.length, SNAPSHOT_FORMAT],
+        );
+        if (current) await this.exec(tx, `DELETE FROM ${PAGES} WHERE generation = ?`, [current.generation]);
+        return true;
+      });
+      if (!installed) throw new Error('a newer snapshot exists');
+      if (!loaded.changed) loaded.saved = { position: copy.position, generation };
+    } catch (error) {
+      if (written > 0) await this.exec(em, `DELETE FROM ${PAGES} WHERE generation = ?`, [generation]).catch(() => undefined);
+      throw error;
     }
   }
 
@@ -546,7 +720,7 @@ export class SqliteVecVectorStore implements VectorStore {
    * tests, benchmarks, and warming a collection: search it once, then wait.
    */
   async idle(): Promise<void> {
-    while (this.building.size > 0) await Promise.allSettled([...this.building.values()]);
+    while (this.building.size > 0 || this.saving.size > 0) await Promise.allSettled([...this.building.values(), ...this.saving.values()]);
   }
 
   /** Drops the indexes; `builds`: the background builds under way too (their rows may be missing unlogged writes). */
@@ -617,6 +791,15 @@ const KEEP_CHANGES = 10000;
 const CHUNK = 500;
 const PAGE = 5000;
 const BACKGROUND_PAGE = 500;
+/** The saved in-memory indexes (a row per collection and dimension) and their pages of codes. */
+const SNAPSHOTS = 'tool_vdb_index_snapshots';
+const PAGES = 'tool_vdb_index_pages';
+/** How the pages code an index (bumped if `QuantizedIndex`'s coding ever changes: older snapshots are then ignored). */
+const SNAPSHOT_FORMAT = 1;
+/** Vectors per page of a snapshot. */
+const SNAPSHOT_PAGE = 8192;
+/** Log positions a saved index may fall behind before it is saved again (the log keeps 10,000). */
+const RESAVE_LAG = 5000;
 /** Records per multi-row write of the mirrors (3 parameters each). */
 const WRITE_CHUNK = 500;
 
@@ -685,6 +868,17 @@ const mirrorTable = (dimension: number): string => `tool_vdb_unit_${dimension}`;
 
 /** Records whose vector is all zeros (no direction: cosine distance 1 to every query). */
 const ZERO = 'tool_vdb_zero';
+
+/** The bytes of a Float64Array, for a blob. */
+const bytesOf = (array: Float64Array): Buffer => Buffer.from(array.buffer, array.byteOffset, array.byteLength);
+
+/** A blob of float64s back as a Float64Array (copied: the driver's buffer need not be aligned). */
+function float64s(bytes: Uint8Array): Float64Array {
+  if (bytes.byteLength % 8 !== 0) throw new Error('malformed float64 blob');
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return new Float64Array(copy.buffer);
+}
 
 /** `vector` scaled to length 1, or null for the zero vector. */
 function toUnit(vector: Float32Array): Float32Array | null {

@@ -171,4 +171,57 @@ describe('quantised index: candidates contain the exact top k', () => {
     expect(index.candidates([1, 0, 0, 0], 3)).toContain('bad');
     expect(() => index.set('short', [1, 2])).toThrow(/3|2 dimensions/);
   });
+  it('exports its coded vectors in pages that restore an index answering the same, which then follows writes', () => {
+    const dimension = 40;
+    const random = rng(9);
+    const gaussian = gaussianOf(random);
+    const vectors = new Map<string, Float32Array>();
+    const index = new QuantizedIndex(dimension);
+    for (let i = 0; i < 700; i++) {
+      const vector = i % 97 === 0 ? new Float32Array(dimension) : Float32Array.from({ length: dimension }, gaussian);
+      vectors.set(`v${i}`, vector);
+      index.set(`v${i}`, vector);
+    }
+    for (let i = 0; i < 700; i += 7) {
+      index.delete(`v${i}`);
+      vectors.delete(`v${i}`);
+    }
+    const restored = new QuantizedIndex(dimension, { capacity: index.size });
+    for (let from = 0; from < index.size; from += 256) restored.append(index.export(from, 256));
+    expect(restored.size).toBe(index.size);
+    for (let n = 0; n < 5; n++) {
+      const query = Float32Array.from({ length: dimension }, gaussian);
+      expect(restored.candidates(query, 10)).toEqual(index.candidates(query, 10));
+      expect(rerank(restored, vectors, query, 10)).toEqual(bruteForce(vectors, query, 10));
+    }
+    // Writes after a restore: replaced, deleted and new vectors.
+    const id = 'v1';
+    const turned = vectors.get(id)!.map((x) => -x);
+    vectors.set(id, turned);
+    restored.set(id, turned);
+    expect(restored.delete('v2')).toBe(true);
+    vectors.delete('v2');
+    const added = Float32Array.from({ length: dimension }, gaussian);
+    vectors.set('new', added);
+    restored.set('new', added);
+    expect(rerank(restored, vectors, added, 1)[0]!.id).toBe('new');
+    for (let n = 0; n < 5; n++) {
+      const query = Float32Array.from({ length: dimension }, gaussian);
+      expect(rerank(restored, vectors, query, 10)).toEqual(bruteForce(vectors, query, 10));
+    }
+  });
+
+  it('refuses a malformed page, and an id held twice after pages are appended', () => {
+    const index = new QuantizedIndex(4);
+    for (let i = 0; i < 20; i++) index.set(`v${i}`, [1, i, 0, 0]);
+    const page = index.export();
+    const target = new QuantizedIndex(4);
+    expect(() => target.append({ ...page, codes: page.codes.subarray(1) })).toThrow(/malformed/);
+    expect(() => target.append({ ...page, scales: Float64Array.from(page.scales, () => NaN) })).toThrow(/malformed/);
+    expect(target.size).toBe(0);
+    target.append(page);
+    target.append(index.export(3, 1));
+    expect(target.size).toBe(21);
+    expect(() => target.has('v3')).toThrow(/twice/);
+  });
 });
