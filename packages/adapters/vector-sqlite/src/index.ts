@@ -154,19 +154,41 @@ export class SqliteVecVectorStore implements VectorStore {
     if (dialectOf(orm.em) !== 'sqlite') throw new Error('SqliteVecVectorStore needs the SQLite database adapter (@trellis/db-sqlite).');
     this.orm = orm;
     await this.load();
-    await this.sync(orm.em.fork());
+    await this.sync(orm.em.fork(), { all: false });
   }
 
   /**
    * Brings the `vec0` mirrors in line with the records table: adds the vectors of records written
-   * while another store was bound (or by bulk loads) and drops those of deleted records.
+   * while another store was bound (or by bulk loads) and drops those of deleted records. `all:
+   * false` (what `start` runs) checks only the records the change log names since the last sync,
+   * when it still reaches back that far.
    */
-  async sync(em: EntityManager): Promise<void> {
+  async sync(em: EntityManager, options: { all?: boolean } = {}): Promise<void> {
     // Mirrors of earlier versions (raw vectors, cosine metric) are replaced by the unit-vector ones.
     const legacy = (await this.exec(em, "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'tool_vdb_vec_[0-9]*' AND sql LIKE '%USING vec0%'", [])) as Array<{ name: string }>;
     for (const { name } of legacy) await this.exec(em, `DROP TABLE ${name}`, []);
     await this.exec(em, `CREATE TABLE IF NOT EXISTS ${ZERO} (record_id text PRIMARY KEY, collection_id text NOT NULL, dimension integer NOT NULL)`, []);
     await this.exec(em, `CREATE INDEX IF NOT EXISTS ${ZERO}_collection_index ON ${ZERO} (collection_id, dimension, record_id)`, []);
+    await this.ensureSnapshotTables(em);
+    await this.ensureTermIndex(em);
+    await this.ensureChangeLog(em);
+    // Every write to the records table since the mirrors were last checked is in the change log
+    // (whoever made it): at start (`all: false`), while the log reaches back that far, only the
+    // records it names are checked; otherwise (first start, a log cut short, lost triggers), and
+    // when called without options (after the mirror tables themselves were written to), all are.
+    const { lo, hi } = await this.logPosition(em);
+    const [state] = (await this.exec(em, `SELECT position FROM ${MIRROR_STATE} WHERE id = 1`, [])) as Array<{ position: number }>;
+    const since = state ? Number(state.position) : null;
+    if (options.all === false && since !== null && since <= hi && (since === hi || (lo !== null && lo <= since + 1))) await this.syncChanged(em, since, hi);
+    else await this.syncAll(em);
+    await this.exec(em, `INSERT INTO ${MIRROR_STATE} (id, position) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET position = excluded.position`, [hi]);
+    // Snapshots of collections that no longer hold a record, and pages no snapshot names (a save cut short).
+    await this.exec(em, `DELETE FROM ${SNAPSHOTS} WHERE NOT EXISTS (SELECT 1 FROM ${t.table} r WHERE r.${t.collection} = ${SNAPSHOTS}.collection_id)`, []);
+    await this.exec(em, `DELETE FROM ${PAGES} WHERE generation NOT IN (SELECT generation FROM ${SNAPSHOTS})`, []);
+  }
+
+  /** Adds the vectors of records the mirrors lack, and drops those of records gone, over the whole records table. */
+  private async syncAll(em: EntityManager): Promise<void> {
     const dimensions = (await this.exec(em, `SELECT DISTINCT ${t.dimension} AS dimension FROM ${t.table}`, [])) as Array<{ dimension: number }>;
     for (const { dimension } of dimensions) {
       const table = await this.ensureTable(em, Number(dimension));
@@ -182,12 +204,53 @@ export class SqliteVecVectorStore implements VectorStore {
       await this.exec(em, `DELETE FROM ${table} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
     }
     await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
-    await this.ensureTermIndex(em);
-    await this.ensureChangeLog(em);
-    await this.ensureSnapshotTables(em);
-    // Snapshots of collections that no longer hold a record, and pages no snapshot names (a save cut short).
-    await this.exec(em, `DELETE FROM ${SNAPSHOTS} WHERE NOT EXISTS (SELECT 1 FROM ${t.table} r WHERE r.${t.collection} = ${SNAPSHOTS}.collection_id)`, []);
-    await this.exec(em, `DELETE FROM ${PAGES} WHERE generation NOT IN (SELECT generation FROM ${SNAPSHOTS})`, []);
+  }
+
+  /**
+   * The same checks as `syncAll` for the records the change log names in (`from`, `to`] only: a
+   * record the mirrors lack is added (to its dimension's mirror, or the zero table), one gone, or
+   * now of another dimension or without a direction, is dropped where it was.
+   */
+  private async syncChanged(em: EntityManager, from: number, to: number): Promise<void> {
+    const changed = (await this.exec(em, `SELECT DISTINCT record_id AS id FROM ${CHANGES} WHERE seq > ? AND seq <= ?`, [from, to])) as Array<{ id: string }>;
+    const tables = await this.mirrorTables(em);
+    for (let start = 0; start < changed.length; start += CHUNK) {
+      const ids = changed.slice(start, start + CHUNK).map((row) => row.id);
+      const marks = ids.map(() => '?').join(', ');
+      const records = (await this.exec(
+        em,
+        `SELECT ${t.id} AS id, ${t.dimension} AS dimension, vec_distance_l2(${t.embedding}, zeroblob(length(${t.embedding}))) > 0 AS direction FROM ${t.table} WHERE ${t.id} IN (${marks})`,
+        ids,
+      )) as Array<{ id: string; dimension: number; direction: number }>;
+      const want = new Map(records.map((row) => [row.id, row.direction ? mirrorTable(Number(row.dimension)) : ZERO]));
+      const held = new Map<string, string[]>();
+      for (const table of [...tables, ZERO]) {
+        const lookup = table === ZERO ? { table: ZERO, column: 'record_id' } : await this.mirrorIds(em, table);
+        for (const { id } of (await this.exec(em, `SELECT ${lookup.column} AS id FROM ${lookup.table} WHERE ${lookup.column} IN (${marks})`, ids)) as Array<{ id: string }>) {
+          held.set(id, [...(held.get(id) ?? []), table]);
+        }
+      }
+      const add = new Map<string, string[]>();
+      for (const id of ids) {
+        const target = want.get(id);
+        for (const table of held.get(id) ?? []) if (table !== target) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
+        if (target && !(held.get(id) ?? []).includes(target)) add.set(target, [...(add.get(target) ?? []), id]);
+      }
+      for (const [table, missing] of add) {
+        const params = missing.map(() => '?').join(', ');
+        if (table === ZERO) {
+          await this.exec(em, `INSERT OR IGNORE INTO ${ZERO} (record_id, collection_id, dimension) SELECT ${t.id}, ${t.collection}, ${t.dimension} FROM ${t.table} WHERE ${t.id} IN (${params})`, missing);
+        } else {
+          const dimension = Number(records.find((row) => row.id === missing[0])!.dimension);
+          await this.ensureTable(em, dimension);
+          await this.exec(
+            em,
+            `INSERT INTO ${table} (record_id, collection_id, embedding) SELECT ${t.id}, ${t.collection}, vec_normalize(${t.embedding}) FROM ${t.table} WHERE ${t.id} IN (${params})`,
+            missing,
+          );
+        }
+      }
+    }
   }
 
   /** The saved in-memory indexes: one row per collection and dimension, and its pages of codes. */
@@ -198,6 +261,7 @@ export class SqliteVecVectorStore implements VectorStore {
       [],
     );
     await this.exec(em, `CREATE TABLE IF NOT EXISTS ${PAGES} (generation text NOT NULL, page integer NOT NULL, ids text NOT NULL, codes blob NOT NULL, scales blob NOT NULL, errors blob NOT NULL, PRIMARY KEY (generation, page))`, []);
+    await this.exec(em, `CREATE TABLE IF NOT EXISTS ${MIRROR_STATE} (id integer PRIMARY KEY CHECK (id = 1), position integer NOT NULL)`, []);
   }
 
   /**
@@ -228,6 +292,8 @@ export class SqliteVecVectorStore implements VectorStore {
     await this.ensureSnapshotTables(em);
     await this.exec(em, `DELETE FROM ${SNAPSHOTS}`, []);
     await this.exec(em, `DELETE FROM ${PAGES}`, []);
+    // And the mirrors: the next sync checks every record.
+    await this.exec(em, `DELETE FROM ${MIRROR_STATE}`, []);
   }
 
   /**
@@ -794,6 +860,8 @@ const BACKGROUND_PAGE = 500;
 /** The saved in-memory indexes (a row per collection and dimension) and their pages of codes. */
 const SNAPSHOTS = 'tool_vdb_index_snapshots';
 const PAGES = 'tool_vdb_index_pages';
+/** The change-log position up to which the mirrors were last checked against the records (one row). */
+const MIRROR_STATE = 'tool_vdb_mirror_state';
 /** How the pages code an index (bumped if `QuantizedIndex`'s coding ever changes: older snapshots are then ignored). */
 const SNAPSHOT_FORMAT = 1;
 /** Vectors per page of a snapshot. */

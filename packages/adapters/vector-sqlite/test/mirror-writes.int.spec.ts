@@ -123,4 +123,44 @@ describe('sqlite-vec store: batched mirror writes', () => {
     await consistent();
     expect(await count('SELECT count(*) AS n FROM tool_vdb_zero')).toBe(0);
   });
+
+  it('the sync of a start checks the records the change log names since the last, or all of them when the log no longer reaches back', async () => {
+    const em = kernel.fork();
+    const statements: string[] = [];
+    const connection = em.getConnection();
+    const execute = connection.execute.bind(connection);
+    connection.execute = (async (sql: string, ...rest: unknown[]) => {
+      statements.push(sql);
+      return (execute as (...args: unknown[]) => Promise<unknown>)(sql, ...rest);
+    }) as typeof connection.execute;
+    const behind = async (text: string, params: unknown[]) => kernel.fork().getConnection().execute(text, params, 'run');
+    const now = new Date().toISOString();
+    const insert = 'INSERT INTO tool_vdb_records (id, collection_id, content, tags, metadata, embedding, dimension, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)';
+    // Written behind the store's back (no upsert or remove): new records, a zero vector, deletions, a direction turned to zero.
+    const added = [newId(), newId()];
+    for (const id of added) await behind(insert, [id, collectionId, 'x', '[]', '{}', vectorToBytes(vector()), dimension, now, now]);
+    await behind(insert, [newId(), collectionId, 'x', '[]', '{}', vectorToBytes(new Float32Array(dimension)), dimension, now, now]);
+    const ids = ((await kernel.fork().getConnection().execute('SELECT id FROM tool_vdb_records ORDER BY id LIMIT 3', [], 'all')) as Array<{ id: string }>).map((row) => row.id);
+    await behind('DELETE FROM tool_vdb_records WHERE id IN (?, ?)', [ids[0], ids[1]]);
+    await behind('UPDATE tool_vdb_records SET embedding = ? WHERE id = ?', [vectorToBytes(new Float32Array(dimension)), ids[2]]);
+    await store.sync(em, { all: false });
+    expect(statements.some((sql) => /NOT IN \(SELECT record_id FROM tool_vdb_unit_/.test(sql))).toBe(false);
+    await consistent();
+    // More writes than the log keeps (10,000) since the last sync: every record is checked.
+    await kernel
+      .fork()
+      .getConnection()
+      .execute(
+        `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 10001)
+         INSERT INTO tool_vdb_records (id, collection_id, content, tags, metadata, embedding, dimension, created_at, updated_at)
+         SELECT '00000000-0000-7000-b000-' || printf('%012d', i), ?, 'x', '[]', '{}', ?, ?, '2026-01-01', '2026-01-01' FROM n`,
+        [collectionId, vectorToBytes(vector()), dimension],
+        'run',
+      );
+    statements.length = 0;
+    await store.sync(em, { all: false });
+    expect(statements.some((sql) => /NOT IN \(SELECT record_id FROM tool_vdb_unit_/.test(sql))).toBe(true);
+    await consistent();
+    connection.execute = execute;
+  });
 });
