@@ -50,8 +50,9 @@ export interface SqliteVecVectorStoreOptions {
    * Whether the in-memory index of a collection of at least `backgroundBuildRows` vectors is saved
    * in the database (its int8 codes, about `dimension` + 60 bytes per vector, in
    * `tool_vdb_index_snapshots` and `tool_vdb_index_pages`) once built and again as writes move the
-   * change log on, so that after a restart its first search loads it (and applies the log's
-   * changes since) instead of building it again (default true).
+   * change log on, so that after a restart it is loaded (and the log's changes since applied)
+   * instead of built again: in the background from `start` (most recently saved first, as many as
+   * `memoryIndexBytes` holds), or by the collection's first search (default true).
    */
   persistIndex?: boolean;
 }
@@ -125,6 +126,8 @@ export class SqliteVecVectorStore implements VectorStore {
   private readonly simd: boolean;
   private readonly backgroundBuildRows: number;
   private readonly persistIndex: boolean;
+  /** The loading of the saved indexes that `start` begins. */
+  private preloading: Promise<void> = Promise.resolve();
   /** Snapshots being written, by collection key. */
   private readonly saving = new Map<string, Promise<void>>();
   /** Background builds under way, by collection key. */
@@ -155,6 +158,39 @@ export class SqliteVecVectorStore implements VectorStore {
     this.orm = orm;
     await this.load();
     await this.sync(orm.em.fork(), { all: false });
+    // Not awaited: the host starts serving meanwhile (a search of a collection being loaded waits for it).
+    this.preloading = this.preload(orm.em.fork());
+  }
+
+  /**
+   * Loads the saved indexes, most recently saved first, as many as `memoryIndexBytes` holds, each
+   * in the gate on its own (searches run between them). Failures are left to the searches (they
+   * load or build the index themselves).
+   */
+  private async preload(em: EntityManager): Promise<void> {
+    if (!this.memoryIndex || !this.persistIndex) return;
+    const epoch = this.generation;
+    try {
+      const saved = (await this.exec(em, `SELECT collection_id AS collection, dimension, count FROM ${SNAPSHOTS} WHERE format = ? ORDER BY position DESC`, [SNAPSHOT_FORMAT])) as Array<{
+        collection: string;
+        dimension: number;
+        count: number;
+      }>;
+      let room = this.memoryIndexBytes;
+      for (const { collection, dimension, count } of saved) {
+        const bytes = QuantizedIndex.estimateBytes(Number(dimension), Number(count));
+        if (bytes > room) continue;
+        const key = `${collection}/${Number(dimension)}`;
+        const loaded = await this.exclusive(async () => {
+          if (epoch !== this.generation || this.indexes.has(key) || this.building.has(key)) return null;
+          return this.restore(em, key, collection, Number(dimension), await this.catchUp(em));
+        });
+        if (epoch !== this.generation) return;
+        if (loaded) room -= loaded.index.bytes;
+      }
+    } catch {
+      // The searches load or build what is missing.
+    }
   }
 
   /**
@@ -786,6 +822,7 @@ export class SqliteVecVectorStore implements VectorStore {
    * tests, benchmarks, and warming a collection: search it once, then wait.
    */
   async idle(): Promise<void> {
+    await this.preloading;
     while (this.building.size > 0 || this.saving.size > 0) await Promise.allSettled([...this.building.values(), ...this.saving.values()]);
   }
 
