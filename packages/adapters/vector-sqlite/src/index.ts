@@ -490,17 +490,25 @@ export class SqliteVecVectorStore implements VectorStore {
    * Unfiltered search through the collection's in-memory index: its candidates (a superset of the
    * exact top k, see `QuantizedIndex`) re-ranked by their exact cosine distance from the records
    * table, ties by id. The answer stands if the change log did not move while it was computed;
-   * otherwise (a write committed meanwhile) it is computed again, and after three tries the caller
-   * falls back to the tables. Null: no index for this collection (over the memory budget, or being
+   * otherwise (a write committed meanwhile) it is computed again, and after three more tries the
+   * caller falls back to the tables. Null: no index for this collection (over the memory budget, or being
    * built in the background).
    */
   private async searchMemory(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[] | null> {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const ready = await this.exclusive(async () => {
-        const position = await this.catchUp(em);
-        return { position, loaded: await this.indexOf(em, request.collectionId, request.vector.length, position) };
-      });
-      const { position, loaded } = ready;
+    const key = `${request.collectionId}/${request.vector.length}`;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      // First try: the index as it stands, at the position it was last caught up to (every
+      // change up to it applied), without reading the log first: the re-ranking statement reads
+      // the log's position anyway, and if it moved meanwhile the search is computed again after
+      // a catch-up in the gate.
+      const current = attempt === 0 && this.applied >= 0 ? this.indexes.get(key) : undefined;
+      if (current) current.used = ++this.clock;
+      const { position, loaded } = current
+        ? { position: this.applied, loaded: current }
+        : await this.exclusive(async () => {
+            const position = await this.catchUp(em);
+            return { position, loaded: await this.indexOf(em, request.collectionId, request.vector.length, position) };
+          });
       if (!loaded) return null;
       const top = new TopK(request.limit);
       const candidates = loaded.index.candidates(request.vector, request.limit);
