@@ -708,16 +708,20 @@ export class SqliteVecVectorStore implements VectorStore {
         const { lo } = await this.logPosition(em);
         if (lo === null || lo > since + 1) return null;
       }
-      const pages = (await this.exec(em, `SELECT page, ids, codes, scales, errors FROM ${PAGES} WHERE generation = ? ORDER BY page`, [header.generation])) as Array<{
-        page: number;
-        ids: string;
-        codes: Uint8Array;
-        scales: Uint8Array;
-        errors: Uint8Array;
-      }>;
-      if (pages.length !== Number(header.pages) || pages.some((page, i) => Number(page.page) !== i)) return null;
       const index = new QuantizedIndex(dimension, { simd: this.simd, capacity: count });
-      for (const page of pages) index.append({ ids: JSON.parse(page.ids) as string[], codes: page.codes, scales: float64s(page.scales), errors: float64s(page.errors) });
+      // A page at a time, other work (requests) served between them.
+      for (let page = 0; page < Number(header.pages); page++) {
+        if (page > 0) await new Promise((resolve) => setImmediate(resolve));
+        const [row] = (await this.exec(em, `SELECT ids, codes, scales, errors FROM ${PAGES} WHERE generation = ? AND page = ?`, [header.generation, page])) as Array<{
+          ids: string;
+          codes: Uint8Array;
+          scales: Uint8Array;
+          errors: Uint8Array;
+        }>;
+        // Gone: another process saved a newer snapshot meanwhile.
+        if (!row) return null;
+        index.append({ ids: JSON.parse(row.ids) as string[], codes: row.codes, scales: float64s(row.scales), errors: float64s(row.errors) });
+      }
       if (index.size !== count) return null;
       const loaded: LoadedIndex = { index, collectionId, dimension, used: ++this.clock, saved: { position: since, generation: header.generation }, changed: false, attempted: since };
       if (since < position) await this.applyChanges(em, since, position, [loaded]);
