@@ -26,21 +26,32 @@ describe('dot-product kernel', () => {
     expect(wasmSimdAvailable()).toBe(true);
   });
 
-  it.each([true, false])('computes exact int8 × int16 sums (simd %s)', (simd) => {
+  // Even and odd counts: the SIMD loop takes vectors two at a time and the last of an odd count alone.
+  it.each([
+    { simd: true, count: 50 },
+    { simd: true, count: 51 },
+    { simd: true, count: 1 },
+    { simd: true, count: 2 },
+    { simd: false, count: 50 },
+    { simd: false, count: 51 },
+  ])('computes exact int8 × int16 sums (simd $simd, $count vectors)', ({ simd, count }) => {
     const kernel = new DotKernel({ simd });
     expect(kernel.simd).toBe(simd);
     const random = rng(7);
     const blocks = 3;
-    const count = 50;
     const codesAt = blocks * 32;
     const out = codesAt + count * blocks * 16;
-    kernel.reserve(out + count * 4);
+    // Room for a sentinel after the results.
+    kernel.reserve(out + count * 4 + 4);
     const query = new Int16Array(kernel.buffer, 0, blocks * 16);
     const codes = new Int8Array(kernel.buffer, codesAt, count * blocks * 16);
     // Extremes included: -127..127 codes against ±16383 queries.
     for (let d = 0; d < query.length; d++) query[d] = d % 5 === 0 ? (d % 2 ? 16383 : -16383) : Math.round((random() - 0.5) * 32766);
     for (let i = 0; i < codes.length; i++) codes[i] = i % 7 === 0 ? (i % 2 ? 127 : -127) : Math.round((random() - 0.5) * 254);
+    // The sentinel: nothing is written past the results.
+    new Int32Array(kernel.buffer, out + count * 4, 1)[0] = 0x5a5a5a5a;
     kernel.dots(codesAt, 0, out, count, blocks);
+    expect(new Int32Array(kernel.buffer, out + count * 4, 1)[0]).toBe(0x5a5a5a5a);
     const results = new Int32Array(kernel.buffer, out, count);
     for (let v = 0; v < count; v++) {
       let sum = 0;
