@@ -108,5 +108,39 @@ describe.each(testDatabases())('vector database with an AI model embedder on $na
         expect(response.body.message).toMatch(/384 dimensions.*8\)/);
       }
     });
+
+    it('uses an updated model’s new key and conf from the next call, changed through the API or straight in the database, and a deleted model no longer embeds', async () => {
+      const embedCalls = () => wire.requests.filter((request) => request.path.endsWith('/embeddings'));
+      const search = () => t.request('POST', '/tool/vdb/Embedded/vector', { token, body: { content: 'alpha', query: { limit: 1 } } });
+      wire.reset();
+      expect((await search()).status).toBe(200);
+      expect(embedCalls().at(-1)!.headers.authorization).toBe(`Bearer ${apiKey}`);
+      // A new key and embedding model through the API: the very next call sends them (this wire server refuses the key: 422).
+      const conf = { model: 'wire-chat', embeddingModel: 'wire-embed', baseURL: wire.baseURL, apiKey };
+      expect((await t.request('PUT', `/ai/models/${modelId}`, { token, body: { name: 'Embeddings', service: 'openai', conf: { ...conf, apiKey: 'sk-rotated', embeddingModel: 'wire-embed-2' } } })).status).toBe(200);
+      const refused = await search();
+      expect(refused.status).toBe(422);
+      expect(refused.body.error).toBe('vdb_embedding_failed');
+      expect(embedCalls().at(-1)!.headers.authorization).toBe('Bearer sk-rotated');
+      expect(embedCalls().at(-1)!.body.model).toBe('wire-embed-2');
+      // Back to the key the server takes.
+      expect((await t.request('PUT', `/ai/models/${modelId}`, { token, body: { name: 'Embeddings', service: 'openai', conf } })).status).toBe(200);
+      expect((await search()).status).toBe(200);
+      expect(embedCalls().at(-1)!.body.model).toBe('wire-embed');
+      // Changed straight in the database (as another process, or an operator, would): used at once too.
+      const connection = t.kernel.fork().getConnection();
+      const [row] = (await connection.execute('SELECT conf FROM ai_models WHERE id = ?', [modelId], 'all')) as Array<{ conf: string | Record<string, unknown> }>;
+      const stored = typeof row!.conf === 'string' ? (JSON.parse(row!.conf) as Record<string, unknown>) : row!.conf;
+      await connection.execute('UPDATE ai_models SET conf = ? WHERE id = ?', [JSON.stringify({ ...stored, embeddingModel: 'wire-embed-3' }), modelId]);
+      expect((await search()).status).toBe(200);
+      expect(embedCalls().at(-1)!.body.model).toBe('wire-embed-3');
+      // Deleted: the next call fails without reaching the provider.
+      expect((await t.request('DELETE', `/ai/models/${modelId}`, { token })).status).toBe(204);
+      const before = embedCalls().length;
+      const gone = await search();
+      expect(gone.status).toBe(422);
+      expect(gone.body.error).toBe('vdb_embedding_failed');
+      expect(embedCalls()).toHaveLength(before);
+    });
   });
 });

@@ -14,10 +14,11 @@ import {
   type VectorSearchRequest,
   type VectorStore,
 } from '@trellis/core';
+import { randomUUID } from 'node:crypto';
 import { getLoadablePath } from 'sqlite-vec';
-import { QuantizedIndex } from './quantized-index.js';
+import { QuantizedIndex, type IndexPage } from './quantized-index.js';
 
-export { QuantizedIndex } from './quantized-index.js';
+export { QuantizedIndex, type IndexPage } from './quantized-index.js';
 export { wasmSimdAvailable } from './dot-kernel.js';
 
 export interface SqliteVecVectorStoreOptions {
@@ -45,6 +46,15 @@ export interface SqliteVecVectorStoreOptions {
    * Smaller collections build it inside their first search.
    */
   backgroundBuildRows?: number;
+  /**
+   * Whether the in-memory index of a collection of at least `backgroundBuildRows` vectors is saved
+   * in the database (its int8 codes, about `dimension` + 60 bytes per vector, in
+   * `tool_vdb_index_snapshots` and `tool_vdb_index_pages`) once built and again as writes move the
+   * change log on, so that after a restart it is loaded (and the log's changes since applied)
+   * instead of built again: in the background from `start` (most recently saved first, as many as
+   * `memoryIndexBytes` holds), or by the collection's first search (default true).
+   */
+  persistIndex?: boolean;
 }
 
 /**
@@ -63,6 +73,11 @@ interface LoadedIndex {
   collectionId: string;
   dimension: number;
   used: number;
+  /** The saved snapshot it was restored from or last saved as, while its vectors are those (`changed` false). */
+  saved?: { position: number; generation: string };
+  changed?: boolean;
+  /** The change-log position of its last save (attempted), if any. */
+  attempted?: number;
 }
 
 interface KnexClient {
@@ -103,11 +118,18 @@ export class SqliteVecVectorStore implements VectorStore {
   private readonly termIndex: boolean;
   private orm?: MikroORM;
   private readonly tables = new Set<string>();
+  /** Each mirror's id lookup table: its sqlite-vec shadow table, or null for the mirror itself. */
+  private readonly shadows = new Map<string, string | null>();
   private loading?: Promise<void>;
   private readonly memoryIndex: boolean;
   private readonly memoryIndexBytes: number;
   private readonly simd: boolean;
   private readonly backgroundBuildRows: number;
+  private readonly persistIndex: boolean;
+  /** The loading of the saved indexes that `start` begins. */
+  private preloading: Promise<void> = Promise.resolve();
+  /** Snapshots being written, by collection key. */
+  private readonly saving = new Map<string, Promise<void>>();
   /** Background builds under way, by collection key. */
   private readonly building = new Map<string, Promise<void>>();
   /** Bumped by `close` and by dropping the indexes: a build begun before does not install its index. */
@@ -128,25 +150,81 @@ export class SqliteVecVectorStore implements VectorStore {
     this.memoryIndexBytes = options.memoryIndexBytes ?? 256 * 1024 * 1024;
     this.simd = options.simd ?? true;
     this.backgroundBuildRows = options.backgroundBuildRows ?? 10_000;
+    this.persistIndex = options.persistIndex ?? true;
   }
 
   async start(orm: MikroORM): Promise<void> {
     if (dialectOf(orm.em) !== 'sqlite') throw new Error('SqliteVecVectorStore needs the SQLite database adapter (@trellis/db-sqlite).');
     this.orm = orm;
     await this.load();
-    await this.sync(orm.em.fork());
+    await this.sync(orm.em.fork(), { all: false });
+    // Not awaited: the host starts serving meanwhile (a search of a collection being loaded waits for it).
+    this.preloading = this.preload(orm.em.fork());
+  }
+
+  /**
+   * Loads the saved indexes, most recently saved first, as many as `memoryIndexBytes` holds, each
+   * in the gate on its own (searches run between them). Failures are left to the searches (they
+   * load or build the index themselves).
+   */
+  private async preload(em: EntityManager): Promise<void> {
+    if (!this.memoryIndex || !this.persistIndex) return;
+    const epoch = this.generation;
+    try {
+      const saved = (await this.exec(em, `SELECT collection_id AS collection, dimension, count FROM ${SNAPSHOTS} WHERE format = ? ORDER BY position DESC`, [SNAPSHOT_FORMAT])) as Array<{
+        collection: string;
+        dimension: number;
+        count: number;
+      }>;
+      let room = this.memoryIndexBytes;
+      for (const { collection, dimension, count } of saved) {
+        const bytes = QuantizedIndex.estimateBytes(Number(dimension), Number(count));
+        if (bytes > room) continue;
+        const key = `${collection}/${Number(dimension)}`;
+        const loaded = await this.exclusive(async () => {
+          if (epoch !== this.generation || this.indexes.has(key) || this.building.has(key)) return null;
+          return this.restore(em, key, collection, Number(dimension), await this.catchUp(em));
+        });
+        if (epoch !== this.generation) return;
+        if (loaded) room -= loaded.index.bytes;
+      }
+    } catch {
+      // The searches load or build what is missing.
+    }
   }
 
   /**
    * Brings the `vec0` mirrors in line with the records table: adds the vectors of records written
-   * while another store was bound (or by bulk loads) and drops those of deleted records.
+   * while another store was bound (or by bulk loads) and drops those of deleted records. `all:
+   * false` (what `start` runs) checks only the records the change log names since the last sync,
+   * when it still reaches back that far.
    */
-  async sync(em: EntityManager): Promise<void> {
+  async sync(em: EntityManager, options: { all?: boolean } = {}): Promise<void> {
     // Mirrors of earlier versions (raw vectors, cosine metric) are replaced by the unit-vector ones.
     const legacy = (await this.exec(em, "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'tool_vdb_vec_[0-9]*' AND sql LIKE '%USING vec0%'", [])) as Array<{ name: string }>;
     for (const { name } of legacy) await this.exec(em, `DROP TABLE ${name}`, []);
     await this.exec(em, `CREATE TABLE IF NOT EXISTS ${ZERO} (record_id text PRIMARY KEY, collection_id text NOT NULL, dimension integer NOT NULL)`, []);
     await this.exec(em, `CREATE INDEX IF NOT EXISTS ${ZERO}_collection_index ON ${ZERO} (collection_id, dimension, record_id)`, []);
+    await this.ensureSnapshotTables(em);
+    await this.ensureTermIndex(em);
+    await this.ensureChangeLog(em);
+    // Every write to the records table since the mirrors were last checked is in the change log
+    // (whoever made it): at start (`all: false`), while the log reaches back that far, only the
+    // records it names are checked; otherwise (first start, a log cut short, lost triggers), and
+    // when called without options (after the mirror tables themselves were written to), all are.
+    const { lo, hi } = await this.logPosition(em);
+    const [state] = (await this.exec(em, `SELECT position FROM ${MIRROR_STATE} WHERE id = 1`, [])) as Array<{ position: number }>;
+    const since = state ? Number(state.position) : null;
+    if (options.all === false && since !== null && since <= hi && (since === hi || (lo !== null && lo <= since + 1))) await this.syncChanged(em, since, hi);
+    else await this.syncAll(em);
+    await this.exec(em, `INSERT INTO ${MIRROR_STATE} (id, position) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET position = excluded.position`, [hi]);
+    // Snapshots of collections that no longer hold a record, and pages no snapshot names (a save cut short).
+    await this.exec(em, `DELETE FROM ${SNAPSHOTS} WHERE NOT EXISTS (SELECT 1 FROM ${t.table} r WHERE r.${t.collection} = ${SNAPSHOTS}.collection_id)`, []);
+    await this.exec(em, `DELETE FROM ${PAGES} WHERE generation NOT IN (SELECT generation FROM ${SNAPSHOTS})`, []);
+  }
+
+  /** Adds the vectors of records the mirrors lack, and drops those of records gone, over the whole records table. */
+  private async syncAll(em: EntityManager): Promise<void> {
     const dimensions = (await this.exec(em, `SELECT DISTINCT ${t.dimension} AS dimension FROM ${t.table}`, [])) as Array<{ dimension: number }>;
     for (const { dimension } of dimensions) {
       const table = await this.ensureTable(em, Number(dimension));
@@ -162,8 +240,64 @@ export class SqliteVecVectorStore implements VectorStore {
       await this.exec(em, `DELETE FROM ${table} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
     }
     await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id NOT IN (SELECT ${t.id} FROM ${t.table})`, []);
-    await this.ensureTermIndex(em);
-    await this.ensureChangeLog(em);
+  }
+
+  /**
+   * The same checks as `syncAll` for the records the change log names in (`from`, `to`] only: a
+   * record the mirrors lack is added (to its dimension's mirror, or the zero table), one gone, or
+   * now of another dimension or without a direction, is dropped where it was.
+   */
+  private async syncChanged(em: EntityManager, from: number, to: number): Promise<void> {
+    const changed = (await this.exec(em, `SELECT DISTINCT record_id AS id FROM ${CHANGES} WHERE seq > ? AND seq <= ?`, [from, to])) as Array<{ id: string }>;
+    const tables = await this.mirrorTables(em);
+    for (let start = 0; start < changed.length; start += CHUNK) {
+      const ids = changed.slice(start, start + CHUNK).map((row) => row.id);
+      const marks = ids.map(() => '?').join(', ');
+      const records = (await this.exec(
+        em,
+        `SELECT ${t.id} AS id, ${t.dimension} AS dimension, vec_distance_l2(${t.embedding}, zeroblob(length(${t.embedding}))) > 0 AS direction FROM ${t.table} WHERE ${t.id} IN (${marks})`,
+        ids,
+      )) as Array<{ id: string; dimension: number; direction: number }>;
+      const want = new Map(records.map((row) => [row.id, row.direction ? mirrorTable(Number(row.dimension)) : ZERO]));
+      const held = new Map<string, string[]>();
+      for (const table of [...tables, ZERO]) {
+        const lookup = table === ZERO ? { table: ZERO, column: 'record_id' } : await this.mirrorIds(em, table);
+        for (const { id } of (await this.exec(em, `SELECT ${lookup.column} AS id FROM ${lookup.table} WHERE ${lookup.column} IN (${marks})`, ids)) as Array<{ id: string }>) {
+          held.set(id, [...(held.get(id) ?? []), table]);
+        }
+      }
+      const add = new Map<string, string[]>();
+      for (const id of ids) {
+        const target = want.get(id);
+        for (const table of held.get(id) ?? []) if (table !== target) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
+        if (target && !(held.get(id) ?? []).includes(target)) add.set(target, [...(add.get(target) ?? []), id]);
+      }
+      for (const [table, missing] of add) {
+        const params = missing.map(() => '?').join(', ');
+        if (table === ZERO) {
+          await this.exec(em, `INSERT OR IGNORE INTO ${ZERO} (record_id, collection_id, dimension) SELECT ${t.id}, ${t.collection}, ${t.dimension} FROM ${t.table} WHERE ${t.id} IN (${params})`, missing);
+        } else {
+          const dimension = Number(records.find((row) => row.id === missing[0])!.dimension);
+          await this.ensureTable(em, dimension);
+          await this.exec(
+            em,
+            `INSERT INTO ${table} (record_id, collection_id, embedding) SELECT ${t.id}, ${t.collection}, vec_normalize(${t.embedding}) FROM ${t.table} WHERE ${t.id} IN (${params})`,
+            missing,
+          );
+        }
+      }
+    }
+  }
+
+  /** The saved in-memory indexes: one row per collection and dimension, and its pages of codes. */
+  private async ensureSnapshotTables(em: EntityManager): Promise<void> {
+    await this.exec(
+      em,
+      `CREATE TABLE IF NOT EXISTS ${SNAPSHOTS} (collection_id text NOT NULL, dimension integer NOT NULL, generation text NOT NULL, position integer NOT NULL, count integer NOT NULL, pages integer NOT NULL, format integer NOT NULL, PRIMARY KEY (collection_id, dimension))`,
+      [],
+    );
+    await this.exec(em, `CREATE TABLE IF NOT EXISTS ${PAGES} (generation text NOT NULL, page integer NOT NULL, ids text NOT NULL, codes blob NOT NULL, scales blob NOT NULL, errors blob NOT NULL, PRIMARY KEY (generation, page))`, []);
+    await this.exec(em, `CREATE TABLE IF NOT EXISTS ${MIRROR_STATE} (id integer PRIMARY KEY CHECK (id = 1), position integer NOT NULL)`, []);
   }
 
   /**
@@ -188,8 +322,14 @@ export class SqliteVecVectorStore implements VectorStore {
       [],
     );
     await this.exec(em, `CREATE TRIGGER IF NOT EXISTS ${CHANGES}_delete AFTER DELETE ON ${t.table} BEGIN ${log(`OLD.${t.id}`)}; ${prune}; END`, []);
-    // Writes may have gone unlogged while a trigger was missing: start the indexes afresh.
+    // Writes may have gone unlogged while a trigger was missing: start the indexes afresh, and
+    // forget the saved ones (the log no longer tells what changed since they were taken).
     this.dropIndexes();
+    await this.ensureSnapshotTables(em);
+    await this.exec(em, `DELETE FROM ${SNAPSHOTS}`, []);
+    await this.exec(em, `DELETE FROM ${PAGES}`, []);
+    // And the mirrors: the next sync checks every record.
+    await this.exec(em, `DELETE FROM ${MIRROR_STATE}`, []);
   }
 
   /**
@@ -246,21 +386,67 @@ export class SqliteVecVectorStore implements VectorStore {
    * connection), so both commit or neither does.
    */
   async upsert(em: EntityManager, entries: readonly VectorEntry[]): Promise<void> {
+    // Per dimension, per chunk: find which ids the mirror already holds (one statement), delete
+    // those, then add every vector in multi-row statements (a batch of new records costs a few
+    // statements, not three per record).
+    const byDimension = new Map<number, VectorEntry[]>();
     for (const entry of entries) {
-      const table = await this.ensureTable(em, entry.vector.length);
-      await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [entry.id]);
-      await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id = ?`, [entry.id]);
-      const unit = toUnit(entry.vector);
-      if (unit) await this.exec(em, `INSERT INTO ${table} (record_id, collection_id, embedding) VALUES (?, ?, ?)`, [entry.id, entry.collectionId, vectorToBytes(unit)]);
-      else await this.exec(em, `INSERT INTO ${ZERO} (record_id, collection_id, dimension) VALUES (?, ?, ?)`, [entry.id, entry.collectionId, entry.vector.length]);
+      const group = byDimension.get(entry.vector.length);
+      if (group) group.push(entry);
+      else byDimension.set(entry.vector.length, [entry]);
+    }
+    for (const [dimension, group] of byDimension) {
+      const table = await this.ensureTable(em, dimension);
+      for (let start = 0; start < group.length; start += WRITE_CHUNK) {
+        // The last entry of an id wins, as it would writing them one by one.
+        const chunk = [...new Map(group.slice(start, start + WRITE_CHUNK).map((entry) => [entry.id, entry])).values()];
+        const ids = chunk.map((entry) => entry.id);
+        const marks = ids.map(() => '?').join(', ');
+        const lookup = await this.mirrorIds(em, table);
+        const held = (await this.exec(em, `SELECT ${lookup.column} AS id FROM ${lookup.table} WHERE ${lookup.column} IN (${marks})`, ids)) as Array<{ id: string }>;
+        for (const { id } of held) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
+        await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id IN (${marks})`, ids);
+        const units: unknown[] = [];
+        const zeros: unknown[] = [];
+        for (const entry of chunk) {
+          const unit = toUnit(entry.vector);
+          if (unit) units.push(entry.id, entry.collectionId, vectorToBytes(unit));
+          else zeros.push(entry.id, entry.collectionId, dimension);
+        }
+        const rows = (values: unknown[]) => Array.from({ length: values.length / 3 }, () => '(?, ?, ?)').join(', ');
+        if (units.length) await this.exec(em, `INSERT INTO ${table} (record_id, collection_id, embedding) VALUES ${rows(units)}`, units);
+        if (zeros.length) await this.exec(em, `INSERT INTO ${ZERO} (record_id, collection_id, dimension) VALUES ${rows(zeros)}`, zeros);
+      }
     }
   }
 
-  async remove(em: EntityManager, _collectionId: string, ids: readonly string[]): Promise<void> {
-    for (const table of await this.mirrorTables(em)) {
-      for (const id of ids) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
+  /**
+   * Where the ids of a `vec0` mirror are looked up by the hundred: its `<table>_rowids` shadow
+   * table (sqlite-vec's id → row map, `id TEXT UNIQUE`: an index lookup each) when it has that
+   * shape, else the virtual table itself (a correct but slower lookup per id).
+   */
+  private async mirrorIds(em: EntityManager, table: string): Promise<{ table: string; column: string }> {
+    let shadow = this.shadows.get(table);
+    if (shadow === undefined) {
+      const [row] = (await this.exec(em, `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?`, [`${table}_rowids`])) as Array<{ sql: string }>;
+      shadow = row && /\bid\s+TEXT\s+UNIQUE\b/i.test(row.sql) ? `${table}_rowids` : null;
+      this.shadows.set(table, shadow);
     }
-    for (const id of ids) await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id = ?`, [id]);
+    return shadow ? { table: shadow, column: 'id' } : { table, column: 'record_id' };
+  }
+
+  async remove(em: EntityManager, _collectionId: string, ids: readonly string[]): Promise<void> {
+    const tables = await this.mirrorTables(em);
+    for (let start = 0; start < ids.length; start += WRITE_CHUNK) {
+      const chunk = ids.slice(start, start + WRITE_CHUNK);
+      const marks = chunk.map(() => '?').join(', ');
+      for (const table of tables) {
+        const lookup = await this.mirrorIds(em, table);
+        const held = (await this.exec(em, `SELECT ${lookup.column} AS id FROM ${lookup.table} WHERE ${lookup.column} IN (${marks})`, chunk)) as Array<{ id: string }>;
+        for (const { id } of held) await this.exec(em, `DELETE FROM ${table} WHERE record_id = ?`, [id]);
+      }
+      await this.exec(em, `DELETE FROM ${ZERO} WHERE record_id IN (${marks})`, chunk);
+    }
   }
 
   async search(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[]> {
@@ -304,17 +490,25 @@ export class SqliteVecVectorStore implements VectorStore {
    * Unfiltered search through the collection's in-memory index: its candidates (a superset of the
    * exact top k, see `QuantizedIndex`) re-ranked by their exact cosine distance from the records
    * table, ties by id. The answer stands if the change log did not move while it was computed;
-   * otherwise (a write committed meanwhile) it is computed again, and after three tries the caller
-   * falls back to the tables. Null: no index for this collection (over the memory budget, or being
+   * otherwise (a write committed meanwhile) it is computed again, and after three more tries the
+   * caller falls back to the tables. Null: no index for this collection (over the memory budget, or being
    * built in the background).
    */
   private async searchMemory(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[] | null> {
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const ready = await this.exclusive(async () => {
-        const position = await this.catchUp(em);
-        return { position, loaded: await this.indexOf(em, request.collectionId, request.vector.length, position) };
-      });
-      const { position, loaded } = ready;
+    const key = `${request.collectionId}/${request.vector.length}`;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      // First try: the index as it stands, at the position it was last caught up to (every
+      // change up to it applied), without reading the log first: the re-ranking statement reads
+      // the log's position anyway, and if it moved meanwhile the search is computed again after
+      // a catch-up in the gate.
+      const current = attempt === 0 && this.applied >= 0 ? this.indexes.get(key) : undefined;
+      if (current) current.used = ++this.clock;
+      const { position, loaded } = current
+        ? { position: this.applied, loaded: current }
+        : await this.exclusive(async () => {
+            const position = await this.catchUp(em);
+            return { position, loaded: await this.indexOf(em, request.collectionId, request.vector.length, position) };
+          });
       if (!loaded) return null;
       const top = new TopK(request.limit);
       const candidates = loaded.index.candidates(request.vector, request.limit);
@@ -367,6 +561,8 @@ export class SqliteVecVectorStore implements VectorStore {
     }
     await this.applyChanges(em, this.applied, hi, [...this.indexes.values()]);
     this.applied = hi;
+    // A saved index is useful after a restart only while the log still reaches back to it.
+    for (const [key, loaded] of this.indexes) if (loaded.attempted === undefined || hi - loaded.attempted > RESAVE_LAG) this.scheduleSave(em, key, loaded);
     return hi;
   }
 
@@ -385,8 +581,10 @@ export class SqliteVecVectorStore implements VectorStore {
         const row = byId.get(id);
         const vector = row?.embedding ? bytesToVector(row.embedding) : null;
         for (const loaded of targets) {
-          if (row && vector && row.collection === loaded.collectionId && Number(row.dimension) === loaded.dimension && vector.length === loaded.dimension) loaded.index.set(id, vector);
-          else loaded.index.delete(id);
+          if (row && vector && row.collection === loaded.collectionId && Number(row.dimension) === loaded.dimension && vector.length === loaded.dimension) {
+            loaded.index.set(id, vector);
+            loaded.changed = true;
+          } else if (loaded.index.delete(id)) loaded.changed = true;
         }
       }
     }
@@ -407,7 +605,13 @@ export class SqliteVecVectorStore implements VectorStore {
     }
     if (this.building.has(key)) return null;
     if (this.declined.get(key) === position) return null;
-    const [counted] = (await this.exec(em, `SELECT count(*) AS n FROM ${t.table} WHERE ${t.collection} = ? AND ${t.dimension} = ?`, [collectionId, dimension])) as Array<{ n: number }>;
+    if (this.persistIndex) {
+      const restored = await this.restore(em, key, collectionId, dimension, position);
+      if (restored) return restored;
+    }
+    // The collection's records, of any dimension (an index-only count; its records share one
+    // dimension but for rare exceptions): an upper bound of the vectors to index.
+    const [counted] = (await this.exec(em, `SELECT count(*) AS n FROM ${t.table} WHERE ${t.collection} = ?`, [collectionId])) as Array<{ n: number }>;
     const count = Number(counted?.n ?? 0);
     if (QuantizedIndex.estimateBytes(dimension, count) > this.memoryIndexBytes) {
       this.declined.set(key, position);
@@ -471,12 +675,144 @@ export class SqliteVecVectorStore implements VectorStore {
         if (!going()) return;
         const { lo } = await this.logPosition(em);
         if (position < since || (position > since && (lo === null || lo > since + 1))) return;
-        const loaded = { index, collectionId, dimension, used: ++this.clock };
+        const loaded: LoadedIndex = { index, collectionId, dimension, used: ++this.clock };
         if (position > since) await this.applyChanges(em, since, position, [loaded]);
         this.install(key, loaded);
+        this.scheduleSave(em, key, loaded);
       });
     } catch {
       // The searches answer from the vec0 mirror meanwhile; the next one that misses the index starts a new build.
+    }
+  }
+
+  /**
+   * The collection's saved index, when there is one the change log still reaches back to (or is
+   * at): its pages loaded into a new index, the records the log names since applied, and its size
+   * checked against the collection's; installed. Null (the caller builds the index) otherwise, or
+   * when anything about it is off (a page missing or malformed, a size that does not match).
+   */
+  private async restore(em: EntityManager, key: string, collectionId: string, dimension: number, position: number): Promise<LoadedIndex | null> {
+    try {
+      const [header] = (await this.exec(em, `SELECT generation, position, count, pages, format FROM ${SNAPSHOTS} WHERE collection_id = ? AND dimension = ?`, [collectionId, dimension])) as Array<{
+        generation: string;
+        position: number;
+        count: number;
+        pages: number;
+        format: number;
+      }>;
+      if (!header || Number(header.format) !== SNAPSHOT_FORMAT) return null;
+      const since = Number(header.position);
+      const count = Number(header.count);
+      if (since > position || QuantizedIndex.estimateBytes(dimension, count) > this.memoryIndexBytes) return null;
+      if (since < position) {
+        const { lo } = await this.logPosition(em);
+        if (lo === null || lo > since + 1) return null;
+      }
+      const index = new QuantizedIndex(dimension, { simd: this.simd, capacity: count });
+      // A page at a time, other work (requests) served between them.
+      for (let page = 0; page < Number(header.pages); page++) {
+        if (page > 0) await new Promise((resolve) => setImmediate(resolve));
+        const [row] = (await this.exec(em, `SELECT ids, codes, scales, errors FROM ${PAGES} WHERE generation = ? AND page = ?`, [header.generation, page])) as Array<{
+          ids: string;
+          codes: Uint8Array;
+          scales: Uint8Array;
+          errors: Uint8Array;
+        }>;
+        // Gone: another process saved a newer snapshot meanwhile.
+        if (!row) return null;
+        index.append({ ids: JSON.parse(row.ids) as string[], codes: row.codes, scales: float64s(row.scales), errors: float64s(row.errors) });
+      }
+      if (index.size !== count) return null;
+      const loaded: LoadedIndex = { index, collectionId, dimension, used: ++this.clock, saved: { position: since, generation: header.generation }, changed: false, attempted: since };
+      if (since < position) await this.applyChanges(em, since, position, [loaded]);
+      // A last check: as many vectors as the collection has records of this dimension.
+      const [records] = (await this.exec(em, `SELECT count(*) AS n FROM ${t.table} WHERE ${t.collection} = ?`, [collectionId])) as Array<{ n: number }>;
+      if (Number(records?.n) !== index.size) {
+        const [exact] = (await this.exec(em, `SELECT count(*) AS n FROM ${t.table} WHERE ${t.collection} = ? AND ${t.dimension} = ?`, [collectionId, dimension])) as Array<{ n: number }>;
+        if (Number(exact?.n) !== index.size) return null;
+      }
+      return this.install(key, loaded);
+    } catch {
+      return null;
+    }
+  }
+
+  /** Saves the index in the background, unless it is small (quick to build) or a save of it is under way. */
+  private scheduleSave(em: EntityManager, key: string, loaded: LoadedIndex): void {
+    if (!this.persistIndex || loaded.index.size < this.backgroundBuildRows || this.saving.has(key)) return;
+    const save = this.save(em, key, loaded)
+      .catch(() => {
+        // Not saved: a restart builds the index instead; a catch-up further on tries again.
+        loaded.changed = true;
+      })
+      .finally(() => this.saving.delete(key));
+    this.saving.set(key, save);
+  }
+
+  /**
+   * Writes a copy of the index, taken in the gate (so at the indexes' log position), as a new
+   * generation of pages (other work runs between them), then in one transaction points the
+   * collection's snapshot row at it and deletes the previous generation's pages, unless another
+   * process saved a newer one meanwhile. An index unchanged since its last save only moves that
+   * snapshot's position.
+   */
+  private async save(em: EntityManager, key: string, loaded: LoadedIndex): Promise<void> {
+    const epoch = this.generation;
+    const going = () => epoch === this.generation && this.indexes.get(key) === loaded;
+    const copy = await this.exclusive(async () => {
+      if (!going()) return null;
+      const position = this.applied;
+      loaded.attempted = position;
+      if (loaded.saved && !loaded.changed) return { position, pages: null, previous: loaded.saved.generation };
+      loaded.changed = false;
+      loaded.saved = undefined;
+      const pages: IndexPage[] = [];
+      for (let from = 0; from < loaded.index.size; from += SNAPSHOT_PAGE) pages.push(loaded.index.export(from, SNAPSHOT_PAGE));
+      return { position, pages, previous: null };
+    });
+    if (!copy) return;
+    const where = 'collection_id = ? AND dimension = ?';
+    const at = [loaded.collectionId, loaded.dimension];
+    if (!copy.pages) {
+      // Unchanged since: the saved pages are the index at this position too.
+      await this.exec(em, `UPDATE ${SNAPSHOTS} SET position = ? WHERE ${where} AND generation = ? AND position < ?`, [copy.position, ...at, copy.previous, copy.position]);
+      if (loaded.saved && !loaded.changed) loaded.saved = { position: copy.position, generation: copy.previous! };
+      return;
+    }
+    const generation = randomUUID();
+    let written = 0;
+    try {
+      for (const [page, data] of copy.pages.entries()) {
+        await new Promise((resolve) => setImmediate(resolve));
+        if (!going()) throw new Error('index dropped');
+        await this.exec(em, `INSERT INTO ${PAGES} (generation, page, ids, codes, scales, errors) VALUES (?, ?, ?, ?, ?, ?)`, [
+          generation,
+          page,
+          JSON.stringify(data.ids),
+          // A Buffer: the driver binds only those as blobs.
+          Buffer.from(data.codes.buffer, data.codes.byteOffset, data.codes.byteLength),
+          bytesOf(data.scales),
+          bytesOf(data.errors),
+        ]);
+        written++;
+      }
+      const count = copy.pages.reduce((sum, page) => sum + page.ids.length, 0);
+      const installed = await inTransaction(em, async (tx) => {
+        const [current] = (await this.exec(tx, `SELECT generation, position FROM ${SNAPSHOTS} WHERE ${where}`, at)) as Array<{ generation: string; position: number }>;
+        if (current && Number(current.position) > copy.position) return false;
+        await this.exec(
+          tx,
+          `INSERT INTO ${SNAPSHOTS} (collection_id, dimension, generation, position, count, pages, format) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (collection_id, dimension) DO UPDATE SET generation = excluded.generation, position = excluded.position, count = excluded.count, pages = excluded.pages, format = excluded.format`,
+          [...at, generation, copy.position, count, copy.pages.length, SNAPSHOT_FORMAT],
+        );
+        if (current) await this.exec(tx, `DELETE FROM ${PAGES} WHERE generation = ?`, [current.generation]);
+        return true;
+      });
+      if (!installed) throw new Error('a newer snapshot exists');
+      if (!loaded.changed) loaded.saved = { position: copy.position, generation };
+    } catch (error) {
+      if (written > 0) await this.exec(em, `DELETE FROM ${PAGES} WHERE generation = ?`, [generation]).catch(() => undefined);
+      throw error;
     }
   }
 
@@ -498,7 +834,8 @@ export class SqliteVecVectorStore implements VectorStore {
    * tests, benchmarks, and warming a collection: search it once, then wait.
    */
   async idle(): Promise<void> {
-    while (this.building.size > 0) await Promise.allSettled([...this.building.values()]);
+    await this.preloading;
+    while (this.building.size > 0 || this.saving.size > 0) await Promise.allSettled([...this.building.values(), ...this.saving.values()]);
   }
 
   /** Drops the indexes; `builds`: the background builds under way too (their rows may be missing unlogged writes). */
@@ -569,6 +906,19 @@ const KEEP_CHANGES = 10000;
 const CHUNK = 500;
 const PAGE = 5000;
 const BACKGROUND_PAGE = 500;
+/** The saved in-memory indexes (a row per collection and dimension) and their pages of codes. */
+const SNAPSHOTS = 'tool_vdb_index_snapshots';
+const PAGES = 'tool_vdb_index_pages';
+/** The change-log position up to which the mirrors were last checked against the records (one row). */
+const MIRROR_STATE = 'tool_vdb_mirror_state';
+/** How the pages code an index (bumped if `QuantizedIndex`'s coding ever changes: older snapshots are then ignored). */
+const SNAPSHOT_FORMAT = 1;
+/** Vectors per page of a snapshot. */
+const SNAPSHOT_PAGE = 8192;
+/** Log positions a saved index may fall behind before it is saved again (the log keeps 10,000). */
+const RESAVE_LAG = 5000;
+/** Records per multi-row write of the mirrors (3 parameters each). */
+const WRITE_CHUNK = 500;
 
 /**
  * The term rows (collection_id, term, record_id) of a records row: `NEW` in a trigger, or every
@@ -635,6 +985,17 @@ const mirrorTable = (dimension: number): string => `tool_vdb_unit_${dimension}`;
 
 /** Records whose vector is all zeros (no direction: cosine distance 1 to every query). */
 const ZERO = 'tool_vdb_zero';
+
+/** The bytes of a Float64Array, for a blob. */
+const bytesOf = (array: Float64Array): Buffer => Buffer.from(array.buffer, array.byteOffset, array.byteLength);
+
+/** A blob of float64s back as a Float64Array (copied: the driver's buffer need not be aligned). */
+function float64s(bytes: Uint8Array): Float64Array {
+  if (bytes.byteLength % 8 !== 0) throw new Error('malformed float64 blob');
+  const copy = new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return new Float64Array(copy.buffer);
+}
 
 /** `vector` scaled to length 1, or null for the zero vector. */
 function toUnit(vector: Float32Array): Float32Array | null {

@@ -32,7 +32,8 @@ export class QuantizedIndex {
   /** Largest query code: keeps 127 × Y × padded within an int32. */
   private readonly queryMax: number;
   private ids: string[] = [];
-  private readonly slots = new Map<string, number>();
+  /** Slot of each id; built on first use after `append` (a restored index may answer searches without it). */
+  private slotMap: Map<string, number> | null = new Map();
   private scales: Float64Array<ArrayBuffer> = new Float64Array(16);
   private errors: Float64Array<ArrayBuffer> = new Float64Array(16);
 
@@ -74,13 +75,14 @@ export class QuantizedIndex {
   }
 
   has(id: string): boolean {
-    return this.slots.has(id);
+    return this.slots().has(id);
   }
 
   /** Adds the vector of `id`, or replaces it. */
   set(id: string, vector: ArrayLike<number>): void {
     if (vector.length !== this.dimension) throw new Error(`QuantizedIndex: vector of ${vector.length} dimensions, index of ${this.dimension}`);
-    let slot = this.slots.get(id);
+    const slots = this.slots();
+    let slot = slots.get(id);
     if (slot === undefined) {
       slot = this.ids.length;
       this.kernel.reserve(this.codesAt + (slot + 1) * (this.padded + 4));
@@ -89,7 +91,7 @@ export class QuantizedIndex {
         this.errors = grow(this.errors);
       }
       this.ids.push(id);
-      this.slots.set(id, slot);
+      slots.set(id, slot);
     }
     const codes = new Int8Array(this.kernel.buffer, this.codesAt + slot * this.padded, this.padded);
     codes.fill(0);
@@ -124,9 +126,63 @@ export class QuantizedIndex {
     this.errors[slot] = Math.sqrt(residual);
   }
 
+  /**
+   * A copy of the coded vectors `from` .. `from + count` (slot order): their ids, int8 codes
+   * (`padded` bytes each), scales and error bounds, what `append` takes back. The codes are the
+   * index's whole state per vector, so an index restored from them answers exactly as this one.
+   */
+  export(from = 0, count = this.ids.length - from): IndexPage {
+    const start = Math.max(0, Math.min(from, this.ids.length));
+    const end = Math.min(this.ids.length, start + Math.max(0, count));
+    const codes = new Uint8Array(this.kernel.buffer, this.codesAt + start * this.padded, (end - start) * this.padded).slice();
+    return { ids: this.ids.slice(start, end), codes, scales: this.scales.slice(start, end), errors: this.errors.slice(start, end) };
+  }
+
+  /**
+   * Adds coded vectors as `export` answered them (of an index of the same dimension and coding).
+   * Throws, adding nothing, when the page is malformed. Ids are not checked here: the first
+   * `set`, `delete` or `has` after it throws if an id is then held twice (call `has` to check).
+   */
+  append(page: IndexPage): void {
+    const n = page.ids.length;
+    if (page.codes.length !== n * this.padded || page.scales.length !== n || page.errors.length !== n) throw new Error('QuantizedIndex: malformed page');
+    for (let i = 0; i < n; i++) {
+      const scale = page.scales[i]!;
+      const error = page.errors[i]!;
+      if (!(scale >= 0 && scale < 1) || !(error >= 0)) throw new Error('QuantizedIndex: malformed page');
+    }
+    for (const id of page.ids) if (typeof id !== 'string') throw new Error('QuantizedIndex: malformed page');
+    const first = this.ids.length;
+    this.kernel.reserve(this.codesAt + (first + n) * (this.padded + 4));
+    while (this.scales.length < first + n) {
+      this.scales = grow(this.scales);
+      this.errors = grow(this.errors);
+    }
+    new Uint8Array(this.kernel.buffer, this.codesAt + first * this.padded, n * this.padded).set(page.codes);
+    this.scales.set(page.scales, first);
+    this.errors.set(page.errors, first);
+    for (let i = 0; i < n; i++) this.ids.push(page.ids[i]!);
+    // Ids are checked for repeats when the slots are built (on the first write or `has`).
+    this.slotMap = null;
+  }
+
+  /**
+   * The slot of each id, built when missing. An id found twice (appended pages that repeat one)
+   * is an error: the index is then unusable, and its owner drops it.
+   */
+  private slots(): Map<string, number> {
+    if (this.slotMap) return this.slotMap;
+    const slots = new Map<string, number>();
+    for (let slot = 0; slot < this.ids.length; slot++) slots.set(this.ids[slot]!, slot);
+    if (slots.size !== this.ids.length) throw new Error('QuantizedIndex: an id is held twice');
+    this.slotMap = slots;
+    return slots;
+  }
+
   /** Removes `id`; the last vector moves into its slot. */
   delete(id: string): boolean {
-    const slot = this.slots.get(id);
+    const slots = this.slots();
+    const slot = slots.get(id);
     if (slot === undefined) return false;
     const last = this.ids.length - 1;
     if (slot !== last) {
@@ -134,12 +190,12 @@ export class QuantizedIndex {
       bytes.copyWithin(this.codesAt + slot * this.padded, this.codesAt + last * this.padded, this.codesAt + (last + 1) * this.padded);
       const moved = this.ids[last]!;
       this.ids[slot] = moved;
-      this.slots.set(moved, slot);
+      slots.set(moved, slot);
       this.scales[slot] = this.scales[last]!;
       this.errors[slot] = this.errors[last]!;
     }
     this.ids.pop();
-    this.slots.delete(id);
+    slots.delete(id);
     return true;
   }
 
@@ -224,6 +280,15 @@ export class QuantizedIndex {
     for (let j = 0; j < seen.length; j++) if (!(uppers[j]! < threshold)) found.push(this.ids[seen[j]!]!);
     return found;
   }
+}
+
+/** Coded vectors of a `QuantizedIndex`, as `export` answers them and `append` takes them. */
+export interface IndexPage {
+  ids: string[];
+  /** int8 codes, `padded` bytes per vector (the dimension rounded up to 16, zeros after it). */
+  codes: Uint8Array;
+  scales: Float64Array;
+  errors: Float64Array;
 }
 
 function grow(array: Float64Array<ArrayBuffer>): Float64Array<ArrayBuffer> {

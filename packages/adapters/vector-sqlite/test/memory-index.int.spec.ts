@@ -118,6 +118,27 @@ describe('sqlite-vec store: in-memory quantised index', () => {
     await agrees([q]);
   });
 
+  it('answers a search with one statement (the re-ranking, which reads the log position too) while nothing was written', async () => {
+    const q = vector();
+    await agrees([q]);
+    const want = await search(exact, q, 10);
+    const em = kernel.fork();
+    const connection = em.getConnection();
+    const execute = connection.execute.bind(connection);
+    const statements: string[] = [];
+    connection.execute = (async (sql: string, ...rest: unknown[]) => {
+      statements.push(sql);
+      return (execute as (...args: unknown[]) => Promise<unknown>)(sql, ...rest);
+    }) as typeof connection.execute;
+    try {
+      expect(await search(store, q, 10, em)).toEqual(want);
+      expect(statements).toHaveLength(1);
+      expect(statements[0]).toMatch(/AS hi FROM tool_vdb_records/);
+    } finally {
+      connection.execute = execute;
+    }
+  });
+
   it('follows writes of another connection to the same file (another process)', async () => {
     const q = vector();
     await agrees([q]);

@@ -26,21 +26,32 @@ describe('dot-product kernel', () => {
     expect(wasmSimdAvailable()).toBe(true);
   });
 
-  it.each([true, false])('computes exact int8 × int16 sums (simd %s)', (simd) => {
+  // Even and odd counts: the SIMD loop takes vectors two at a time and the last of an odd count alone.
+  it.each([
+    { simd: true, count: 50 },
+    { simd: true, count: 51 },
+    { simd: true, count: 1 },
+    { simd: true, count: 2 },
+    { simd: false, count: 50 },
+    { simd: false, count: 51 },
+  ])('computes exact int8 × int16 sums (simd $simd, $count vectors)', ({ simd, count }) => {
     const kernel = new DotKernel({ simd });
     expect(kernel.simd).toBe(simd);
     const random = rng(7);
     const blocks = 3;
-    const count = 50;
     const codesAt = blocks * 32;
     const out = codesAt + count * blocks * 16;
-    kernel.reserve(out + count * 4);
+    // Room for a sentinel after the results.
+    kernel.reserve(out + count * 4 + 4);
     const query = new Int16Array(kernel.buffer, 0, blocks * 16);
     const codes = new Int8Array(kernel.buffer, codesAt, count * blocks * 16);
     // Extremes included: -127..127 codes against ±16383 queries.
     for (let d = 0; d < query.length; d++) query[d] = d % 5 === 0 ? (d % 2 ? 16383 : -16383) : Math.round((random() - 0.5) * 32766);
     for (let i = 0; i < codes.length; i++) codes[i] = i % 7 === 0 ? (i % 2 ? 127 : -127) : Math.round((random() - 0.5) * 254);
+    // The sentinel: nothing is written past the results.
+    new Int32Array(kernel.buffer, out + count * 4, 1)[0] = 0x5a5a5a5a;
     kernel.dots(codesAt, 0, out, count, blocks);
+    expect(new Int32Array(kernel.buffer, out + count * 4, 1)[0]).toBe(0x5a5a5a5a);
     const results = new Int32Array(kernel.buffer, out, count);
     for (let v = 0; v < count; v++) {
       let sum = 0;
@@ -170,5 +181,58 @@ describe('quantised index: candidates contain the exact top k', () => {
     index.set('bad', [NaN, 0, 0, 0]);
     expect(index.candidates([1, 0, 0, 0], 3)).toContain('bad');
     expect(() => index.set('short', [1, 2])).toThrow(/3|2 dimensions/);
+  });
+  it('exports its coded vectors in pages that restore an index answering the same, which then follows writes', () => {
+    const dimension = 40;
+    const random = rng(9);
+    const gaussian = gaussianOf(random);
+    const vectors = new Map<string, Float32Array>();
+    const index = new QuantizedIndex(dimension);
+    for (let i = 0; i < 700; i++) {
+      const vector = i % 97 === 0 ? new Float32Array(dimension) : Float32Array.from({ length: dimension }, gaussian);
+      vectors.set(`v${i}`, vector);
+      index.set(`v${i}`, vector);
+    }
+    for (let i = 0; i < 700; i += 7) {
+      index.delete(`v${i}`);
+      vectors.delete(`v${i}`);
+    }
+    const restored = new QuantizedIndex(dimension, { capacity: index.size });
+    for (let from = 0; from < index.size; from += 256) restored.append(index.export(from, 256));
+    expect(restored.size).toBe(index.size);
+    for (let n = 0; n < 5; n++) {
+      const query = Float32Array.from({ length: dimension }, gaussian);
+      expect(restored.candidates(query, 10)).toEqual(index.candidates(query, 10));
+      expect(rerank(restored, vectors, query, 10)).toEqual(bruteForce(vectors, query, 10));
+    }
+    // Writes after a restore: replaced, deleted and new vectors.
+    const id = 'v1';
+    const turned = vectors.get(id)!.map((x) => -x);
+    vectors.set(id, turned);
+    restored.set(id, turned);
+    expect(restored.delete('v2')).toBe(true);
+    vectors.delete('v2');
+    const added = Float32Array.from({ length: dimension }, gaussian);
+    vectors.set('new', added);
+    restored.set('new', added);
+    expect(rerank(restored, vectors, added, 1)[0]!.id).toBe('new');
+    for (let n = 0; n < 5; n++) {
+      const query = Float32Array.from({ length: dimension }, gaussian);
+      expect(rerank(restored, vectors, query, 10)).toEqual(bruteForce(vectors, query, 10));
+    }
+  });
+
+  it('refuses a malformed page, and an id held twice after pages are appended', () => {
+    const index = new QuantizedIndex(4);
+    for (let i = 0; i < 20; i++) index.set(`v${i}`, [1, i, 0, 0]);
+    const page = index.export();
+    const target = new QuantizedIndex(4);
+    expect(() => target.append({ ...page, codes: page.codes.subarray(1) })).toThrow(/malformed/);
+    expect(() => target.append({ ...page, scales: Float64Array.from(page.scales, () => NaN) })).toThrow(/malformed/);
+    expect(target.size).toBe(0);
+    target.append(page);
+    target.append(index.export(3, 1));
+    expect(target.size).toBe(21);
+    expect(() => target.has('v3')).toThrow(/twice/);
   });
 });

@@ -3,7 +3,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import { inject, injectable } from 'inversify';
 import { networkGuardServiceIdentifier, type NetworkGuard } from '../../../kernel/net/network-guard.js';
 import { entityManagerServiceIdentifier } from '../../../kernel/tokens.js';
-import { aiErrors, type AiChatRequest, type AiEmbedResult, type AiFinishReason, type AiGateway, type AiStreamPart, type AiToolCall, type AiToolDefinition, type AiUsage } from '../../../ports/ai-provider.js';
+import { aiErrors, type AiProvider, type AiChatRequest, type AiEmbedResult, type AiFinishReason, type AiGateway, type AiStreamPart, type AiToolCall, type AiToolDefinition, type AiUsage } from '../../../ports/ai-provider.js';
 import { redactProviderError } from '../../../ports/provider-errors.js';
 import type { AiConfig, AiPrice } from '../ai.config.js';
 import { AiModel } from '../entities/ai-model.entity.js';
@@ -22,6 +22,9 @@ import { isUuid } from '../../../kernel/crypto.js';
  */
 @injectable()
 export class AiGatewayService implements AiGateway {
+  /** `embed`'s set-up models, by id (see `embedSetup`). */
+  private readonly embedSetups = new Map<string, EmbedSetup>();
+
   constructor(
     @inject(entityManagerServiceIdentifier) private readonly root: EntityManager,
     @inject(AiModelService) private readonly models: AiModelService,
@@ -67,20 +70,51 @@ export class AiGatewayService implements AiGateway {
    * configured embedder), not on a user's behalf: no ownership check, the operator named the model.
    */
   async embed(input: { modelId: string; texts: string[]; signal?: AbortSignal; scope?: ModelCallFrame }): Promise<AiEmbedResult> {
-    const model = await this.model(input.modelId);
-    const provider = this.models.requireProvider(model);
-    if (!provider.embed) throw aiErrors.badRequest(`The AI provider "${provider.service}" of model ${model.id} does not offer embeddings.`);
+    const { model, provider, conf, secrets } = await this.embedSetup(input.modelId);
     const started = Date.now();
     let result: AiEmbedResult;
     try {
-      result = await provider.embed(provider.parseConf(this.models.openConf(model)), { texts: input.texts, signal: input.signal, fetch: this.guard.fetch });
+      result = await provider.embed!(conf, { texts: input.texts, signal: input.signal, fetch: this.guard.fetch });
     } catch (error) {
-      const redacted = redactProviderError(error, this.models.secretTexts(model));
+      const redacted = redactProviderError(error, secrets);
       await this.recorder.embeddings(describe(model), input.texts.length, started, { usage: null, credits: 0, error: redacted }, input.scope);
       throw redacted;
     }
     await this.recorder.embeddings(describe(model), input.texts.length, started, { usage: result.usage, credits: priceOf(this.priceFor(model), { inputTokens: result.usage.inputTokens, outputTokens: 0 }) }, input.scope);
     return result;
+  }
+
+  /**
+   * What `embed` needs of a model: its provider, its conf decrypted and parsed, its secrets' texts.
+   * Kept per model while the model's stored `service` and `conf` read the same: each call reads
+   * those two columns (one small row, no entity) and sets the model up again only when they
+   * changed, so an updated key or conf is used from the next call on and a deleted model fails at
+   * once, whichever process changed it.
+   */
+  private async embedSetup(modelId: string): Promise<EmbedSetup> {
+    if (!isUuid(modelId)) throw modelNotFound(modelId);
+    const em = this.root.fork();
+    const meta = em.getMetadata().get(AiModel.name);
+    const column = (property: 'service' | 'conf' | 'id') => meta.properties[property].fieldNames[0]!;
+    const [row] = (await em
+      .getConnection()
+      .execute(`SELECT ${column('service')} AS service, ${column('conf')} AS conf FROM ${meta.tableName} WHERE ${column('id')} = ?`, [modelId], 'all')) as Array<{ service: string | null; conf: unknown }>;
+    if (!row) {
+      this.embedSetups.delete(modelId);
+      throw modelNotFound(modelId);
+    }
+    const stored = typeof row.conf === 'string' ? row.conf : JSON.stringify(row.conf);
+    const fingerprint = `${row.service ?? ''}\u0000${stored}`;
+    const cached = this.embedSetups.get(modelId);
+    if (cached?.fingerprint === fingerprint) return cached;
+    const model = { id: modelId, service: row.service, conf: (typeof row.conf === 'string' ? JSON.parse(row.conf) : row.conf) as Record<string, unknown> };
+    const provider = this.models.requireProvider(model as AiModel);
+    if (!provider.embed) throw aiErrors.badRequest(`The AI provider "${provider.service}" of model ${model.id} does not offer embeddings.`);
+    const setup: EmbedSetup = { fingerprint, model, provider, conf: provider.parseConf(this.models.openConf(model)), secrets: this.models.secretTexts(model) };
+    // A bounded cache: the models the deployment embeds with are few.
+    if (this.embedSetups.size >= 64) this.embedSetups.delete(this.embedSetups.keys().next().value!);
+    this.embedSetups.set(modelId, setup);
+    return setup;
   }
 
   /** Checks, before any credit is reserved, that the model exists for the user and has a provider. */
@@ -127,6 +161,15 @@ export class AiGatewayService implements AiGateway {
     if (!model) throw modelNotFound(modelId);
     return model;
   }
+}
+
+/** A model set up for `embed`, with the fingerprint (service and stored conf) it was set up from. */
+interface EmbedSetup {
+  fingerprint: string;
+  model: Pick<AiModel, 'id' | 'service' | 'conf'>;
+  provider: AiProvider<any>;
+  conf: unknown;
+  secrets: string[];
 }
 
 /** What a record and a span say of a model. */
