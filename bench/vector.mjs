@@ -14,6 +14,7 @@
 //   node bench/vector.mjs [--rows 100000] [--dim 384] [--queries 50] [--exact-queries 5] [--http-queries 200] [--writes 20000] [--embed-calls 300] [--only writes|embed]
 //
 // Not a test: it prints figures and never fails on them.
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -118,6 +119,38 @@ async function benchWrites(count) {
   }
 }
 
+/** Sequential searches over HTTP, one at a time, from a client process of its own: wall time per query and the hits of the first `texts.length`. */
+const remoteClient = `
+const { url, token, texts, count, limit } = JSON.parse(process.argv[1]);
+const times = [];
+const ids = [];
+for (let n = 0; n < count; n++) {
+  const at = performance.now();
+  const response = await fetch(url + '/tool/vdb/Bench/vector', { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer ' + token }, body: JSON.stringify({ content: texts[n % texts.length], query: { limit } }) });
+  const body = await response.json();
+  times.push(performance.now() - at);
+  if (response.status !== 200) { console.error(JSON.stringify(body)); process.exit(1); }
+  if (n < texts.length) ids.push(body.items.map((item) => item.id));
+}
+process.stdout.write(JSON.stringify({ times, ids }));`;
+
+/** Runs `remoteClient`; answers its figures and this (the host's) process's CPU per query meanwhile. */
+function remoteSearches(url, token, texts, count) {
+  return new Promise((resolve, reject) => {
+    const cpu = process.cpuUsage();
+    const child = spawn(process.execPath, ['--input-type=module', '-e', remoteClient, JSON.stringify({ url, token, texts, count, limit })], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      if (code !== 0) return reject(new Error(`the search client exited with ${code}`));
+      const used = process.cpuUsage(cpu);
+      const result = JSON.parse(out);
+      resolve({ ...result, hostCpuMs: (used.user + used.system) / 1000 / count });
+    });
+  });
+}
+
 /**
  * After a restart, on the same database file: the first query of raw sqlite-vec (a fresh kernel
  * querying a vec0 table of the raw vectors, cosine) beside the first search of a host started on
@@ -216,7 +249,19 @@ async function afterRestart({ path, truth, percentile, loadAverage }) {
     console.log(
       `exact top-${limit} over HTTP, embedding included   p50 ${percentile(times, 50).toFixed(2).padStart(8)} ms   p99 ${percentile(times, 99).toFixed(2).padStart(8)} ms   recall ${(found / (Math.min(count, texts.length) * limit)).toFixed(3)}   CPU ${cpuPerQuery.toFixed(2)} ms/query (client included)   (${count} queries)`,
     );
+    // The same queries from a client in a process of its own (as a real client is): the numbers
+    // above include this process's own fetch client, which shares the host's event loop and cores.
+    const remote = await remoteSearches(host.url, token, texts, count);
+    let remoteFound = 0;
+    remote.ids.forEach((ids, n) => {
+      const want = new Set(truth(embedder.embedOne(texts[n])));
+      remoteFound += ids.filter((id) => want.has(id)).length;
+    });
+    console.log(
+      `exact top-${limit} over HTTP, client in its own process   p50 ${percentile(remote.times, 50).toFixed(2).padStart(8)} ms   p99 ${percentile(remote.times, 99).toFixed(2).padStart(8)} ms   recall ${(remoteFound / (remote.ids.length * limit)).toFixed(3)}   host CPU ${remote.hostCpuMs.toFixed(2)} ms/query   (${count} queries)`,
+    );
     console.log(`raw sqlite-vec vec0, in process, after restart   p50 ${percentile(rawTimes, 50).toFixed(2).padStart(8)} ms                                    CPU ${rawCpuPerQuery.toFixed(2)} ms/query   (${rawTimes.length} queries)`);
+    console.log(`  HTTP p50 (client in its own process) / raw sqlite-vec p50: ${(percentile(remote.times, 50) / percentile(rawTimes, 50)).toFixed(2)}x`);
     console.log(`  HTTP p50 / raw sqlite-vec p50: ${(percentile(times, 50) / percentile(rawTimes, 50)).toFixed(2)}x   CPU per query: ${(cpuPerQuery / rawCpuPerQuery).toFixed(2)}x   first query: ${(httpFirst / rawFirst).toFixed(2)}x`);
     console.log(`  load: ${loadAverage()}`);
   } finally {
