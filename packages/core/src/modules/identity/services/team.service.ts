@@ -57,6 +57,11 @@ export class TeamService {
     return teams;
   }
 
+  /** The id of the user's first team (`firstTeam`'s), in one prepared read, not cached. Null: in no team. */
+  async firstTeamId(userId: string): Promise<string | null> {
+    return (await findTeamsOfUser(this.sql, userId))[0]?.id ?? null;
+  }
+
   /** Drops the cached teams of these users (a membership of theirs changed). */
   private forgetTeamsOf(...userIds: string[]): void {
     this.teamsGeneration++;

@@ -13,6 +13,9 @@ import { compileVdbFilter } from '../vdb/filter-sql.js';
 import type { VdbFilter } from '../vdb/filter.js';
 import { bytesToVector, vectorToBytes } from '../vdb/vector-codec.js';
 import { inTransaction } from '../../../kernel/transaction.js';
+import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
+import type { PreparedStatements } from '../../../ports/database.js';
+import { findCollectionRef, findRecordsByIds, type VdbRecordFields } from '../vdb/queries.js';
 
 export type VdbTag = string | number | boolean;
 
@@ -23,7 +26,7 @@ export interface VdbWriteInput {
 }
 
 export interface VdbSearchHit {
-  record: VdbRecord;
+  record: VdbRecordFields;
   /** Cosine similarity, 1 − distance. */
   score: number;
   distance: number;
@@ -50,6 +53,7 @@ export class VdbService {
     @inject(embedderServiceIdentifier) private readonly embedder: Embedder,
     @inject(vectorStoreServiceIdentifier) private readonly store: VectorStore,
     @inject(toolsConfigServiceIdentifier) private readonly config: ToolsConfig,
+    @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
   ) {}
 
   /** query.limit of a search when none is given. */
@@ -58,10 +62,11 @@ export class VdbService {
   }
 
   /** The team whose collections the caller works in: their first (personal) team. */
-  async teamOf(em: EntityManager, userId: string): Promise<string> {
-    const membership = await this.teams.firstTeam(em, userId);
-    if (!membership) throw new TrellisError('bad_request', 'no_team', 'You belong to no team; collections belong to teams.');
-    return membership.team.id;
+  async teamOf(_em: EntityManager, userId: string): Promise<string> {
+    // One prepared read, never cached: a membership withdrawn is withdrawn at once, in every process.
+    const teamId = await this.teams.firstTeamId(userId);
+    if (!teamId) throw new TrellisError('bad_request', 'no_team', 'You belong to no team; collections belong to teams.');
+    return teamId;
   }
 
   async findCollection(em: EntityManager, teamId: string, className: string): Promise<VdbCollection> {
@@ -189,7 +194,9 @@ export class VdbService {
   }
 
   async search(em: EntityManager, teamId: string, className: string, content: string, options: { limit?: number; filter: VdbFilter | null }): Promise<VdbSearchHit[]> {
-    const collection = await this.findCollection(em, teamId, className);
+    // The collection and the hit records in prepared reads (see vdb/queries.ts).
+    const collection = await findCollectionRef(this.sql, teamId, className);
+    if (!collection) throw collectionNotFound(className);
     this.checkEmbedder(collection);
     const limit = options.limit ?? this.config.vdb.defaultSearchLimit;
     if (limit > this.config.vdb.maxSearchLimit) {
@@ -206,7 +213,7 @@ export class VdbService {
       throw new TrellisError('validation', 'vdb_search_failed', `The vector store (${this.store.name}) could not search.`, { cause: error });
     }
     if (hits.length === 0) return [];
-    const records = await em.find(VdbRecord, { id: hits.map((hit) => hit.id), collection: collection.id });
+    const records = await findRecordsByIds(this.sql, collection.id, hits.map((hit) => hit.id));
     const byId = new Map(records.map((record) => [record.id, record]));
     return hits.flatMap((hit) => {
       const record = byId.get(hit.id);
@@ -238,7 +245,7 @@ export class VdbService {
     }
   }
 
-  private checkEmbedder(collection: VdbCollection): void {
+  private checkEmbedder(collection: Pick<VdbCollection, 'embedder' | 'dimension'>): void {
     if (collection.embedder !== this.embedder.name || collection.dimension !== this.embedder.dimension) {
       throw new TrellisError(
         'validation',

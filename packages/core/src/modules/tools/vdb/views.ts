@@ -1,7 +1,7 @@
 import type { VdbRecord } from '../entities/vdb-record.entity.js';
 import type { VdbRecordView } from '../schemas.js';
 
-export const toVdbRecordView = (record: VdbRecord, className: string): VdbRecordView => ({
+export const toVdbRecordView = (record: Pick<VdbRecord, 'id' | 'content' | 'tags' | 'metadata' | 'createdAt' | 'updatedAt'>, className: string): VdbRecordView => ({
   id: record.id,
   className,
   content: record.content,
