@@ -6,6 +6,7 @@ import { coreModules, createKernel, ExactScanVectorStore, provide, UserService, 
 import { sqliteDatabase } from '@trellis/db-sqlite';
 import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
 import { pino } from 'pino';
+import { seededVectors } from './seeded-vectors.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The in-memory index of unfiltered searches against the exact scan (cosine in process, ties by
@@ -21,12 +22,7 @@ describe('sqlite-vec store: in-memory quantised index', () => {
   let otherCollectionId: string;
   const exact = new ExactScanVectorStore();
 
-  let seed = 11;
-  const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
-  const gaussian = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
-  const vector = () => Float32Array.from({ length: dimension }, gaussian);
-  let serial = 0;
-  const newId = () => `00000000-0000-7000-9000-${String(++serial).padStart(12, '0')}`;
+  const { vector, newId } = seededVectors(11, dimension);
 
   const start = (path: string, vectorStore: SqliteVecVectorStore) => {
     const k = createKernel({

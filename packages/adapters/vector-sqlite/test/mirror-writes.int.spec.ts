@@ -6,6 +6,7 @@ import { coreModules, createKernel, ExactScanVectorStore, inTransaction, provide
 import { sqliteDatabase } from '@trellis/db-sqlite';
 import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
 import { pino } from 'pino';
+import { seededVectors } from './seeded-vectors.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // The vec0 mirror written by `upsert` and `remove` in batches (a few statements per 500 records):
@@ -20,12 +21,7 @@ describe('sqlite-vec store: batched mirror writes', () => {
   const store = new SqliteVecVectorStore({ memoryIndex: false });
   const exact = new ExactScanVectorStore();
 
-  let seed = 7;
-  const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
-  const gaussian = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
-  const vector = () => Float32Array.from({ length: dimension }, gaussian);
-  let serial = 0;
-  const newId = () => `00000000-0000-7000-9000-${String(++serial).padStart(12, '0')}`;
+  const { vector, newId } = seededVectors(7, dimension);
 
   /** Writes records and their vectors in one transaction, as the API's batch insert does (last entry of an id wins). */
   const write = async (rows: Array<{ id: string; vector: Float32Array }>) => {

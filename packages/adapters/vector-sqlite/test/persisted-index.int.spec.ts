@@ -6,6 +6,7 @@ import { coreModules, createKernel, ExactScanVectorStore, provide, UserService, 
 import { sqliteDatabase } from '@trellis/db-sqlite';
 import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
 import { pino } from 'pino';
+import { seededVectors } from './seeded-vectors.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 // The in-memory index saved in the database: after a restart, the first search of a collection
@@ -21,12 +22,7 @@ describe('sqlite-vec store: the in-memory index saved across restarts', () => {
   const otherCollectionId = '00000000-0000-7000-8000-000000000002';
   const exact = new ExactScanVectorStore();
 
-  let seed = 23;
-  const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
-  const gaussian = () => Math.sqrt(-2 * Math.log(random() + 1e-12)) * Math.cos(2 * Math.PI * random());
-  const vector = () => Float32Array.from({ length: dimension }, gaussian);
-  let serial = 0;
-  const newId = () => `00000000-0000-7000-9000-${String(++serial).padStart(12, '0')}`;
+  const { vector, newId } = seededVectors(23, dimension);
 
   /** A kernel on the file with a new store (as a restarted process has); its statements are recorded. */
   const restart = async () => {
@@ -69,12 +65,13 @@ describe('sqlite-vec store: the in-memory index saved across restarts', () => {
     }
   };
   /** 10,001 writes to the other collection in one statement (more than the change log keeps). */
+  let batches = 0;
   const manyOtherWrites = async (count: number) => {
     await sql(
       `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count})
        INSERT INTO tool_vdb_records (id, collection_id, content, tags, metadata, embedding, dimension, created_at, updated_at)
        SELECT '00000000-0000-7000-a' || printf('%03d', ?) || '-' || printf('%012d', i), ?, 'x', '[]', '{}', ?, ?, '2026-01-01', '2026-01-01' FROM n`,
-      [++serial, otherCollectionId, vectorToBytes(vector()), dimension],
+      [++batches, otherCollectionId, vectorToBytes(vector()), dimension],
     );
   };
   const search = (s: { search: SqliteVecVectorStore['search'] }, q: Float32Array, limit = 10, em = kernel!.fork()) => s.search(em, { collectionId, vector: q, limit, filter: null });
