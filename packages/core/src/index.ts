@@ -50,8 +50,9 @@ export { AbstractPaymentProvider, invalidWebhookSignature, paymentProviderServic
 export { aiErrors, aiGatewayServiceIdentifier, aiProvidersServiceIdentifier, type AiChatRequest, type AiEmbedRequest, type AiEmbedResult, type AiFinishReason, type AiGateway, type AiMessage, type AiProvider, type AiStreamPart, type AiToolCall, type AiToolDefinition, type AiUsage, type JsonSchemaObject } from './ports/ai-provider.js';
 export { messageOf, ProviderFailure, redactProviderError, redactSecrets, summariseFailure } from './ports/provider-errors.js';
 export { runQueueServiceIdentifier, type RunJob, type RunJobHandler, type RunQueue, type RunSlot } from './ports/run-queue.js';
-export type { RunCreditHold, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStore, RunStoreDeps, RunStoreWork, RunStoreWriteOptions } from './ports/run-store.js';
+export type { RunCreditHold, RunGrantHold, RunSettlementClose, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStore, RunStoreDeps, RunStoreWork, RunStoreWriteOptions } from './ports/run-store.js';
 export { SqlRunStore, type SqlRunStoreOptions } from './modules/runs/store/sql-run-store.js';
+export { PgRunStore } from './modules/runs/store/pg-run-store.js';
 export { codeSandboxServiceIdentifier, type CodeSandbox, type CodeSandboxRequest, type CodeSandboxResult } from './ports/code-sandbox.js';
 export { CodeSandboxError, QuickJsCodeSandbox, type QuickJsCodeSandboxOptions } from './sandbox/quickjs-code-sandbox.js';
 export { addressParserServiceIdentifier, type AddressCandidate, type AddressParser, type ParsedAddress, type ParsedAddressField } from './ports/address-parser.js';

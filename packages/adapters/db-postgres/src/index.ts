@@ -1,6 +1,6 @@
 import { Migration, Migrator } from '@mikro-orm/migrations';
 import { EntityManager, PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
-import { SqlRunStore, toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
+import { PgRunStore, toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
 import { knexPoolStats, mergeCommittedFork, withoutAsyncFlushContext } from '@trellis/db-mikro-orm';
 import { postgresStatements } from './statements.js';
 
@@ -43,9 +43,11 @@ export function postgresDatabase(options: PostgresDatabaseOptions): DatabaseAdap
     statements: (orm) => postgresStatements(orm),
     poolStats: (orm) => knexPoolStats(orm),
     mergeCommitted: (parent, fork, deleted) => mergeCommittedFork(parent, fork, deleted),
-    // A transaction per write (many connections); a new run's credit hold goes last before its
-    // commit, so the balance's row lock the team's other runs wait for is held for the commit only.
-    runStore: (deps) => new SqlRunStore(deps, { groupCommit: false, holdLast: true }),
+    // A transaction per write (many connections), a run's create and final write each one
+    // statement where they can be (see PgRunStore); a new run's credit hold otherwise goes last
+    // before its commit, so the balance's row lock the team's other runs wait for is held for the
+    // commit only.
+    runStore: (deps) => new PgRunStore(deps),
   };
 }
 

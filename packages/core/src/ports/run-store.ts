@@ -33,6 +33,22 @@ export interface RunCreditHold {
   newId(): string;
   /** Says of an error of `take` whether it wrote nothing (see `RunStoreWriteOptions.atomic`). */
   wroteNothing(error: unknown): boolean;
+  /**
+   * What `take` does in the common case, as data, for a store that can write it with the run's
+   * record in one statement (PostgreSQL): take `amount` from the team's grant credits when they
+   * cover it, as `CreditService.hold` does. When that store finds them short, it calls `take`.
+   */
+  grant?: RunGrantHold;
+}
+
+/** A run's hold from the grant credits (see `RunCreditHold.grant`): the reservation's fields. */
+export interface RunGrantHold {
+  teamId: string;
+  userId: string | null;
+  /** The reservation's reason (`run <id>`). */
+  reason: string;
+  now: Date;
+  expiresAt: Date;
 }
 
 /** The fields of a run's final record. */
@@ -59,6 +75,28 @@ export interface RunFinalRecord {
 export interface RunSettlement {
   used: number;
   apply(tx: EntityManager, rows: RowSink): Promise<boolean>;
+  /**
+   * What `apply` does, as data, for a store that can write it with the final record in one
+   * statement (PostgreSQL): close the reservation `reservationId` (settled with `used`, or
+   * released), which the run's hold took whole from the grant credits (`reserved`, with the
+   * reason `reservationReason`), and give back what was not used. When the reservation is not
+   * that (closed already, gone, partly purchased credits), that store calls `apply` instead.
+   */
+  close?: RunSettlementClose;
+}
+
+/** See `RunSettlement.close`. */
+export interface RunSettlementClose {
+  reservationId: string;
+  reserved: number;
+  reservationReason: string;
+  used: number;
+  release: boolean;
+  /** Why, for the ledger entry's reason. */
+  reason: string;
+  /** The id of the ledger entry that gives the unused credits back. */
+  ledgerEntryId: string;
+  now: Date;
 }
 
 /**

@@ -13,7 +13,8 @@ export { Coupon, CouponSchema } from './entities/coupon.entity.js';
 export { PaymentEventRecord, PaymentEventSchema } from './entities/payment-event.entity.js';
 // Services: CreditService is the API runs use (reserve / settle / release).
 export { CreditService, type ReserveInput, type BalanceSnapshot, type CreditHold } from './services/credit.service.js';
-export { CreditWriteIncomplete } from './queries.js';
+export { CreditWriteIncomplete, giveBackPgCtes, giveBackPgParams, grantHoldPgCtes, grantHoldPgParams } from './queries.js';
+export { closePlan, type ClosePlan } from './services/credit-close.js';
 export { SubscriptionService, type ChangePlanInput, type ChangePlanResult, type Overview } from './services/subscription.service.js';
 export { BillingAccountService } from './services/billing-account.service.js';
 export { PlanCatalog, type Plan, type CreditPack } from './services/plan-catalog.js';

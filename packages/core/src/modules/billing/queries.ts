@@ -170,15 +170,15 @@ export async function closeHeldReservation(sql: PreparedStatements, em: EntityMa
 // infer a parameter's type from an INSERT ... SELECT target column.
 
 /**
- * Takes `amount` from the grant credits when they cover all of it, inserts the held reservation
- * (its grant month: the balance's `period_end`) and the reservation's ledger entry (the balance
- * after it). Answers how many rows each part wrote: all 1 when the credits were taken, all 0
- * (nothing written) when they were not. Any other answer (a trigger skipped an insert) means a
- * partial write the caller must roll back; it must not be taken for "not enough grant credits".
+ * The CTEs of a hold from the grant credits (`holdFromGrantPg`, and a run's record stored with its
+ * hold in one statement: `PgRunStore`): "t" the team's share lock, "b" takes `amount` from the
+ * grant credits when they cover all of it, "r" inserts the held reservation (its grant month: the
+ * balance's `period_end`), "l" the reservation's ledger entry (the balance after it). Each writes
+ * one row when the credits were taken, none (nothing written) when they were not. Any other count
+ * (a trigger skipped an insert) means a partial write the caller must roll back; it must not be
+ * taken for "not enough grant credits". Placeholders: `grantHoldPgParams`.
  */
-const holdFromGrantPg = sqlStatement(
-  'billing.hold_from_grant_pg',
-  `with "t" as (
+export const grantHoldPgCtes = `"t" as (
     select "id" from "teams" where "id" = ?::uuid for share
   ), "b" as (
     update "billing_credit_balances" set "grant_credits" = "grant_credits" - ?::int, "version" = "version" + 1, "updated_at" = ?::timestamptz
@@ -192,7 +192,22 @@ const holdFromGrantPg = sqlStatement(
     insert into "billing_credit_ledger" ("id", "team_id", "kind", "grant_delta", "purchase_delta", "grant_after", "purchase_after", "reason", "reservation_id", "order_id", "unique_key", "created_at")
     select ?::uuid, ?::uuid, 'reservation', ?::int, 0, "b"."grant_credits", "b"."purchase_credits", ?::text, "r"."id", null, null, ?::timestamptz from "b" cross join "r"
     returning "id"
-  )
+  )`;
+
+/** The values of `grantHoldPgCtes`' placeholders, in order. */
+export function grantHoldPgParams(h: GrantHold): SqlValue[] {
+  const reason = h.reason.slice(0, 500);
+  return [
+    h.teamId,
+    h.amount, h.now, h.teamId, h.amount,
+    h.reservationId, h.teamId, h.amount, h.amount, reason, h.userId, h.expiresAt, h.now, h.now,
+    h.ledgerEntryId, h.teamId, -h.amount, `Reserved for ${reason}`.slice(0, 500), h.now,
+  ];
+}
+
+const holdFromGrantPg = sqlStatement(
+  'billing.hold_from_grant_pg',
+  `with ${grantHoldPgCtes}
   select (select count(*) from "t") as "team", (select count(*) from "b") as "taken", (select count(*) from "r") as "reserved", (select count(*) from "l") as "recorded"`,
 );
 
@@ -215,17 +230,7 @@ export interface GrantHold {
  * written). Throws `CreditWriteIncomplete` when only part of it was written.
  */
 export async function holdGrantCreditsPg(sql: PreparedStatements, em: EntityManager, h: GrantHold): Promise<'taken' | 'short' | 'no_team'> {
-  const reason = h.reason.slice(0, 500);
-  const row = await sql.first<Record<string, unknown>>(
-    holdFromGrantPg,
-    [
-      h.teamId,
-      h.amount, h.now, h.teamId, h.amount,
-      h.reservationId, h.teamId, h.amount, h.amount, reason, h.userId, h.expiresAt, h.now, h.now,
-      h.ledgerEntryId, h.teamId, -h.amount, `Reserved for ${reason}`.slice(0, 500), h.now,
-    ],
-    em,
-  );
+  const row = await sql.first<Record<string, unknown>>(holdFromGrantPg, grantHoldPgParams(h), em);
   const taken = Number(row?.['taken']);
   const reserved = Number(row?.['reserved']);
   const recorded = Number(row?.['recorded']);
@@ -235,25 +240,45 @@ export async function holdGrantCreditsPg(sql: PreparedStatements, em: EntityMana
 }
 
 /**
- * Gives a closed reservation's credits back (as `giveBack`: the grant part only while the balance
- * is still in the reservation's grant month) and inserts the ledger entry with the balance after
- * it: its grant delta and its reason depend on whether the month is the same, so both reasons are
- * bound and the statement picks one. One row changed, or none when the team has no balance.
+ * The CTEs that give a closed reservation's credits back (as `giveBack`: the grant part only while
+ * the balance is still in the reservation's grant month) and insert the ledger entry with the
+ * balance after it: its grant delta and its reason depend on whether the month is the same, so
+ * both reasons are bound and the statement picks one. `source` names a CTE (or table) of one row
+ * with the reservation's `team_id` and `grant_period_end` (none: nothing is written). "t" takes
+ * the team's share lock, "b" changes the balance, "l" inserts the entry: one row each, or none
+ * when the team is gone or has no balance. Placeholders: `giveBackPgParams`.
  */
-const giveBackPg = sqlStatement(
-  'billing.give_back_pg',
-  `with "t" as (
-    select "id" from "teams" where "id" = ?::uuid for share
+export function giveBackPgCtes(source: string): string {
+  const s = `"${source}"`;
+  return `"t" as (
+    select "id" from "teams" where "id" = (select "team_id" from ${s}) for share
   ), "b" as (
     update "billing_credit_balances" set
-      "grant_credits" = "grant_credits" + case when "period_end" = ?::timestamptz then ?::int else 0 end,
+      "grant_credits" = "grant_credits" + case when "period_end" = ${s}."grant_period_end" then ?::int else 0 end,
       "purchase_credits" = "purchase_credits" + ?::int, "version" = "version" + 1, "updated_at" = ?::timestamptz
-    where "team_id" = ?::uuid and exists (select 1 from "t")
-    returning "grant_credits", "purchase_credits", "period_end" = ?::timestamptz as "same_month"
-  )
-  insert into "billing_credit_ledger" ("id", "team_id", "kind", "grant_delta", "purchase_delta", "grant_after", "purchase_after", "reason", "reservation_id", "order_id", "unique_key", "created_at")
-  select ?::uuid, ?::uuid, ?::text, case when "b"."same_month" then ?::int else 0 end, ?::int, "b"."grant_credits", "b"."purchase_credits",
-    case when "b"."same_month" then ?::text else ?::text end, ?::uuid, null, null, ?::timestamptz from "b"`,
+    from ${s}
+    where "billing_credit_balances"."team_id" = ${s}."team_id" and exists (select 1 from "t")
+    returning "grant_credits", "purchase_credits", "period_end" = ${s}."grant_period_end" as "same_month"
+  ), "l" as (
+    insert into "billing_credit_ledger" ("id", "team_id", "kind", "grant_delta", "purchase_delta", "grant_after", "purchase_after", "reason", "reservation_id", "order_id", "unique_key", "created_at")
+    select ?::uuid, ${s}."team_id", ?::text, case when "b"."same_month" then ?::int else 0 end, ?::int, "b"."grant_credits", "b"."purchase_credits",
+      case when "b"."same_month" then ?::text else ?::text end, ?::uuid, null, null, ?::timestamptz from "b" cross join ${s}
+    returning "id"
+  )`;
+}
+
+/** The values of `giveBackPgCtes`' placeholders, in order. */
+export function giveBackPgParams(g: Omit<GiveBack, 'teamId' | 'grantPeriodEnd'>): SqlValue[] {
+  return [
+    g.grantBack, g.purchaseBack, g.now,
+    g.ledgerEntryId, g.kind, g.grantBack, g.purchaseBack, g.reasonSameMonth.slice(0, 500), g.reasonMonthEnded.slice(0, 500), g.reservationId, g.now,
+  ];
+}
+
+const giveBackPg = sqlStatement(
+  'billing.give_back_pg',
+  `with "s" as (select ?::uuid as "team_id", ?::timestamptz as "grant_period_end"), ${giveBackPgCtes('s')}
+  select count(*) as "recorded" from "l"`,
 );
 
 export interface GiveBack {
@@ -275,15 +300,6 @@ export interface GiveBack {
  * same statement); throws `CreditWriteIncomplete` when the team is gone or has no balance.
  */
 export async function giveBackAndRecordPg(sql: PreparedStatements, em: EntityManager, g: GiveBack): Promise<void> {
-  await runOne(
-    sql,
-    giveBackPg,
-    [
-      g.teamId,
-      g.grantPeriodEnd, g.grantBack, g.purchaseBack, g.now, g.teamId, g.grantPeriodEnd,
-      g.ledgerEntryId, g.teamId, g.kind, g.grantBack, g.purchaseBack, g.reasonSameMonth.slice(0, 500), g.reasonMonthEnded.slice(0, 500), g.reservationId, g.now,
-    ],
-    em,
-    'the team of the reservation or its credit balance',
-  );
+  const row = await sql.first<Record<string, unknown>>(giveBackPg, [g.teamId, g.grantPeriodEnd, ...giveBackPgParams(g)], em);
+  if (Number(row?.['recorded']) !== 1) throw new CreditWriteIncomplete('the team of the reservation or its credit balance');
 }

@@ -10,19 +10,19 @@ import type { Run } from './entities/run.entity.js';
 
 const json = (value: unknown): string | null => (value === null || value === undefined ? null : JSON.stringify(value));
 
-/** How a column of `runs` is bound and read: JSON text, a datetime, a boolean (0/1 on SQLite), an integer, text. */
-type RunColumnKind = 'json' | 'date' | 'bool' | 'int' | 'text';
+/** How a column of `runs` is bound and read: JSON text, a datetime, a boolean (0/1 on SQLite), an integer, text (a uuid: text, typed on PostgreSQL). */
+type RunColumnKind = 'json' | 'date' | 'bool' | 'int' | 'text' | 'uuid';
 
 /**
  * The columns of `runs` in insert order: the column, the `Run` field it holds, its kind, and the
  * value bound when the field is absent (fields newer than the record some callers build).
  */
 const runColumns: ReadonlyArray<readonly [string, keyof Run & string, RunColumnKind, SqlValue?]> = [
-  ['id', 'id', 'text'],
-  ['document_id', 'documentId', 'text'],
-  ['project_id', 'projectId', 'text'],
-  ['team_id', 'teamId', 'text'],
-  ['user_id', 'userId', 'text'],
+  ['id', 'id', 'uuid'],
+  ['document_id', 'documentId', 'uuid'],
+  ['project_id', 'projectId', 'uuid'],
+  ['team_id', 'teamId', 'uuid'],
+  ['user_id', 'userId', 'uuid'],
   ['source', 'source', 'text'],
   ['version', 'version', 'text'],
   ['status', 'status', 'text'],
@@ -37,7 +37,7 @@ const runColumns: ReadonlyArray<readonly [string, keyof Run & string, RunColumnK
   ['on_error', 'onError', 'text'],
   ['timeout_seconds', 'timeoutSeconds', 'int'],
   ['timed_out', 'timedOut', 'bool'],
-  ['reservation_id', 'reservationId', 'text'],
+  ['reservation_id', 'reservationId', 'uuid'],
   ['reserved_credits', 'reservedCredits', 'int'],
   ['used_credits', 'usedCredits', 'int'],
   ['seq_ceiling', 'seqCeiling', 'int'],
@@ -53,11 +53,11 @@ const runColumns: ReadonlyArray<readonly [string, keyof Run & string, RunColumnK
   ['idempotency_key', 'idempotencyKey', 'text', null],
   ['idempotency_scope', 'idempotencyScope', 'text', null],
   ['request_hash', 'requestHash', 'text', null],
-  ['parent_run_id', 'parentRunId', 'text', null],
+  ['parent_run_id', 'parentRunId', 'uuid', null],
   ['parent_block_id', 'parentBlockId', 'text', null],
   ['depth', 'depth', 'int', 0],
   ['budget_credits', 'budgetCredits', 'int', null],
-  ['budget_root_id', 'budgetRootId', 'text', null],
+  ['budget_root_id', 'budgetRootId', 'uuid', null],
   ['created_at', 'createdAt', 'date'],
   ['updated_at', 'updatedAt', 'date'],
 ];
@@ -65,17 +65,34 @@ const runColumns: ReadonlyArray<readonly [string, keyof Run & string, RunColumnK
 /** Rows of `runs` (after the credit reservations a run's row refers to). */
 const runRows = sqlRowTable('runs.insert_runs', `"runs" (${runColumns.map(([column]) => `"${column}"`).join(', ')})`, `(${runColumns.map(() => '?').join(', ')})`, 3);
 
+/** The values a run's record binds, column by column (see `runColumns`). */
+function runValues(run: Run): SqlValue[] {
+  return runColumns.map(([, field, kind, absent]) => {
+    const value = (run as unknown as Record<string, unknown>)[field];
+    if (kind === 'json') return json(value);
+    return (value === undefined && absent !== undefined ? absent : value) as SqlValue;
+  });
+}
+
 /** Inserts a run's record as it is (every column): at once, or with the other rows of its group commit. */
 export async function insertRun(rows: RowSink, em: EntityManager, run: Run): Promise<void> {
-  await rows.insertRow(
-    em,
-    runRows,
-    runColumns.map(([, field, kind, absent]) => {
-      const value = (run as unknown as Record<string, unknown>)[field];
-      if (kind === 'json') return json(value);
-      return (value === undefined && absent !== undefined ? absent : value) as SqlValue;
-    }),
-  );
+  await rows.insertRow(em, runRows, runValues(run));
+}
+
+const pgTypes: Record<RunColumnKind, string> = { json: 'json', date: 'timestamptz', bool: 'boolean', int: 'int', text: 'text', uuid: 'uuid' };
+
+/**
+ * PostgreSQL: a CTE named `name` that inserts a run's record (every column) when the CTE `when`
+ * has a row (`insert ... select` cannot infer its placeholders' types: each is cast), and its
+ * values. See `PgRunStore`.
+ */
+export function insertRunWhenPg(name: string, when: string, run: Run): { text: string; params: SqlValue[] } {
+  const text = `"${name}" as (
+    insert into "runs" (${runColumns.map(([column]) => `"${column}"`).join(', ')})
+    select ${runColumns.map(([, , kind]) => `?::${pgTypes[kind]}`).join(', ')} where exists (select 1 from "${when}")
+    returning "id"
+  )`;
+  return { text, params: runValues(run) };
 }
 
 /** A run's whole record (what the ORM's `findOne(Run)` reads), in one prepared read. */
@@ -123,33 +140,36 @@ const finishRunStatement = sqlStatement(
   where "id" = ? and "attempt" = ? and "finished_at" is null`,
 );
 
+/** The fields of a run's final record (see `finishRun`). */
+export type RunFinal = Pick<Run, 'cursor' | 'sessions' | 'ctx' | 'usage' | 'status' | 'output' | 'error' | 'timedOut' | 'usedCredits' | 'finishedAt' | 'durationMs' | 'updatedAt'>;
+
+/** PostgreSQL: a CTE named `name` that writes the final record as `finishRun` does and returns the run's id (no row: nothing written), and its values. */
+export function finishRunPg(name: string, fence: { id: string; attempt: number }, final: RunFinal): { text: string; params: SqlValue[] } {
+  return { text: `"${name}" as (${finishRunStatement.text} returning "id")`, params: finishParams(fence, final) };
+}
+
 /** The final record of a run, written once by the attempt that executed it: the number of rows changed (0 when another attempt took it over, or it was written already). */
-export function finishRun(
-  sql: PreparedStatements,
-  em: EntityManager,
-  fence: { id: string; attempt: number },
-  final: Pick<Run, 'cursor' | 'sessions' | 'ctx' | 'usage' | 'status' | 'output' | 'error' | 'timedOut' | 'usedCredits' | 'finishedAt' | 'durationMs' | 'updatedAt'>,
-): Promise<number> {
-  return sql.run(
-    finishRunStatement,
-    [
-      final.cursor,
-      json(final.sessions),
-      json(final.ctx),
-      json(final.usage),
-      final.status,
-      json(final.output),
-      json(final.error),
-      final.timedOut,
-      final.usedCredits,
-      final.finishedAt,
-      final.durationMs,
-      final.updatedAt,
-      fence.id,
-      fence.attempt,
-    ],
-    em,
-  );
+export function finishRun(sql: PreparedStatements, em: EntityManager, fence: { id: string; attempt: number }, final: RunFinal): Promise<number> {
+  return sql.run(finishRunStatement, finishParams(fence, final), em);
+}
+
+function finishParams(fence: { id: string; attempt: number }, final: RunFinal): SqlValue[] {
+  return [
+    final.cursor,
+    json(final.sessions),
+    json(final.ctx),
+    json(final.usage),
+    final.status,
+    json(final.output),
+    json(final.error),
+    final.timedOut,
+    final.usedCredits,
+    final.finishedAt,
+    final.durationMs,
+    final.updatedAt,
+    fence.id,
+    fence.attempt,
+  ];
 }
 
 /** What a run's answer (`RunService.resultOf`) reads of its record: no inputs, content or usage. */

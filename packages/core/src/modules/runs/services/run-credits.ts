@@ -4,7 +4,7 @@ import { RunAlone } from '../../../kernel/group-commit.js';
 import type { AiGateway, AiUsage } from '../../../ports/ai-provider.js';
 import type { ModelCallReader } from '../../ai/index.js';
 import type { RowSink } from '../../../ports/database.js';
-import type { RunSettlement } from '../../../ports/run-store.js';
+import type { RunGrantHold, RunSettlement } from '../../../ports/run-store.js';
 import type { CreditService } from '../../billing/index.js';
 import { renderTemplate } from '../blocks/template.js';
 import type { WorkflowBlock } from '../blocks/workflow.js';
@@ -69,7 +69,7 @@ export class RunCredits {
   /** Holds a run's credits in `tx`; a failure other than `RunAlone` comes out as `HoldFailed`. */
   async hold(tx: EntityManager, alone: boolean, rows: RowSink, run: RunHold, id?: string): Promise<string> {
     try {
-      const input = { teamId: run.teamId, amount: run.amount, reason: `run ${run.runId}`, userId: run.userId, ttlSeconds: this.ctx.config.reservationTtlSeconds, id };
+      const input = { teamId: run.teamId, amount: run.amount, reason: holdReason(run.runId), userId: run.userId, ttlSeconds: this.ctx.config.reservationTtlSeconds, id };
       return (await this.credits.hold(tx, input, { alone, rows })).id;
     } catch (error) {
       if (error instanceof RunAlone) throw error;
@@ -150,15 +150,38 @@ export class RunCredits {
     return recorded;
   }
 
-  /** `close`'s answer as the settlement of the run's final write (see `RunStore.finishWork`). */
-  settlement(close: CreditClose | null, state: RunState): RunSettlement | null {
-    return close && { used: close.used, apply: (tx, rows) => this.apply(tx, rows, close, state) };
+  /**
+   * `close`'s answer as the settlement of the run's final write (see `RunStore.finishWork`);
+   * `reserved`: the credits the run's hold took (the reservation's amount).
+   */
+  settlement(close: CreditClose | null, state: RunState, reserved: number): RunSettlement | null {
+    if (!close) return null;
+    return {
+      used: close.used,
+      apply: (tx, rows) => this.apply(tx, rows, close, state),
+      // What `apply` does, for a store that writes it with the final record in one statement.
+      close: {
+        reservationId: close.reservationId,
+        reserved,
+        reservationReason: holdReason(state.id),
+        used: close.release ? 0 : close.used,
+        release: close.release,
+        reason: closeReason(close, state),
+        ledgerEntryId: this.ctx.ids.next(),
+        now: this.ctx.clock.now(),
+      },
+    };
+  }
+
+  /** What `hold` takes in the common case, as data (see `RunCreditHold.grant`). */
+  grant(run: RunHold, now: Date): RunGrantHold {
+    return { teamId: run.teamId, userId: run.userId, reason: holdReason(run.runId), now, expiresAt: new Date(now.getTime() + this.ctx.config.reservationTtlSeconds * 1000) };
   }
 
   /** Applies `close` in `tx`; false when closing wrote nothing (the reservation was closed already, or is gone). */
   private async apply(tx: EntityManager, rows: RowSink, close: CreditClose, state: RunState): Promise<boolean> {
     try {
-      await this.credits.closeOnly(tx, close.reservationId, close.release ? { used: 0, release: true, reason: `run ${state.status}` } : { used: close.used, reason: `run ${state.id}` }, rows);
+      await this.credits.closeOnly(tx, close.reservationId, close.release ? { used: 0, release: true, reason: closeReason(close, state) } : { used: close.used, reason: closeReason(close, state) }, rows);
       return true;
     } catch (error) {
       // Any other failure may have written part of the settlement: it fails the whole write (rolled back).
@@ -181,6 +204,12 @@ export class RunCredits {
     await this.credits.release(this.ctx.fork(), reservationId, reason);
   }
 }
+
+/** The reason of a run's credit reservation. */
+const holdReason = (runId: string): string => `run ${runId}`;
+
+/** Why a run's reservation is closed (the ledger entry's reason ends with it). */
+const closeReason = (close: CreditClose, state: RunState): string => (close.release ? `run ${state.status}` : `run ${state.id}`);
 
 /** Block kinds that never call a model themselves (a sub-workflow's child run bills its own calls). */
 const modelFree = new Set(['input', 'output', 'code', 'text', 'ask', 'tool', 'http', 'subworkflow', 'branch', 'loop', 'repeat', 'parallel']);

@@ -120,7 +120,7 @@ export class RunRecorder {
         // are settled (or released) in the same transaction.
         sink.emitStored('run_complete', completion(s, durationMs));
         const final = { cursor: s.cursor, sessions: s.sessions, ctx: s.ctx, usage: s.usage, status: s.status, output: s.output ?? null, error: s.error, timedOut: s.timedOut, finishedAt: now, durationMs, updatedAt: now };
-        const changed = await sink.flushWith(ctx.store.finishWork(fence, final, this.credits.settlement(close, s)), (count) => count > 0);
+        const changed = await sink.flushWith(ctx.store.finishWork(fence, final, this.credits.settlement(close, s, run.reservedCredits)), (count) => count > 0);
         if (!changed) throw new RunSuperseded();
         await this.credits.chargeOverflow(close, s);
         persistence.durationMs = durationMs;

@@ -204,7 +204,7 @@ export class RunStarter {
     if (slot) Object.assign(run, { status: 'running', attempt: 1, startedAt: now, deadlineAt: new Date(now.getTime() + timeoutSeconds * 1000) });
     // The credit hold and the run's record are one transaction: a hold without its run is never stored.
     try {
-      const creditHold: RunCreditHold | null = amount > 0 ? { amount, take: hold, newId: () => this.ctx.ids.next(), wroteNothing: holdWroteNothing } : null;
+      const creditHold: RunCreditHold | null = amount > 0 ? { amount, take: hold, newId: () => this.ctx.ids.next(), wroteNothing: holdWroteNothing, grant: this.credits.grant(held, now) } : null;
       // The claim reserves the attempt's sequence numbers (see StoredEventSink.reserved); the run kept here has them from 0.
       const reservationId = await this.ctx.store.create(slot ? { ...run, seqCeiling: SEQ_BLOCK } : { ...run }, creditHold);
       if (reservationId) {

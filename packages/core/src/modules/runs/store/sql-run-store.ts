@@ -3,7 +3,7 @@ import { GroupCommit } from '../../../kernel/group-commit.js';
 import type { RowSink } from '../../../ports/database.js';
 import type { RunCreditHold, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStore, RunStoreDeps, RunStoreWork, RunStoreWriteOptions } from '../../../ports/run-store.js';
 import { Run } from '../entities/run.entity.js';
-import { claimRunStatement, finishRun, insertRun } from '../queries.js';
+import { claimRunStatement, finishRun, insertRun, type RunFinal } from '../queries.js';
 import { eventRows, rowText } from '../services/event-text.js';
 import { followRunBatches, readRunLog } from '../services/follow.js';
 import { ROW_EVENTS } from '../services/stored-event-sink.js';
@@ -33,7 +33,7 @@ export class SqlRunStore implements RunStore {
 
   /** `group`: the group commit to write through (made from `options` when absent). */
   constructor(
-    private readonly deps: RunStoreDeps,
+    protected readonly deps: RunStoreDeps,
     private readonly options: SqlRunStoreOptions,
     group?: GroupCommit,
   ) {
@@ -111,7 +111,7 @@ export class SqlRunStore implements RunStore {
     const { sql } = this.deps;
     return async (tx: EntityManager, rows: RowSink) => {
       // The record first, fenced by the attempt: a superseded attempt settles nothing.
-      const record = { ...final, usedCredits: settle ? settle.used : null } as unknown as Parameters<typeof finishRun>[3];
+      const record = { ...final, usedCredits: settle ? settle.used : null } as unknown as RunFinal;
       const changed = await finishRun(sql, tx, fence, record);
       if (!changed || !settle) return changed;
       if (!(await settle.apply(tx, rows))) await tx.nativeUpdate(Run, fence, { usedCredits: null });
