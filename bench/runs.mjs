@@ -41,7 +41,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { request } from './lib.mjs';
+import { Session } from 'node:inspector/promises';
+import { request, selfTimes } from './lib.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const { values: args } = parseArgs({
@@ -62,6 +63,8 @@ const { values: args } = parseArgs({
     streams: { type: 'string', default: '1,4' },
     'stream-transports': { type: 'string', default: 'uws,node' },
     'stream-rounds': { type: 'string', default: '7' },
+    threads: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'boolean', default: false },
   },
 });
 const connections = Number(args.connections);
@@ -401,6 +404,24 @@ function threadsCpuMs(pid) {
   return { all, main };
 }
 
+/** `--threads`: CPU ms of each thread of a process, by thread id, with its name (Linux). */
+function perThreadMs(pid) {
+  const out = new Map();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+        out.set(tid, { name, ms: Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6 });
+      } catch {
+        // Ended meanwhile.
+      }
+    }
+  } catch {
+    // Not Linux.
+  }
+  return out;
+}
+
 /** A child process of this bench (`script` under bench/servers) talking over IPC; answers it once it printed its first line (parsed as JSON, or null without one). */
 function child(script, argv = [], ipc = false) {
   const proc = spawn(process.execPath, [join(here, 'servers', script), ...argv], { cwd: here, stdio: ['ignore', 'pipe', 'inherit', ...(ipc ? ['ipc'] : [])] });
@@ -461,20 +482,53 @@ async function streaming() {
         const bareJob = { url: `http://127.0.0.1:${bare.info.port}/`, method: 'GET', headers: {}, body: undefined };
         for (const streams of streamCounts) {
           const figures = { run: [], bare: [] };
+          const session = args['cpu-prof'] ? new Session() : null;
           for (let round = -warmup; round < rounds; round++) {
+            if (session && round === 0) {
+              session.connect();
+              await session.post('Profiler.enable');
+              await session.post('Profiler.setSamplingInterval', { interval: 100 });
+              await session.post('Profiler.start');
+            }
             for (const [kind, job, pid] of [['run', runJob, process.pid], ['bare', bareJob, bare.proc.pid]]) {
+              const threadsBefore = args.threads ? perThreadMs(pid) : null;
               const before = threadsCpuMs(pid);
               const answer = await readRound(client, { ...job, streams });
               const after = threadsCpuMs(pid);
+              if (threadsBefore && round >= 0) {
+                const sums = (figures.threads ??= { run: new Map(), bare: new Map() })[kind];
+                for (const [tid, { name, ms }] of perThreadMs(pid)) {
+                  const key = `${name} ${tid}`;
+                  sums.set(key, (sums.get(key) ?? 0) + (ms - (threadsBefore.get(tid)?.ms ?? 0)) / answer.events);
+                }
+              }
               if (!answer.ok) throw new Error(`${kind} stream incomplete: ${answer.last}`);
               // The same events, and the same bytes but for the run's ids and timings.
               if (kind === 'bare' && (answer.events !== figures.runEvents || Math.abs(answer.bytes - figures.runBytes) > figures.runBytes / 100)) throw new Error(`the bare server wrote ${answer.events} events (${answer.bytes} bytes), the run ${figures.runEvents} (${figures.runBytes})`);
               if (kind === 'run') Object.assign(figures, { runBytes: answer.bytes, runEvents: answer.events });
-              if (round >= 0) figures[kind].push({ rate: answer.events / (answer.ms / 1000), events: answer.events, cpu: (after.all - before.all) / answer.events, main: (after.main - before.main) / answer.events });
+              if (round >= 0) figures[kind].push({ first: answer.first, ms: answer.ms, rate: answer.events / (answer.ms / 1000), events: answer.events, cpu: (after.all - before.all) / answer.events, main: (after.main - before.main) / answer.events });
             }
           }
-          const summary = (kind) => ({ rate: median(figures[kind].map((f) => f.rate)), cpu: median(figures[kind].map((f) => f.cpu)), main: median(figures[kind].map((f) => f.main)), min: Math.min(...figures[kind].map((f) => f.rate)), max: Math.max(...figures[kind].map((f) => f.rate)) });
+          const summary = (kind) => ({ first: median(figures[kind].map((f) => f.first)), ms: median(figures[kind].map((f) => f.ms)), rate: median(figures[kind].map((f) => f.rate)), cpu: median(figures[kind].map((f) => f.cpu)), main: median(figures[kind].map((f) => f.main)), min: Math.min(...figures[kind].map((f) => f.rate)), max: Math.max(...figures[kind].map((f) => f.rate)) });
           const ratios = figures.run.map((r, i) => r.rate / figures.bare[i].rate);
+          if (session) {
+            // The host's main thread over the measured rounds (idle while the bare server's ran).
+            const { profile } = await session.post('Profiler.stop');
+            session.disconnect();
+            const file = `runs-stream-${transport}-${streams}-${Date.now()}.cpuprofile`;
+            writeFileSync(file, JSON.stringify(profile));
+            const { total, self } = selfTimes(profile);
+            const busy = total - self.filter(([key]) => key.startsWith('(idle)')).reduce((sum, [, t]) => sum + t, 0);
+            console.log(`  ${transport}, ${streams} stream(s): profile ${file}, ${(busy / 1000).toFixed(0)} ms not idle; most self time:`);
+            for (const [key, t] of self.filter(([key]) => !key.startsWith('(idle)')).slice(0, 30)) console.log(`    ${((100 * t) / busy).toFixed(1).padStart(5)}%  ${(t / 1000).toFixed(1).padStart(7)} ms  ${key}`);
+          }
+          if (figures.threads) {
+            console.log(`  ${transport}, ${streams} stream(s): CPU µs per event by thread (at least 0.05), run then bare`);
+            for (const kind of ['run', 'bare']) {
+              const list = [...figures.threads[kind]].map(([key, us]) => [key, (us * 1000) / rounds]).filter(([, us]) => us >= 0.05);
+              console.log(`    ${kind}: ${list.map(([key, us]) => `${key} ${us.toFixed(2)}`).join(', ')}`);
+            }
+          }
           rows.push({ transport, streams, events: figures.run[0].events / streams, run: summary('run'), bare: summary('bare'), ratio: median(ratios), ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios) });
         }
       } finally {
@@ -488,9 +542,9 @@ async function streaming() {
   const us = (ms) => (ms * 1000).toFixed(2).padStart(6);
   const n = (v) => Math.round(v).toLocaleString('en').padStart(9);
   console.log(`  streamed events: POST /block/{bid}/api (stream, sse) vs an independent bare node:http SSE server, ${rows[0]?.events ?? 0} events a stream, median of ${rounds} rounds (load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')})`);
-  console.log('  transport  streams   run events/s  bare events/s   ratio (min-max of rounds)   CPU µs/event: host  bare  host/bare   main thread: host  bare');
+  console.log('  transport  streams   run events/s  bare events/s   ratio (min-max of rounds)   CPU µs/event: host  bare  host/bare   main thread: host  bare   ms to first bytes, to the end: run  bare');
   for (const r of rows) {
-    console.log(`  ${r.transport.padEnd(9)}  ${String(r.streams).padStart(7)}   ${n(r.run.rate)}      ${n(r.bare.rate)}       ${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}-${r.ratioMax.toFixed(2)})              ${us(r.run.cpu)} ${us(r.bare.cpu)}  ${(r.run.cpu / r.bare.cpu).toFixed(2).padStart(6)}x             ${us(r.run.main)} ${us(r.bare.main)}`);
+    console.log(`  ${r.transport.padEnd(9)}  ${String(r.streams).padStart(7)}   ${n(r.run.rate)}      ${n(r.bare.rate)}       ${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}-${r.ratioMax.toFixed(2)})              ${us(r.run.cpu)} ${us(r.bare.cpu)}  ${(r.run.cpu / r.bare.cpu).toFixed(2).padStart(6)}x             ${us(r.run.main)} ${us(r.bare.main)}   ${r.run.first.toFixed(1).padStart(29)} ${r.run.ms.toFixed(0).padStart(4)}  ${r.bare.first.toFixed(1)} ${r.bare.ms.toFixed(0)}`);
   }
   console.log('  target: a run\'s events/s at least 0.8 of the bare server\'s on both transports');
 }
