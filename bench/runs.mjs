@@ -7,7 +7,7 @@
 //   node bench/runs.mjs [--connections 64] [--duration 10] [--transport uws|node] [--db sqlite,postgres]
 //                       [--postgres-url postgres://...] [--redis-url redis://...] [--workers 1,2] [--credits-per-run 1]
 //                       [--parts runs,stream] [--chunks 10000] [--streams 1,4] [--stream-transports uws,node]
-//                       [--stream-rounds 7]
+//                       [--stream-rounds 7] [--threads] [--cpu-prof]
 //
 // The load generator (autocannon) runs in a process of its own, so the host's figures are the
 // host's alone: "host CPU" is this process's CPU time per 2xx answer (every thread: the sandbox
@@ -23,7 +23,7 @@
 // `trellis worker` processes (the host only accepts and streams). A mode that cannot run is
 // reported as skipped with the reason.
 //
-// Streaming (`--parts stream`, or the default `--parts runs,stream`): the issue's measure of a
+// Streaming (`--parts stream`, or the default `--parts runs,stream`): issue 25's measure of a
 // run's streamed events against an independent bare SSE server. A deployed workflow whose code
 // block emits `--chunks` chunks (default 10,000: 10,005 events, 721 KiB of SSE) is run through
 // POST /block/{bid}/api (stream, format sse: what a caller of a deployed block uses) on a host of
@@ -31,10 +31,15 @@
 // `node:http` server in a process of its own writing the very same bytes, one write per event.
 // The reading client (bench/servers/stream-client.mjs) is a process of its own too; with
 // `--streams 1,4` it reads 1 and then 4 streams at once. Rounds alternate run, bare, run, bare
-// (`--stream-rounds`, after `--warmup` unmeasured ones); it prints the median events/s of each,
-// the ratio (target at least 0.8), and the CPU time per event of the host process (every thread:
-// the sandbox's worker, SQLite's, V8's) and of the bare server's, and of each one's main thread
-// (Linux, from /proc/<pid>/task/<tid>/schedstat). Not a test: it prints figures and never fails on them.
+// (`--stream-rounds`, after `--warmup` unmeasured ones), on each database of `--db`; it prints
+// the median events/s of each, the ratio (target at least 0.8), the CPU time per event of the
+// host (this process, every thread: the sandbox's worker, SQLite's, V8's) and of the bare
+// server's process, and of each one's main thread (Linux, from /proc/<pid>/task/<tid>/schedstat),
+// and the time to the first bytes and to the end of the bodies. `--threads` adds the host's CPU
+// per event by thread, `--cpu-prof` writes a .cpuprofile of the host's main thread over the
+// measured rounds (idle while the bare server's ran) and prints the most self time. On a loaded
+// machine compare the CPU figures: wall times swing from round to round (docs/runs.md, "Against
+// an independent bare SSE server"). Not a test: it prints figures and never fails on them.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
