@@ -6,6 +6,8 @@
 //   pnpm bench:runs-api             (builds the packages first)
 //   node bench/runs.mjs [--connections 64] [--duration 10] [--transport uws|node] [--db sqlite,postgres]
 //                       [--postgres-url postgres://...] [--redis-url redis://...] [--workers 1,2] [--credits-per-run 1]
+//                       [--parts runs,stream] [--chunks 10000] [--streams 1,4] [--stream-transports uws,node]
+//                       [--stream-rounds 7] [--threads] [--cpu-prof]
 //
 // The load generator (autocannon) runs in a process of its own, so the host's figures are the
 // host's alone: "host CPU" is this process's CPU time per 2xx answer (every thread: the sandbox
@@ -19,14 +21,33 @@
 // Queue modes: `in-process` (the default RunQueue: the host executes its runs) always; with
 // --redis-url and the `@trellis/queue-bullmq` adapter installed, also BullMQ with 1 and 2
 // `trellis worker` processes (the host only accepts and streams). A mode that cannot run is
-// reported as skipped with the reason. Not a test: it prints figures and never fails on them.
+// reported as skipped with the reason.
+//
+// Streaming (`--parts stream`, or the default `--parts runs,stream`): issue 25's measure of a
+// run's streamed events against an independent bare SSE server. A deployed workflow whose code
+// block emits `--chunks` chunks (default 10,000: 10,005 events, 721 KiB of SSE) is run through
+// POST /block/{bid}/api (stream, format sse: what a caller of a deployed block uses) on a host of
+// each transport (`--stream-transports uws,node`), against bench/servers/bare-sse.mjs: a bare
+// `node:http` server in a process of its own writing the very same bytes, one write per event.
+// The reading client (bench/servers/stream-client.mjs) is a process of its own too; with
+// `--streams 1,4` it reads 1 and then 4 streams at once. Rounds alternate run, bare, run, bare
+// (`--stream-rounds`, after `--warmup` unmeasured ones), on each database of `--db`; it prints
+// the median events/s of each, the ratio (target at least 0.8), the CPU time per event of the
+// host (this process, every thread: the sandbox's worker, SQLite's, V8's) and of the bare
+// server's process, and of each one's main thread (Linux, from /proc/<pid>/task/<tid>/schedstat),
+// and the time to the first bytes and to the end of the bodies. `--threads` adds the host's CPU
+// per event by thread, `--cpu-prof` writes a .cpuprofile of the host's main thread over the
+// measured rounds (idle while the bare server's ran) and prints the most self time. On a loaded
+// machine compare the CPU figures: wall times swing from round to round (docs/runs.md, "Against
+// an independent bare SSE server"). Not a test: it prints figures and never fails on them.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { request } from './lib.mjs';
+import { Session } from 'node:inspector/promises';
+import { request, selfTimes } from './lib.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const { values: args } = parseArgs({
@@ -42,11 +63,19 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '64' },
     // runs.creditsPerRun: 1 is the product default; 0 skips the credit reservation of a run without LLM blocks (shows what billing costs).
     'credits-per-run': { type: 'string', default: '1' },
+    parts: { type: 'string', default: 'runs,stream' },
+    chunks: { type: 'string', default: '10000' },
+    streams: { type: 'string', default: '1,4' },
+    'stream-transports': { type: 'string', default: 'uws,node' },
+    'stream-rounds': { type: 'string', default: '7' },
+    threads: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'boolean', default: false },
   },
 });
 const connections = Number(args.connections);
 const duration = Number(args.duration);
 const warmup = Number(args.warmup);
+const parts = new Set(args.parts.split(',').map((part) => part.trim()));
 
 for (const pkg of ['core', 'host', 'adapters/db-sqlite']) {
   if (!existsSync(join(here, '..', 'packages', pkg, 'dist', 'index.js'))) {
@@ -359,6 +388,172 @@ async function bullmq(workers) {
   }
 }
 
+
+/** CPU time in ms of a process (every thread) and of its main thread, from /proc/<pid>/task/<tid>/schedstat (Linux; NaN elsewhere). */
+function threadsCpuMs(pid) {
+  let all = 0;
+  let main = Number.NaN;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const ms = Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+        all += ms;
+        if (tid === String(pid)) main = ms;
+      } catch {
+        // The thread ended meanwhile (its time is lost: a sandbox worker lives as long as its pool).
+      }
+    }
+  } catch {
+    return { all: Number.NaN, main: Number.NaN };
+  }
+  return { all, main };
+}
+
+/** `--threads`: CPU ms of each thread of a process, by thread id, with its name (Linux). */
+function perThreadMs(pid) {
+  const out = new Map();
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+        out.set(tid, { name, ms: Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6 });
+      } catch {
+        // Ended meanwhile.
+      }
+    }
+  } catch {
+    // Not Linux.
+  }
+  return out;
+}
+
+/** A child process of this bench (`script` under bench/servers) talking over IPC; answers it once it printed its first line (parsed as JSON, or null without one). */
+function child(script, argv = [], ipc = false) {
+  const proc = spawn(process.execPath, [join(here, 'servers', script), ...argv], { cwd: here, stdio: ['ignore', 'pipe', 'inherit', ...(ipc ? ['ipc'] : [])] });
+  return new Promise((resolve, reject) => {
+    if (ipc) return proc.once('spawn', () => resolve({ proc, info: null }));
+    let out = '';
+    proc.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('\n')) resolve({ proc, info: JSON.parse(out.split('\n')[0]) });
+    });
+    proc.once('error', reject);
+    proc.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+}
+
+/** One round of the reading client: `streams` requests at once; answers its figures. */
+function readRound(client, job) {
+  return new Promise((resolve, reject) => {
+    client.once('message', (answer) => (answer.error ? reject(new Error(answer.error)) : resolve(answer)));
+    client.send(job);
+  });
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+/**
+ * The issue's streaming measure (see the header): a run's SSE stream through POST /block/{bid}/api
+ * on each transport against the independent bare server, with 1 and 4 streams at once.
+ */
+async function streaming() {
+  const chunks = Number(args.chunks);
+  const rounds = Math.max(1, Number(args['stream-rounds']));
+  const streamCounts = args.streams.split(',').map(Number).filter((n) => n > 0);
+  const code = `for (let i = 0; i < ${chunks}; i++) emit('chunk ' + i + ' ');\nreturn 'done';`;
+  const emitter = { type: 'doc', content: [{ type: 'codeBlock', attrs: { id: 'c1', name: 'emitter', language: 'javascript' }, content: [{ type: 'text', text: code }] }] };
+  const rows = [];
+  const { proc: client } = await child('stream-client.mjs', [], true);
+  let bare = null;
+  try {
+    for (const transport of args['stream-transports'].split(',').map((t) => t.trim())) {
+      const host = createHost({ config: { ...config({ codeTimeoutMs: 600_000, maxTimeoutSeconds: 3600 }), server: { host: '127.0.0.1', port: 0, transport } }, database: await database(), modules: [...coreModules, bareModule] });
+      await host.start();
+      try {
+        const user = await json(host.url, 'POST', '/auth/register', undefined, { email: `bench-${Date.now()}-${Math.random()}@example.com`, password: 'correct horse battery' });
+        const project = await json(host.url, 'POST', '/project', user.token, { name: `bench ${Date.now()}`, tools: [], access: 'team' });
+        const block = await json(host.url, 'POST', `/block/${project.id}`, user.token, { name: 'stream bench', type: 'workflow', content: emitter });
+        await json(host.url, 'POST', `/block/${block.id}/deploy`, user.token, { access: 'public' });
+        const runJob = { url: `${host.url}/block/${block.id}/api`, method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ stream: true, format: 'sse', inputs: {} }) };
+        if (!bare) {
+          // The bare server's bytes: one run's SSE body as this host streamed it.
+          const response = await fetch(runJob.url, { method: 'POST', headers: runJob.headers, body: runJob.body });
+          const text = await response.text();
+          if (response.status !== 200 || !text.includes('event: run_complete')) throw new Error(`the streaming run failed: ${response.status} ${text.slice(-300)}`);
+          const file = join(dir, 'frames.sse');
+          writeFileSync(file, text);
+          bare = await child('bare-sse.mjs', [file]);
+        }
+        const bareJob = { url: `http://127.0.0.1:${bare.info.port}/`, method: 'GET', headers: {}, body: undefined };
+        for (const streams of streamCounts) {
+          const figures = { run: [], bare: [] };
+          const session = args['cpu-prof'] ? new Session() : null;
+          for (let round = -warmup; round < rounds; round++) {
+            if (session && round === 0) {
+              session.connect();
+              await session.post('Profiler.enable');
+              await session.post('Profiler.setSamplingInterval', { interval: 100 });
+              await session.post('Profiler.start');
+            }
+            for (const [kind, job, pid] of [['run', runJob, process.pid], ['bare', bareJob, bare.proc.pid]]) {
+              const threadsBefore = args.threads ? perThreadMs(pid) : null;
+              const before = threadsCpuMs(pid);
+              const answer = await readRound(client, { ...job, streams });
+              const after = threadsCpuMs(pid);
+              if (threadsBefore && round >= 0) {
+                const sums = (figures.threads ??= { run: new Map(), bare: new Map() })[kind];
+                for (const [tid, { name, ms }] of perThreadMs(pid)) {
+                  const key = `${name} ${tid}`;
+                  sums.set(key, (sums.get(key) ?? 0) + (ms - (threadsBefore.get(tid)?.ms ?? 0)) / answer.events);
+                }
+              }
+              if (!answer.ok) throw new Error(`${kind} stream incomplete: ${answer.last}`);
+              // The same events, and the same bytes but for the run's ids and timings.
+              if (kind === 'bare' && (answer.events !== figures.runEvents || Math.abs(answer.bytes - figures.runBytes) > figures.runBytes / 100)) throw new Error(`the bare server wrote ${answer.events} events (${answer.bytes} bytes), the run ${figures.runEvents} (${figures.runBytes})`);
+              if (kind === 'run') Object.assign(figures, { runBytes: answer.bytes, runEvents: answer.events });
+              if (round >= 0) figures[kind].push({ first: answer.first, ms: answer.ms, rate: answer.events / (answer.ms / 1000), events: answer.events, cpu: (after.all - before.all) / answer.events, main: (after.main - before.main) / answer.events });
+            }
+          }
+          const summary = (kind) => ({ first: median(figures[kind].map((f) => f.first)), ms: median(figures[kind].map((f) => f.ms)), rate: median(figures[kind].map((f) => f.rate)), cpu: median(figures[kind].map((f) => f.cpu)), main: median(figures[kind].map((f) => f.main)), min: Math.min(...figures[kind].map((f) => f.rate)), max: Math.max(...figures[kind].map((f) => f.rate)) });
+          const ratios = figures.run.map((r, i) => r.rate / figures.bare[i].rate);
+          if (session) {
+            // The host's main thread over the measured rounds (idle while the bare server's ran).
+            const { profile } = await session.post('Profiler.stop');
+            session.disconnect();
+            const file = `runs-stream-${transport}-${streams}-${Date.now()}.cpuprofile`;
+            writeFileSync(file, JSON.stringify(profile));
+            const { total, self } = selfTimes(profile);
+            const busy = total - self.filter(([key]) => key.startsWith('(idle)')).reduce((sum, [, t]) => sum + t, 0);
+            console.log(`  ${transport}, ${streams} stream(s): profile ${file}, ${(busy / 1000).toFixed(0)} ms not idle; most self time:`);
+            for (const [key, t] of self.filter(([key]) => !key.startsWith('(idle)')).slice(0, 30)) console.log(`    ${((100 * t) / busy).toFixed(1).padStart(5)}%  ${(t / 1000).toFixed(1).padStart(7)} ms  ${key}`);
+          }
+          if (figures.threads) {
+            console.log(`  ${transport}, ${streams} stream(s): CPU µs per event by thread (at least 0.05), run then bare`);
+            for (const kind of ['run', 'bare']) {
+              const list = [...figures.threads[kind]].map(([key, us]) => [key, (us * 1000) / rounds]).filter(([, us]) => us >= 0.05);
+              console.log(`    ${kind}: ${list.map(([key, us]) => `${key} ${us.toFixed(2)}`).join(', ')}`);
+            }
+          }
+          rows.push({ transport, streams, events: figures.run[0].events / streams, run: summary('run'), bare: summary('bare'), ratio: median(ratios), ratioMin: Math.min(...ratios), ratioMax: Math.max(...ratios) });
+        }
+      } finally {
+        await host.stop().catch(() => undefined);
+      }
+    }
+  } finally {
+    client.disconnect();
+    if (bare) bare.proc.kill('SIGTERM');
+  }
+  const us = (ms) => (ms * 1000).toFixed(2).padStart(6);
+  const n = (v) => Math.round(v).toLocaleString('en').padStart(9);
+  console.log(`  streamed events: POST /block/{bid}/api (stream, sse) vs an independent bare node:http SSE server, ${rows[0]?.events ?? 0} events a stream, median of ${rounds} rounds (load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')})`);
+  console.log('  transport  streams   run events/s  bare events/s   ratio (min-max of rounds)   CPU µs/event: host  bare  host/bare   main thread: host  bare   ms to first bytes, to the end: run  bare');
+  for (const r of rows) {
+    console.log(`  ${r.transport.padEnd(9)}  ${String(r.streams).padStart(7)}   ${n(r.run.rate)}      ${n(r.bare.rate)}       ${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}-${r.ratioMax.toFixed(2)})              ${us(r.run.cpu)} ${us(r.bare.cpu)}  ${(r.run.cpu / r.bare.cpu).toFixed(2).padStart(6)}x             ${us(r.run.main)} ${us(r.bare.main)}   ${r.run.first.toFixed(1).padStart(29)} ${r.run.ms.toFixed(0).padStart(4)}  ${r.bare.first.toFixed(1)} ${r.bare.ms.toFixed(0)}`);
+  }
+  console.log('  target: a run\'s events/s at least 0.8 of the bare server\'s on both transports');
+}
+
 const load1 = (await import('node:os')).loadavg()[0].toFixed(1);
 console.log(`runs API bench (${args.transport} transport, ${databases.join(' then ')}, ${connections} connections, ${duration} s per figure, runs.concurrency ${args.concurrency}, runs.creditsPerRun ${args['credits-per-run']}, load average ${load1})\n`);
 try {
@@ -366,6 +561,11 @@ try {
     db = name;
     results.length = 0;
     console.log(`${name}:`);
+    if (parts.has('stream')) {
+      await streaming();
+      console.log('');
+    }
+    if (!parts.has('runs')) continue;
     const { bare, runs, looped, stored, trivial, chain } = await inProcess();
     for (const [label, r] of results) console.log(row(label, r));
     console.log(`\n  50-item loop / trivial run (same connections): host CPU per run ${(looped.cpuMs / trivial.cpuMs).toFixed(1)}x, ${((looped.cpuMs - trivial.cpuMs) / 50).toFixed(3)} ms per iteration beyond the trivial run; runs/s ${(rate(looped) / rate(trivial)).toFixed(2)}`);
