@@ -456,8 +456,8 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   private output(slot: Slot, active: Active, emits: string, lines: ConsoleItem[], streamed: boolean): void {
     for (const [level, text] of lines) active.console.push({ level, text });
     let behind: PromiseLike<unknown> | undefined;
-    // The caller's signal aborting sets \`stopping\` at once (its listener is added, synchronously,
-    // right after \`run\` checked it): no need to read the signal here. Reading it did cost: the
+    // The caller's signal aborting sets `stopping` at once (its listener is added, synchronously,
+    // right after `run` checked it): no need to read the signal here. Reading it did cost: the
     // AbortSignals of different runs have different maps, and each new one deoptimized this
     // function, the loop over every emit of a run included (docs/runs.md).
     if (emits && !active.stopping) {
