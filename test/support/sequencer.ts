@@ -14,6 +14,8 @@ const longRunning = [
   'packages/host/test/robustness.int.spec.ts',
   'packages/cli/test/init.int.spec.ts',
   'packages/cli/test/worker.int.spec.ts',
+  'packages/host/test/conversations-turns.int.spec.ts',
+  'packages/host/test/runs-quotas.int.spec.ts',
   'packages/host/test/runs-loop-fault.int.spec.ts',
   'packages/cli/test/secrets.int.spec.ts',
   'packages/host/test/conversations-recovery.int.spec.ts',

@@ -73,7 +73,10 @@ describe.each(testDatabases())('trellis worker with BullMQ on $name', (db) => {
     };
     await writeFile(join(dir.path, 'trellis.config.json'), JSON.stringify(config));
     host = await startCli(['--port', '0', '--database', database.url, '--transport', 'node'], { cwd: dir.path });
-    for (let i = 0; i < 2; i++) workers.push(await startWorker(['--database', database.url], dir.path));
+    // The two workers boot side by side (neither migrates: the host did).
+    const started = await Promise.allSettled([0, 1].map(() => startWorker(['--database', database.url], dir.path)));
+    for (const result of started) if (result.status === 'fulfilled') workers.push(result.value);
+    for (const result of started) if (result.status === 'rejected') throw result.reason;
   });
   afterAll(async () => {
     for (const worker of workers) if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGTERM');

@@ -64,7 +64,9 @@ function follow(url: string, token: string, options: { lastEventId?: number; sto
 
 // Two host processes' worth of kernels on one database and one Redis: one turn at a time per
 // conversation across them, a turn followed from either after any gap, a stop sent to the other.
-describe.each(testDatabases())('conversation turns across hosts on $name', (base) => {
+// The databases' suites run side by side (each has its own hosts, wire server and Redis channels:
+// their minute-long turns overlap); within one, the tests run in turn (they share the wire server).
+describe.concurrent.each(testDatabases())('conversation turns across hosts on $name', (base) => {
   const db = sharedDatabase(base);
   const channelPrefix = `trellis-test:${process.pid}:${randomUUID()}:`;
   let a: TestHost;
@@ -103,7 +105,7 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
     return { user, convId: conv.body.id as string };
   }
 
-  it('two sends to one conversation at the same moment, one per host, give one turn and one 409', async () => {
+  it.sequential('two sends to one conversation at the same moment, one per host, give one turn and one 409', async () => {
     const { user, convId } = await conversation();
     wire.reset();
     wire.enqueue({ text: ['One ', 'turn ', 'only.'], holdAfter: 1 }, { text: ['Never.'] });
@@ -127,7 +129,7 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
     expect(again.body.messages[1]).toMatchObject({ content: 'Never.', status: 'completed' });
   });
 
-  it('a reader that drops a 2,000-delta turn for 30 s and reconnects to the other host gets every delta exactly once', { timeout: 240_000 }, async () => {
+  it.sequential('a reader that drops a 2,000-delta turn for 30 s and reconnects to the other host gets every delta exactly once', { timeout: 240_000 }, async () => {
     const { user, convId } = await conversation();
     const deltas = Array.from({ length: 2000 }, (_, i) => `d${i} `);
     wire.reset();
@@ -166,7 +168,7 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
     }
   });
 
-  it('a cut provider stream leaves the stored message equal to what the log showed, marked error', async () => {
+  it.sequential('a cut provider stream leaves the stored message equal to what the log showed, marked error', async () => {
     const { user, convId } = await conversation();
     wire.reset();
     wire.enqueue({ text: ['One ', 'two ', 'three ', 'four.'], cutAfter: 3 });
@@ -182,7 +184,7 @@ describe.each(testDatabases())('conversation turns across hosts on $name', (base
     expect(stored).toMatchObject({ status: 'error', content: shown, error: { error: 'ai_unavailable' } });
   });
 
-  it('a turn stopped from the other host keeps its partial text and releases the unused credits', async () => {
+  it.sequential('a turn stopped from the other host keeps its partial text and releases the unused credits', async () => {
     const { user, convId } = await conversation();
     const team = (await a.kernel.get(TeamService).firstTeam(a.kernel.fork(), user.userId))!.team.id;
     const total = async () => {

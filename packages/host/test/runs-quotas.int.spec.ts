@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestHost, testDatabases, type TestHost } from '@trellis/test-support';
-import { actor, type Actor } from './documents.fixtures.js';
+import { actor, eventually, type Actor } from './documents.fixtures.js';
 import { expectDense, wf, workflowDocument } from './runs.fixtures.js';
 import { readSse } from './support/run-clients.js';
 
@@ -60,9 +60,10 @@ describe.each(testDatabases())('output quotas and a fair sandbox on $name', (db)
     // Both sandbox workers started (one per team at once), so no run below waits for a worker to load.
     await Promise.all([start(attacker, attackersTrivial.documentId), start(victim, trivial.documentId)]);
     const order: string[] = [];
-    // Each loop is stopped by its run's timeout (the wait for a worker counts against it): 20 s, as
-    // the victim's five runs took over 8 s at load 25 (they end in well under a second when quiet).
-    const attack = Array.from({ length: 8 }, (_, i) => start(attacker, loops.documentId, { timeout: 20 }).then((r) => {
+    // The loops' deadline is far past the victim's five runs (over 8 s at load 25, well under a
+    // second when quiet): they end when cancelled once the victim's runs ended, or, had the victim
+    // waited for them, at that deadline, before the victim's.
+    const attack = Array.from({ length: 8 }, (_, i) => start(attacker, loops.documentId, { timeout: 60 }).then((r) => {
       order.push(`loop${i}`);
       return r;
     }));
@@ -73,11 +74,22 @@ describe.each(testDatabases())('output quotas and a fair sandbox on $name', (db)
       expect(answer.body).toMatchObject({ status: 'completed', output: 2 });
       order.push(`victim${i}`);
     }
-    const loopAnswers = await Promise.all(attack);
-    expect(order.slice(0, 5)).toEqual(['victim0', 'victim1', 'victim2', 'victim3', 'victim4']);
-    for (const answer of loopAnswers) {
+    expect(order).toEqual(['victim0', 'victim1', 'victim2', 'victim3', 'victim4']);
+    const runs = await eventually(async () => (await t.request('GET', `/documents/${loops.documentId}/runs`, { token: attacker.token })).body.items as Array<{ id: string }>, (items) => items.length === 8, 'the 8 loops');
+    for (const { id } of runs) expect((await t.request('POST', `/documents/${loops.documentId}/runs/${id}/cancel`, { token: attacker.token })).status).toBe(202);
+    for (const answer of await Promise.all(attack)) expect(answer.body).toMatchObject({ status: 'cancelled', error: { code: 'run_cancelled' } });
+  }, 90_000);
+
+  it('stops 8 endless loops of one team at their run\'s deadline, the runs waiting for the team\'s worker or run slots included', async () => {
+    const loops = await workflowDocument(t, attacker.token, wf.doc(wf.code('spin', 'for (;;) {}')));
+    // One loop holds the team's worker, five wait for it and two for a run slot of the team (six of
+    // eight). The wait for a worker counts against a run's timeout, so the six end together at 5 s
+    // and the two queued ones (whose timeout counts from their start) 5 s later: about 10 s. Had
+    // the wait not counted, the loops would have taken the worker in turn, 40 s, past the limit.
+    const answers = await Promise.all(Array.from({ length: 8 }, () => start(attacker, loops.documentId, { timeout: 5 })));
+    for (const answer of answers) {
       expect(answer.body.status).toBe('timed_out');
       expect(answer.body.error).toMatchObject({ code: 'run_timeout' });
     }
-  }, 90_000);
+  }, 30_000);
 });
