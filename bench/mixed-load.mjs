@@ -23,10 +23,12 @@
 //
 //   pnpm build && node bench/mixed-load.mjs [--rates 100,200,400,800,1000] [--duration 20]
 //        [--records 100000] [--idle-sockets 10000] [--timeout 10] [--transport uws|node]
-//        [--modes unlimited,admission] [--max-in-flight 64] [--max-vector 8] [--profile]
+//        [--modes unlimited,admission] [--max-in-flight 64] [--max-vector 8] [--profile] [--db-timing]
 //
 // --records 5000 --idle-sockets 500 --duration 8 makes a quick run. --profile runs the host of the
-// last mode with --cpu-prof and prints where its main thread spent the highest step.
+// last mode with --cpu-prof and prints where its main thread spent the highest step. --db-timing has
+// the host print, after each step, where its SQLite connection's time went (per kind of hold: wait,
+// held, statements, idle while held) and a vector search's steps (bench/servers/db-timing.mjs).
 // Not a test: it prints figures and never fails on them. On a shared machine read the ratios.
 import { fork, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -50,6 +52,7 @@ const { values: args } = parseArgs({
     'max-in-flight': { type: 'string' },
     'max-vector': { type: 'string' },
     profile: { type: 'boolean', default: false },
+    'db-timing': { type: 'boolean', default: false },
   },
 });
 for (const pkg of ['core', 'host', 'adapters/db-sqlite', 'adapters/ai-openai', 'adapters/vector-sqlite']) {
@@ -99,7 +102,7 @@ const workflow = {
 
 async function prepare(path) {
   const { createHost } = await import('@trellis/host');
-  const { aiProvidersServiceIdentifier, provide, vectorToBytes } = await import('@trellis/core');
+  const { aiProvidersServiceIdentifier, provide, vectorStoreServiceIdentifier, vectorToBytes } = await import('@trellis/core');
   const { OpenAiProvider } = await import('@trellis/ai-openai');
   const host = createHost({
     config: {
@@ -155,6 +158,16 @@ async function prepare(path) {
       }
       await em.getConnection().execute(`INSERT INTO tool_vdb_records (id, collection_id, content, tags, metadata, embedding, dimension, created_at, updated_at) VALUES ${values.join(', ')}`, params);
     }
+    // As on a host that has served searches before: the collection's in-memory index built and
+    // saved, so the host under test restores it when it starts instead of building it (100,000
+    // rows read a page at a time) under the load, with every search falling back to a scan meanwhile.
+    await call('POST', `/tool/vdb/${collection}/vector`, { content: 'warm the index', query: { limit: 1 } }, token);
+    await host.kernel.get(vectorStoreServiceIdentifier).idle?.();
+    const [saved] = await em.getConnection().execute('SELECT count(*) AS n FROM tool_vdb_index_snapshots', [], 'all');
+    if (Number(saved?.n) !== 1) console.log('  (the in-memory vector index was not saved: the host under test builds it under the load)');
+    // Everything into the main file: each mode's host runs on a copy of it (a copy without the
+    // -wal file would miss the last commits, the saved index among them).
+    await em.getConnection().execute('PRAGMA wal_checkpoint(TRUNCATE)', [], 'all');
     return { token, idleTokens, projectId: project.id, documents, blockId: block.id, collection, conversations, dimension };
   } finally {
     await host.stop();
@@ -165,7 +178,7 @@ async function prepare(path) {
 async function startHost(db, admission, profileDir) {
   const child = spawn(process.execPath, [...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), join(here, 'servers', 'trellis-mixed.mjs')], {
     cwd: here,
-    env: { ...process.env, BENCH_DB: db, BENCH_JWT_SECRET: secret, BENCH_TRANSPORT: args.transport, BENCH_ADMISSION: JSON.stringify(admission) },
+    env: { ...process.env, ...(args['db-timing'] ? { BENCH_DB_TIMING: '1' } : {}), BENCH_DB: db, BENCH_JWT_SECRET: secret, BENCH_TRANSPORT: args.transport, BENCH_ADMISSION: JSON.stringify(admission) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const started = performance.now();
@@ -208,6 +221,13 @@ function printKinds(r) {
   }
 }
 
+/** --db-timing: the host prints where its connection's time went since the last report (stderr). */
+async function timingReport(host) {
+  if (!args['db-timing']) return;
+  host.child.kill('SIGUSR2');
+  await new Promise((resolve) => setTimeout(resolve, 500));
+}
+
 // ---- the run -------------------------------------------------------------------------------------
 try {
   console.log(`mixed load: ${records.toLocaleString('en')} vector records, ${idleSockets.toLocaleString('en')} idle sockets, steps of ${seconds} s at ${rates.join(', ')} req/s, ${timeoutMs / 1000} s deadline, ${args.transport}; Node ${process.version}, ${availableParallelism()} CPUs, load average ${loadAverage()}`);
@@ -238,15 +258,18 @@ try {
       const alone = await ask({ op: 'step', base: host.url, rate: 20, seconds: 4, timeoutMs, state });
       console.log('  baseline: each kind at 20 req/s of the mix (little contention):');
       printKinds(alone.result);
+      await timingReport(host);
       // Baseline 2: a low rate of the mix.
       const low = (await ask({ op: 'step', base: host.url, rate: 50, seconds, timeoutMs, state })).result;
       printStep('baseline 50/s', low, null);
+      await timingReport(host);
       for (const rate of rates) {
         const before = usage(host.child.pid);
         const { result } = await ask({ op: 'step', base: host.url, rate, seconds, timeoutMs, state });
         const after = usage(host.child.pid);
         printStep(`step`, result, low, before, after);
         printKinds(result);
+        await timingReport(host);
       }
     } finally {
       host.child.kill('SIGTERM');

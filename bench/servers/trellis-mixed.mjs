@@ -2,7 +2,7 @@
 // SQLite database, with the OpenAI adapter (pointed by the bench at its local fake model server),
 // free runs and model calls, and limits that let one user hold every idle socket. Admission
 // control (`server.admission`) comes from BENCH_ADMISSION (JSON), so the runner can compare.
-import { aiProvidersServiceIdentifier, provide } from '@trellis/core';
+import { aiProvidersServiceIdentifier, provide, vectorStoreServiceIdentifier } from '@trellis/core';
 import { OpenAiProvider } from '@trellis/ai-openai';
 import { createHost } from '@trellis/host';
 import { ready } from './ready.mjs';
@@ -24,5 +24,14 @@ const host = createHost({
   adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])],
 });
 await host.start();
+// The saved in-memory vector index is restored in the background at start: measured once it is.
+await host.kernel.get(vectorStoreServiceIdentifier).idle?.();
+// --db-timing: where the connection's time goes, printed on SIGUSR2 (bench/servers/db-timing.mjs).
+if (process.env.BENCH_DB_TIMING) {
+  const { instrumentDatabase } = await import('./db-timing.mjs');
+  const timing = await instrumentDatabase(host);
+  let step = 0;
+  process.on('SIGUSR2', () => timing.report(`host, step ${++step}`));
+}
 ready(host.port, { transport: host.transport });
 process.on('SIGTERM', () => void host.stop().then(() => process.exit(0)));

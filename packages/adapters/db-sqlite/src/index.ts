@@ -2,8 +2,8 @@ import { Migration, Migrator } from '@mikro-orm/migrations';
 import type { Options } from '@mikro-orm/core';
 import { EntityManager as SqliteEntityManager, SqliteDriver } from '@mikro-orm/sqlite';
 import { SqlRunStore, toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
-import { knexPoolStats, mergeCommittedFork, withoutAsyncFlushContext, type EntityManagerClass } from '@trellis/db-mikro-orm';
-import { sqliteStatements, type SqliteDriverName } from './statements.js';
+import { knexClient, knexPoolStats, mergeCommittedFork, withoutAsyncFlushContext, type EntityManagerClass } from '@trellis/db-mikro-orm';
+import { finalizeKeptStatements, sqliteStatements, type SqliteDriverName } from './statements.js';
 
 export type { SqliteDriverName } from './statements.js';
 
@@ -103,6 +103,17 @@ export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAda
       };
     },
     async afterConnect(orm) {
+      if (driver === 'sqlite3') {
+        // The kept prepared statements are finalized before a connection closes, or its close fails.
+        const client = knexClient(orm) as unknown as { destroyRawConnection?: (connection: object) => Promise<unknown> };
+        const destroy = client.destroyRawConnection?.bind(client);
+        if (destroy) {
+          client.destroyRawConnection = async (raw: object) => {
+            await finalizeKeptStatements(raw);
+            return destroy(raw);
+          };
+        }
+      }
       const connection = orm.em.getConnection();
       await connection.execute('PRAGMA foreign_keys = ON');
       await connection.execute(`PRAGMA busy_timeout = ${options.busyTimeoutMs ?? 5000}`);

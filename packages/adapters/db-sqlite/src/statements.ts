@@ -43,11 +43,32 @@ interface AsyncCopy {
 const MAX_COPIES = 16;
 
 interface AsyncStatement {
+  finalize(callback: (error: Error | null) => void): void;
   all(params: unknown[], callback: (error: Error | null, rows: unknown[]) => void): void;
   run(params: unknown[], callback: (this: { changes: number }, error: Error | null) => void): void;
 }
 
 export type SqliteDriverName = 'better-sqlite3' | 'sqlite3';
+
+/** The statements kept prepared on each asynchronous connection, finalized before it closes. */
+const keptStatements = new WeakMap<object, Array<Promise<AsyncStatement>>>();
+
+/**
+ * Finalizes the statements kept prepared on a `sqlite3` connection. sqlite3's `close` fails
+ * (SQLITE_BUSY) while any statement is not finalized, and the pool ignores that failure: the
+ * database stayed open after the host stopped, its WAL neither checkpointed nor removed.
+ * (better-sqlite3 finalizes its statements itself when it closes.)
+ */
+export async function finalizeKeptStatements(connection: object): Promise<void> {
+  const kept = keptStatements.get(connection) ?? [];
+  keptStatements.delete(connection);
+  await Promise.all(
+    kept.map(async (ready) => {
+      const statement = await ready.catch(() => undefined);
+      if (statement) await new Promise<void>((resolve) => statement.finalize(() => resolve()));
+    }),
+  );
+}
 
 /** SQLite has no Date or boolean: the ORM stores milliseconds and 0/1, and so do these statements. */
 function bindable(params: readonly SqlValue[]): unknown[] {
@@ -117,6 +138,9 @@ export function sqliteStatements(orm: MikroORM, driver: SqliteDriverName): Prepa
       busy: 1,
     };
     copies.push(copy);
+    let kept = keptStatements.get(connection);
+    if (!kept) keptStatements.set(connection, (kept = []));
+    kept.push(copy.ready);
     // A failed preparation is not kept: the next call tries again.
     copy.ready.catch(() => {
       const at = copies.indexOf(copy);

@@ -142,6 +142,10 @@ export class SqliteVecVectorStore implements VectorStore {
   private clock = 0;
   /** Catch-ups and index builds run one at a time (they read the log position and write the indexes). */
   private gate: Promise<unknown> = Promise.resolve();
+  /** The background catch-up a search asked for, while it is due or running. */
+  private catchingUp?: Promise<unknown>;
+  /** The records the log named after the indexes' position at the last search: the next one's padding. */
+  private recentChanges = 0;
 
   constructor(options: SqliteVecVectorStoreOptions = {}) {
     this.extensionPath = options.extensionPath ?? getLoadablePath();
@@ -487,48 +491,95 @@ export class SqliteVecVectorStore implements VectorStore {
   }
 
   /**
-   * Unfiltered search through the collection's in-memory index: its candidates (a superset of the
-   * exact top k, see `QuantizedIndex`) re-ranked by their exact cosine distance from the records
-   * table, ties by id. The answer stands if the change log did not move while it was computed;
-   * otherwise (a write committed meanwhile) it is computed again, and after three more tries the
-   * caller falls back to the tables. Null: no index for this collection (over the memory budget, or being
-   * built in the background).
+   * Unfiltered search through the collection's in-memory index, in one statement in the common
+   * case, without waiting for a catch-up. The index reflects every record as of the log position
+   * `position` (`applied`), except records the log names after it. The statement reads, in one
+   * snapshot, the rows of the index's candidates for `limit + pad` and of every record the log
+   * names after `position`, with the log's bounds and the number of those records (`changed`).
+   * When `changed <= pad` the answer is exact for that snapshot: a record unchanged since
+   * `position` and among the `limit` nearest now has fewer than `limit + changed` records of the
+   * index ahead of it, so it is a candidate for `limit + pad`; the changed records are ranked from
+   * their rows as they are now. Otherwise the statement runs again with `pad = changed` (a write
+   * committed meanwhile). Before, a search whose log had moved waited in the gate for a catch-up
+   * (queued behind every other search's, each a few statements on the one connection) and ran
+   * again, up to four times, then fell back to the `vec0` scan: under a steady write load, most
+   * searches did all of that. The index is caught up in the background instead (`catchUpSoon`).
+   * Null: no index for this collection (over the memory budget, or being built in the
+   * background), or the log no longer reaches back to `position` (the catch-up rebuilds).
    */
   private async searchMemory(em: EntityManager, request: VectorSearchRequest): Promise<VectorHit[] | null> {
     const key = `${request.collectionId}/${request.vector.length}`;
-    for (let attempt = 0; attempt < 4; attempt++) {
-      // First try: the index as it stands, at the position it was last caught up to (every
-      // change up to it applied), without reading the log first: the re-ranking statement reads
-      // the log's position anyway, and if it moved meanwhile the search is computed again after
-      // a catch-up in the gate.
-      const current = attempt === 0 && this.applied >= 0 ? this.indexes.get(key) : undefined;
-      if (current) current.used = ++this.clock;
-      const { position, loaded } = current
-        ? { position: this.applied, loaded: current }
-        : await this.exclusive(async () => {
-            const position = await this.catchUp(em);
-            return { position, loaded: await this.indexOf(em, request.collectionId, request.vector.length, position) };
-          });
+    if (this.applied < 0 || !this.indexes.has(key)) {
+      const loaded = await this.exclusive(async () => {
+        await this.catchUp(em);
+        return this.indexOf(em, request.collectionId, request.vector.length, this.applied);
+      });
       if (!loaded) return null;
-      const top = new TopK(request.limit);
-      const candidates = loaded.index.candidates(request.vector, request.limit);
-      // Each statement also reads the log's position in its own snapshot: the rows it read are
-      // the ones the index reflects if the log did not move.
-      let moved = candidates.length === 0 && (await this.logPosition(em)).hi !== position;
-      for (let start = 0; start < candidates.length && !moved; start += CHUNK) {
-        const ids = candidates.slice(start, start + CHUNK);
-        const rows = (await this.exec(
-          em,
-          `SELECT ${t.id} AS id, ${t.embedding} AS embedding, (SELECT max(seq) FROM ${CHANGES}) AS hi FROM ${t.table} WHERE ${t.id} IN (${ids.map(() => '?').join(', ')}) AND ${t.collection} = ? AND ${t.dimension} = ?`,
-          [...ids, request.collectionId, request.vector.length],
-        )) as Array<{ id: string; embedding: Uint8Array; hi: number | null }>;
-        // A candidate whose row is gone (or moved) was changed after `position`.
-        if (rows.length !== ids.length || rows.some((row) => Number(row.hi ?? 0) !== position)) moved = true;
-        for (const row of rows) top.offer(row.id, cosineDistance(request.vector, bytesToVector(row.embedding)));
-      }
-      if (!moved) return top.items;
     }
-    return null;
+    let pad = this.recentChanges;
+    for (let attempt = 0; attempt < 4; attempt++) {
+      // Read together (no await between): the index as it stands reflects every record the log
+      // does not name after `position` (a catch-up moves `applied` only once it applied all).
+      const position = this.applied;
+      const loaded = position >= 0 ? this.indexes.get(key) : undefined;
+      if (!loaded) return null;
+      loaded.used = ++this.clock;
+      const candidates = loaded.index.candidates(request.vector, request.limit + pad);
+      const rows = (await this.exec(
+        em,
+        `SELECT ${t.id} AS id, ${t.embedding} AS embedding, NULL AS hi, NULL AS lo, NULL AS changed FROM ${t.table} ` +
+          `WHERE ${t.id} IN (SELECT value FROM json_each(?) UNION SELECT record_id FROM ${CHANGES} WHERE seq > ?) AND +${t.collection} = ? AND +${t.dimension} = ? ` +
+          `UNION ALL SELECT NULL, NULL, (SELECT max(seq) FROM ${CHANGES}), (SELECT min(seq) FROM ${CHANGES}), (SELECT count(DISTINCT record_id) FROM ${CHANGES} WHERE seq > ?)`,
+        [JSON.stringify(candidates), position, request.collectionId, request.vector.length, position],
+      )) as Array<{ id: string | null; embedding: Uint8Array | null; hi: number | null; lo: number | null; changed: number | null }>;
+      const head = rows.find((row) => row.id === null)!;
+      const hi = Number(head.hi ?? 0);
+      const changed = Number(head.changed ?? 0);
+      // The log was cut short past `position` (or rewound): the records changed since are unknown.
+      if (hi < position || (hi > position && (head.lo === null || Number(head.lo) > position + 1))) break;
+      this.recentChanges = Math.min(changed, MAX_PAD);
+      if (hi > position) this.catchUpSoon();
+      if (changed > pad) {
+        if (changed > MAX_PAD) break;
+        pad = changed;
+        continue;
+      }
+      const top = new TopK(request.limit);
+      for (const row of rows) if (row.id !== null && row.embedding) top.offer(row.id, cosineDistance(request.vector, bytesToVector(row.embedding)));
+      return top.items;
+    }
+    // Far behind, or writes kept landing: catch up first (in the gate), then answer.
+    const position = await this.exclusive(() => this.catchUp(em));
+    if (!this.indexes.has(key) || this.applied !== position) return null;
+    return this.searchMemoryAt(em, request, key, position);
+  }
+
+  /** A catch-up in the gate soon, unless one is already due (not awaited: searches do not wait for it). */
+  private catchUpSoon(): void {
+    if (this.catchingUp || !this.orm) return;
+    const em = this.orm.em.fork();
+    this.catchingUp = this.exclusive(() => this.catchUp(em))
+      .catch(() => undefined)
+      .finally(() => {
+        this.catchingUp = undefined;
+      });
+  }
+
+  /** The re-ranking of the candidates at a position the caller just caught up to; null if the log moved meanwhile. */
+  private async searchMemoryAt(em: EntityManager, request: VectorSearchRequest, key: string, position: number): Promise<VectorHit[] | null> {
+    const loaded = this.indexes.get(key);
+    if (!loaded) return null;
+    const candidates = loaded.index.candidates(request.vector, request.limit);
+    const rows = (await this.exec(
+      em,
+      `SELECT ${t.id} AS id, ${t.embedding} AS embedding, (SELECT max(seq) FROM ${CHANGES}) AS hi FROM ${t.table} WHERE ${t.id} IN (SELECT value FROM json_each(?)) AND +${t.collection} = ? AND +${t.dimension} = ?`,
+      [JSON.stringify(candidates), request.collectionId, request.vector.length],
+    )) as Array<{ id: string; embedding: Uint8Array; hi: number | null }>;
+    if (rows.length !== candidates.length || rows.some((row) => Number(row.hi ?? 0) !== position)) return null;
+    if (candidates.length === 0 && (await this.logPosition(em)).hi !== position) return null;
+    const top = new TopK(request.limit);
+    for (const row of rows) top.offer(row.id, cosineDistance(request.vector, bytesToVector(row.embedding)));
+    return top.items;
   }
 
   private async logPosition(em: EntityManager): Promise<{ lo: number | null; hi: number }> {
@@ -835,7 +886,7 @@ export class SqliteVecVectorStore implements VectorStore {
    */
   async idle(): Promise<void> {
     await this.preloading;
-    while (this.building.size > 0 || this.saving.size > 0) await Promise.allSettled([...this.building.values(), ...this.saving.values()]);
+    while (this.building.size > 0 || this.saving.size > 0 || this.catchingUp) await Promise.allSettled([...this.building.values(), ...this.saving.values(), this.catchingUp]);
   }
 
   /** Drops the indexes; `builds`: the background builds under way too (their rows may be missing unlogged writes). */
@@ -902,6 +953,8 @@ const TERMS = 'tool_vdb_terms';
 /** The change log the in-memory indexes follow, and how many of its rows the triggers keep. */
 const CHANGES = 'tool_vdb_changes';
 const KEEP_CHANGES = 10000;
+/** At most this many records changed since the indexes' position are ranked from their rows by a search; past it, it waits for a catch-up. */
+const MAX_PAD = 1000;
 /** Ids per `IN (...)` statement, and rows per page when an index is built. */
 const CHUNK = 500;
 const PAGE = 5000;

@@ -47,6 +47,8 @@ describe('sqlite-vec store: in-memory quantised index', () => {
         );
     }
   };
+  /** The re-ranking statement of a search through the index (it reads the log too). */
+  const reRanking = /UNION SELECT record_id FROM tool_vdb_changes WHERE seq > \?/;
   const search = (s: { search: SqliteVecVectorStore['search'] }, q: Float32Array, limit = 10, em = kernel.fork()) => s.search(em, { collectionId, vector: q, limit, filter: null });
   /** The store answers exactly what the exact scan answers, ids and distances, for a few queries and limits. */
   const agrees = async (queries: Float32Array[] = [vector(), vector(), vector()]) => {
@@ -117,6 +119,7 @@ describe('sqlite-vec store: in-memory quantised index', () => {
   it('answers a search with one statement (the re-ranking, which reads the log position too) while nothing was written', async () => {
     const q = vector();
     await agrees([q]);
+    await store.idle();
     const want = await search(exact, q, 10);
     const em = kernel.fork();
     const connection = em.getConnection();
@@ -129,7 +132,7 @@ describe('sqlite-vec store: in-memory quantised index', () => {
     try {
       expect(await search(store, q, 10, em)).toEqual(want);
       expect(statements).toHaveLength(1);
-      expect(statements[0]).toMatch(/AS hi FROM tool_vdb_records/);
+      expect(statements[0]).toMatch(reRanking);
     } finally {
       connection.execute = execute;
     }
@@ -172,7 +175,7 @@ describe('sqlite-vec store: in-memory quantised index', () => {
     const execute = connection.execute.bind(connection);
     let interposed = 0;
     connection.execute = (async (sql: string, ...rest: unknown[]) => {
-      if (interposed === 0 && /AS hi FROM tool_vdb_records/.test(sql)) {
+      if (interposed === 0 && reRanking.test(sql)) {
         interposed++;
         await insert(other.fork(), [{ id: late, vector: q }]);
       }
@@ -186,6 +189,53 @@ describe('sqlite-vec store: in-memory quantised index', () => {
     } finally {
       connection.execute = execute;
     }
+  });
+
+  it('after writes since the index was last caught up, answers without waiting for a catch-up, the changed records ranked from their rows', async () => {
+    const q = vector();
+    await agrees([q]);
+    await store.idle();
+    // Writes the index has not seen: a new nearest record, the former nearest turned away, and a
+    // few elsewhere. Before, the search caught up in the gate first (statements reading the log),
+    // then re-ranked: queued behind every other search's catch-up on a busy connection.
+    const em = other.fork();
+    const nearest = newId();
+    const [former] = await search(exact, q, 1);
+    await insert(em, [{ id: nearest, vector: q.map((x) => x * 4) }]);
+    await em.getConnection().execute('UPDATE tool_vdb_records SET embedding = ? WHERE id = ?', [vectorToBytes(q.map((x) => -x)), former!.id], 'run');
+    await insert(em, [{ id: newId(), vector: vector() }, { id: newId(), vector: vector(), collection: otherCollectionId }]);
+    const want = await search(exact, q, 10);
+    // Catch-ups are held back until the search has answered: before, the search waited for one
+    // (and this never resolved); now one only starts in the background.
+    const searching = kernel.fork();
+    const connection = searching.getConnection();
+    const execute = connection.execute.bind(connection);
+    const logRead = /^SELECT min\(seq\) AS lo, max\(seq\) AS hi FROM tool_vdb_changes$/;
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const statements: string[] = [];
+    connection.execute = (async (sql: string, ...rest: unknown[]) => {
+      statements.push(sql);
+      if (logRead.test(sql)) await released;
+      return (execute as (...args: unknown[]) => Promise<unknown>)(sql, ...rest);
+    }) as typeof connection.execute;
+    let hits;
+    try {
+      hits = await search(store, q, 10, searching);
+      // Before its answer, only re-ranking statements ran (one, or two once it learnt how many
+      // records changed), and the background catch-up's first read, held back.
+      expect(statements.filter((sql) => !reRanking.test(sql) && !logRead.test(sql))).toEqual([]);
+      expect(statements.filter((sql) => reRanking.test(sql)).length).toBeGreaterThan(0);
+    } finally {
+      release();
+      connection.execute = execute;
+    }
+    expect(hits).toEqual(want);
+    expect(hits[0]!.id).toBe(nearest);
+    expect(hits.map((hit) => hit.id)).not.toContain(former!.id);
+    // The index catches up in the background meanwhile, and answers the same afterwards.
+    await store.idle();
+    await agrees([q, q.map((x) => -x)]);
   });
 
   it('inside a transaction, sees that transaction’s own writes, and forgets them when it rolls back', async () => {
