@@ -6,7 +6,8 @@ import { entityManagerServiceIdentifier, loggerServiceIdentifier } from '../../.
 import type { AiMessage } from '../../../ports/ai-provider.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { type AiConfig, AiGatewayService, modelCallFrame, runModelTurn, type ModelCallCredits, type ModelStep, aiConfigServiceIdentifier } from '../../ai/index.js';
-import { type CreditReservation, CreditService } from '../../billing/index.js';
+import { type CreditHold, CreditService } from '../../billing/index.js';
+import { inTransaction } from '../../../kernel/transaction.js';
 import type { Bot } from '../../bots/index.js';
 import { Conversation } from '../entities/conversation.entity.js';
 import { Message, type MessageAttrs, type MessageStatus } from '../entities/message.entity.js';
@@ -87,9 +88,16 @@ export class TurnRunner {
     @inject(loggerServiceIdentifier) private readonly log: Logger,
   ) {}
 
-  /** A credit reservation for one model call of the turn. */
-  reserve(em: EntityManager, turn: Pick<Turn, 'modelId' | 'teamId' | 'userId' | 'conversation'>): Promise<CreditReservation> {
-    return this.gateway.estimate(turn.modelId).then((amount) => this.credits.reserve(em, { teamId: turn.teamId, amount, reason: `conversation ${turn.conversation.id}`, userId: turn.userId }));
+  /**
+   * A credit reservation for one model call of the turn: the run hot path's hold (prepared
+   * statements in a short transaction of its own; the ORM's `reserve` when purchased credits are
+   * needed or the team has no balance yet), so a send holds SQLite's one connection only for its
+   * statements.
+   */
+  reserve(em: EntityManager, turn: Pick<Turn, 'modelId' | 'teamId' | 'userId' | 'conversation'>): Promise<CreditHold> {
+    return this.gateway
+      .estimate(turn.modelId)
+      .then((amount) => inTransaction(em.fork(), (tx) => this.credits.hold(tx, { teamId: turn.teamId, amount, reason: `conversation ${turn.conversation.id}`, userId: turn.userId })));
   }
 
   async release(em: EntityManager, holdId: string, reason: string): Promise<void> {
@@ -116,7 +124,7 @@ export class TurnRunner {
   }
 
   /** Runs the turn to its end; never throws: a failure is in the outcome (and was told to the members). */
-  async run(turn: Turn, firstHold: CreditReservation, firstAssistantId: string): Promise<TurnOutcome> {
+  async run(turn: Turn, firstHold: CreditHold, firstAssistantId: string): Promise<TurnOutcome> {
     const em = this.root.fork();
     const convId = turn.conversation.id;
     const created: MessageView[] = [];
@@ -125,11 +133,11 @@ export class TurnRunner {
     let lastUsage: TurnOutcome['usage'] = null;
     const tail: TailEvent[] = [];
     const lease = this.lease(turn, () => ({ id: assistantId, content: text }));
-    const credits: ModelCallCredits<CreditReservation> = {
+    const credits: ModelCallCredits<CreditHold> = {
       reserve: async (step) => (step === 1 ? firstHold : this.reserve(em, turn)),
       settle: async (hold, usage) => {
         const charged = Math.min(await this.gateway.price(turn.modelId, usage), hold.amount);
-        await this.credits.settle(this.root.fork(), hold.id, charged, `${usage.inputTokens} input and ${usage.outputTokens} output tokens`);
+        await this.credits.settleOnly(this.root.fork(), hold.id, charged, `${usage.inputTokens} input and ${usage.outputTokens} output tokens`);
         return charged;
       },
       release: async (hold, reason) => void (await this.credits.release(this.root.fork(), hold.id, reason)),
