@@ -175,6 +175,34 @@ describe.concurrent.each(testDatabases())('conversation turns across hosts on $n
     }
   });
 
+  it.sequential('a reader that joins a busy turn is sent its events while the turn goes on, not once it goes quiet', { timeout: 120_000 }, async () => {
+    const { user, convId } = await conversation();
+    const deltas = Array.from({ length: 1100 }, (_, i) => `d${i} `);
+    wire.reset();
+    // The provider streams 1,000 deltas (seconds of writes), then waits for the reader's first event.
+    let resume!: () => void;
+    wire.enqueue({ text: deltas, delayMs: 5, pauseAfter: 1000, resume: new Promise<void>((resolve) => (resume = resolve)) });
+    let paused = false;
+    void wire.held().then(() => (paused = true));
+    try {
+      const started = await requestA('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'Count.', attrs: { stream: true } } });
+      let pausedAtFirst: boolean | undefined;
+      // On the host writing the turn. Before the fix, on SQLite, the reader chased the log (stored
+      // as fast as it read it, a few events a query) and sent nothing until the provider paused.
+      const { events } = await follow(`${a.url}/conversation/${convId}/events?after=${started.body.after}`, user.token, {
+        onEvent: () => {
+          pausedAtFirst ??= paused;
+          resume();
+        },
+      });
+      expect(pausedAtFirst).toBe(false);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => started.body.after + 1 + i));
+      expect(events.filter((e) => e.type === 'delta').map((e) => e.content)).toEqual(deltas);
+    } finally {
+      resume();
+    }
+  });
+
   it.sequential('a cut provider stream leaves the stored message equal to what the log showed, marked error', async () => {
     const { user, convId } = await conversation();
     wire.reset();
