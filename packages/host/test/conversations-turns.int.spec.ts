@@ -25,7 +25,7 @@ const eventTypes = ['message-start', 'delta', 'tool-call', 'tool-result', 'end',
  * Follows `GET /conversation/{id}/events` with the `eventsource` client until `turn-end`, or
  * until `stopAfter` events (then it drops the connection). `status` is what the server answered.
  */
-function follow(url: string, token: string, options: { lastEventId?: number; stopAfter?: number } = {}): Promise<{ events: TurnEvent[]; status: number; contentType: string | null }> {
+function follow(url: string, token: string, options: { lastEventId?: number; stopAfter?: number; onEvent?: (event: TurnEvent) => void } = {}): Promise<{ events: TurnEvent[]; status: number; contentType: string | null }> {
   return new Promise((resolve, reject) => {
     const events: TurnEvent[] = [];
     let status = 0;
@@ -51,6 +51,7 @@ function follow(url: string, token: string, options: { lastEventId?: number; sto
         const event = JSON.parse(message.data) as TurnEvent;
         expect(Number(message.lastEventId)).toBe(event.seq);
         events.push(event);
+        options.onEvent?.(event);
         if (type === 'turn-end' || (options.stopAfter !== undefined && events.length >= options.stopAfter)) done();
       });
     }
@@ -65,7 +66,7 @@ function follow(url: string, token: string, options: { lastEventId?: number; sto
 // Two host processes' worth of kernels on one database and one Redis: one turn at a time per
 // conversation across them, a turn followed from either after any gap, a stop sent to the other.
 // The databases' suites run side by side (each has its own hosts, wire server and Redis channels:
-// their minute-long turns overlap); within one, the tests run in turn (they share the wire server).
+// the reader's 30 s away overlap); within one, the tests run in turn (they share the wire server).
 describe.concurrent.each(testDatabases())('conversation turns across hosts on $name', (base) => {
   const db = sharedDatabase(base);
   const channelPrefix = `trellis-test:${process.pid}:${randomUUID()}:`;
@@ -133,10 +134,14 @@ describe.concurrent.each(testDatabases())('conversation turns across hosts on $n
     const { user, convId } = await conversation();
     const deltas = Array.from({ length: 2000 }, (_, i) => `d${i} `);
     wire.reset();
-    // 30 ms a delta: the turn lasts at least 60 s, and goes on through the reader's 30 s away (at
-    // 20 ms it had ended by the reader's return once, with the machine loaded).
-    wire.enqueue({ text: deltas, delayMs: 30 });
-    // A member's socket on host B all along: the fan-out reaches it once per delta.
+    // The provider pauses before the last 100 deltas until the reader is back and reading: the turn
+    // is still going when the reader returns however slow the machine (once, paced by time alone,
+    // it had ended by then), and no longer than it needs to be.
+    let resume!: () => void;
+    wire.enqueue({ text: deltas, delayMs: 5, pauseAfter: 1900, resume: new Promise<void>((resolve) => (resume = resolve)) });
+    // A member's socket on host B all along: the fan-out reaches it once per delta. It pings (every
+    // 30 s, as clients should): the test outlasts the 90 s of silence after which the server closes
+    // a socket (once, on SQLite at load 16, it got nothing after the pause for that reason alone).
     const socket = await UserSocket.open(b.wsUrl, user.token);
     try {
       const started = await requestA('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'Count.', attrs: { stream: true } } });
@@ -144,11 +149,12 @@ describe.concurrent.each(testDatabases())('conversation turns across hosts on $n
       const msgId = started.body.messages[1].id;
       const first = await follow(`${a.url}/conversation/${convId}/events?after=${started.body.after}`, user.token, { stopAfter: 150 });
       expect(first.contentType).toContain('text/event-stream');
-      // Away for 30 s, longer than any buffer holds: over a thousand deltas go by meanwhile.
+      // Away for 30 s, longer than any buffer holds, and until 1,750 deltas went by meanwhile.
       const seen = first.events.at(-1)!.seq;
-      await new Promise((resolve) => setTimeout(resolve, 30_000));
+      await Promise.all([new Promise((resolve) => setTimeout(resolve, 30_000)), wire.held()]);
       expect((await requestB('GET', `/conversation/${convId}/messages`, { token: user.token })).body.items.find((m: { id: string }) => m.id === msgId).status).not.toBe('completed');
-      const rest = await follow(`${b.url}/conversation/${convId}/events`, user.token, { lastEventId: seen });
+      // Back on the other host: the provider goes on once the reader has its first missed event.
+      const rest = await follow(`${b.url}/conversation/${convId}/events`, user.token, { lastEventId: seen, onEvent: () => resume() });
       const all = [...first.events, ...rest.events];
       expect(all.map((e) => e.seq)).toEqual(all.map((_, i) => started.body.after + 1 + i));
       expect(all.map((e) => e.type).filter((t) => t !== 'delta')).toEqual(['message-start', 'end', 'turn-end']);
@@ -164,7 +170,36 @@ describe.concurrent.each(testDatabases())('conversation turns across hosts on $n
       const nothing = await follow(`${a.url}/conversation/${convId}/events`, user.token, { lastEventId: all.at(-1)!.seq });
       expect(nothing.status).toBe(204);
     } finally {
+      resume();
       socket.close();
+    }
+  });
+
+  it.sequential('a reader that joins a busy turn is sent its events while the turn goes on, not once it goes quiet', { timeout: 120_000 }, async () => {
+    const { user, convId } = await conversation();
+    const deltas = Array.from({ length: 1100 }, (_, i) => `d${i} `);
+    wire.reset();
+    // The provider streams 1,000 deltas (seconds of writes), then waits for the reader's first event.
+    let resume!: () => void;
+    wire.enqueue({ text: deltas, delayMs: 5, pauseAfter: 1000, resume: new Promise<void>((resolve) => (resume = resolve)) });
+    let paused = false;
+    void wire.held().then(() => (paused = true));
+    try {
+      const started = await requestA('POST', `/conversation/${convId}/messages`, { token: user.token, body: { content: 'Count.', attrs: { stream: true } } });
+      let pausedAtFirst: boolean | undefined;
+      // On the host writing the turn. Before the fix, on SQLite, the reader chased the log (stored
+      // as fast as it read it, a few events a query) and sent nothing until the provider paused.
+      const { events } = await follow(`${a.url}/conversation/${convId}/events?after=${started.body.after}`, user.token, {
+        onEvent: () => {
+          pausedAtFirst ??= paused;
+          resume();
+        },
+      });
+      expect(pausedAtFirst).toBe(false);
+      expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => started.body.after + 1 + i));
+      expect(events.filter((e) => e.type === 'delta').map((e) => e.content)).toEqual(deltas);
+    } finally {
+      resume();
     }
   });
 

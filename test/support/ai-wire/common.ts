@@ -40,6 +40,13 @@ export interface WireStreamControl {
    * server reached that point.
    */
   holdAfter?: number;
+  /**
+   * Pauses after this many content frames (counted like `cutAfter`) until `resume` settles, then
+   * sends the rest: a stream sure to be still going when the test says so, however slow the
+   * machine. `held()` counts the pause like a hold.
+   */
+  pauseAfter?: number;
+  resume?: Promise<unknown>;
 }
 
 /** A tool call the model makes: its arguments (JSON text) are streamed as the given fragments. */
@@ -166,7 +173,7 @@ export abstract class WireServerBase<Reply> {
     return this.queue.length;
   }
 
-  /** Resolves once `n` streams (default 1) reached their `holdAfter` point since the start or the last `reset()`. */
+  /** Resolves once `n` streams (default 1) reached their `holdAfter` (or `pauseAfter`) point since the start or the last `reset()`. */
   held(n = 1): Promise<void> {
     if (this.heldCount >= n) return Promise.resolve();
     return new Promise((resolve) => this.heldWaiters.push({ n, resolve }));
@@ -221,12 +228,21 @@ export abstract class WireServerBase<Reply> {
     }
   }
 
+  private countHeld(): void {
+    this.heldCount += 1;
+    const ready = this.heldWaiters.filter((waiter) => waiter.n <= this.heldCount);
+    this.heldWaiters = this.heldWaiters.filter((waiter) => waiter.n > this.heldCount);
+    for (const waiter of ready) waiter.resolve();
+  }
+
   private async writeFrames(req: IncomingMessage, res: ServerResponse, frames: string[], control: WireStreamControl, headers: Record<string, string>, lead: number): Promise<void> {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', ...headers });
     let closed = false;
     res.on('close', () => {
       closed = true;
     });
+    /** Settles when the response closes (the client went away). */
+    const gone = () => new Promise<void>((resolve) => (closed ? resolve() : res.on('close', () => resolve())));
     for (let index = 0; index < frames.length; index += 1) {
       if (closed) return;
       if (control.cutAfter !== undefined && index >= lead + control.cutAfter) {
@@ -236,16 +252,18 @@ export abstract class WireServerBase<Reply> {
         return;
       }
       if (control.holdAfter !== undefined && index >= lead + control.holdAfter) {
-        this.heldCount += 1;
-        const ready = this.heldWaiters.filter((waiter) => waiter.n <= this.heldCount);
-        this.heldWaiters = this.heldWaiters.filter((waiter) => waiter.n > this.heldCount);
-        for (const waiter of ready) waiter.resolve();
+        this.countHeld();
         await new Promise<void>((resolve) => {
           if (closed) resolve();
           else res.on('close', () => resolve());
           req.on('close', () => resolve());
         });
         return;
+      }
+      if (control.pauseAfter !== undefined && index === lead + control.pauseAfter) {
+        this.countHeld();
+        await Promise.race([control.resume, gone()]);
+        if (closed) return;
       }
       await new Promise<void>((resolve) => res.write(frames[index], () => resolve()));
       if (control.delayMs) await new Promise((resolve) => setTimeout(resolve, control.delayMs));

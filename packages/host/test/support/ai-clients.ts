@@ -78,15 +78,33 @@ export interface ConversationNote {
   seq: number;
 }
 
-/** A user-channel socket (plain `ws`) that authenticates and collects `conversation` notifications. */
+/**
+ * A user-channel socket (plain `ws`) that authenticates and collects `conversation` notifications.
+ * Like a real client it sends a `ping` every `pingMs` (default 30 s, as docs/http/websocket.md asks):
+ * the server closes a socket from which nothing arrived for `realtime.heartbeatTimeoutMs` (90 s) with
+ * 4408, and a silent test socket older than that got nothing more (0: no pings, to test that).
+ */
 export class UserSocket {
   readonly notes: ConversationNote[] = [];
   private waiters: Array<() => void> = [];
+  private pinger?: NodeJS.Timeout;
 
   /** The `auth` result: `epoch` and `seq` to resume from. */
   auth: { epoch: string; seq: number } = { epoch: '', seq: 0 };
+  /** How the socket closed, once it did. */
+  closed: { code: number; reason: string } | null = null;
+  /** Settles once the socket closed. */
+  readonly whenClosed: Promise<{ code: number; reason: string }>;
 
   private constructor(private readonly ws: WebSocket) {
+    this.whenClosed = new Promise((resolve) =>
+      ws.on('close', (code, reason) => {
+        clearInterval(this.pinger);
+        this.closed = { code, reason: String(reason) };
+        resolve(this.closed);
+        for (const wake of this.waiters.splice(0)) wake();
+      }),
+    );
     ws.on('message', (data) => {
       const message = JSON.parse(String(data));
       if (message.method === 'conversation') {
@@ -96,7 +114,7 @@ export class UserSocket {
     });
   }
 
-  static async open(wsUrl: string, token: string, resume?: { epoch: string; lastSeq: number }): Promise<UserSocket> {
+  static async open(wsUrl: string, token: string, resume?: { epoch: string; lastSeq: number }, options: { pingMs?: number } = {}): Promise<UserSocket> {
     const ws = new WebSocket(`${wsUrl}/v3/wss?token=${encodeURIComponent(token)}`);
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
@@ -117,6 +135,12 @@ export class UserSocket {
     const reply = await authed;
     if (reply.result?.status !== 'authenticated') throw new Error(`auth failed: ${JSON.stringify(reply)}`);
     socket.auth = { epoch: reply.result.epoch, seq: reply.result.seq };
+    const pingMs = options.pingMs ?? 30_000;
+    if (pingMs > 0 && !socket.closed) {
+      // A notification: no answer to skip.
+      socket.pinger = setInterval(() => ws.readyState === ws.OPEN && ws.send('{"jsonrpc":"2.0","method":"ping"}'), pingMs);
+      socket.pinger.unref();
+    }
     return socket;
   }
 
@@ -126,6 +150,8 @@ export class UserSocket {
     for (;;) {
       const found = this.notes.find(predicate);
       if (found) return found;
+      // A closed socket gets nothing more: say why instead of waiting out the deadline.
+      if (this.closed) throw new Error(`the socket closed (${this.closed.code} ${this.closed.reason}); got ${JSON.stringify(this.notes.map((n) => n.type))}`);
       if (Date.now() > deadline) throw new Error(`no matching notification; got ${JSON.stringify(this.notes.map((n) => n.type))}`);
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve);
@@ -135,6 +161,7 @@ export class UserSocket {
   }
 
   close(): void {
+    clearInterval(this.pinger);
     this.ws.close();
   }
 }

@@ -219,7 +219,11 @@ export class TurnLog {
           last = event.seq;
           ended = event.type === 'turn-end';
         };
-        /** The log after `last`, up to a `turn-end`. */
+        /**
+         * The log after `last`, up to a `turn-end`, or up to where the live tail goes on: a reader
+         * that joins a turn whose writer stores as fast as it reads would otherwise chase the log
+         * to the turn's first quiet moment before sending anything.
+         */
         const fill = async () => {
           for (let progressed = true; progressed && !ended; ) {
             progressed = false;
@@ -229,6 +233,7 @@ export class TurnLog {
               take(event);
               if (ended) return;
             }
+            if (live.find((event) => event.seq > last)?.seq === last + 1) return;
           }
         };
         if (mustFill) {
