@@ -1,8 +1,9 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { ServiceIdentifier } from 'inversify';
-import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher } from 'undici';
+import type { Agent, buildConnector, Dispatcher, fetch as undiciFetch } from 'undici';
 import { TrellisError } from '../errors.js';
 import { canonicalAddress, inRange, parseAddress, parseRange, specialPurposeRange } from './address-policy.js';
 
@@ -36,6 +37,15 @@ export function refusalOf(error: unknown): TrellisError | undefined {
   }
   return undefined;
 }
+
+/**
+ * undici (some 95 modules) is required when the guard's dispatcher is first used, by the first
+ * outbound call, not when the package is imported: the kernel builds a guard at start, and most
+ * processes (each `trellis` command) never connect out.
+ */
+const require = createRequire(import.meta.url);
+let undiciModule: { Agent: typeof Agent; buildConnector: typeof buildConnector; fetch: typeof undiciFetch } | undefined;
+const undici = () => (undiciModule ??= require('undici') as NonNullable<typeof undiciModule>);
 
 const systemResolve: GuardResolver = (hostname) =>
   new Promise((resolve, reject) => dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))));
@@ -80,8 +90,8 @@ function parseAllowList(entries: readonly string[]) {
  * domain and its subdomains).
  */
 export class NetworkGuard {
-  /** The undici dispatcher whose connections are checked; pass it to `undici.request`/`fetch`. */
-  readonly dispatcher: Dispatcher;
+  private agent?: Dispatcher;
+  private readonly connectTimeoutMs: number;
   private readonly open: boolean;
   private readonly rules: ReturnType<typeof parseAllowList>;
   private readonly resolve: GuardResolver;
@@ -93,8 +103,15 @@ export class NetworkGuard {
     this.rules = parseAllowList(Array.isArray(options.allowPrivateNetworks) ? options.allowPrivateNetworks : []);
     this.resolve = options.resolve ?? systemResolve;
     this.localAddresses = options.localAddresses ?? interfaceAddresses;
-    const connectOptions = { timeout: options.connectTimeoutMs ?? 10_000 };
-    this.dispatcher = new Agent({
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+  }
+
+  /** The undici dispatcher whose connections are checked; pass it to `undici.request`/`fetch`. Made on first use. */
+  get dispatcher(): Dispatcher {
+    if (this.agent) return this.agent;
+    const { Agent, buildConnector } = undici();
+    const connectOptions = { timeout: this.connectTimeoutMs };
+    this.agent = new Agent({
       connect: (connection, callback) => {
         const host = connection.hostname.replace(/^\[|\]$/g, '');
         const port = Number(connection.port) || (connection.protocol === 'https:' ? 443 : 80);
@@ -107,6 +124,9 @@ export class NetworkGuard {
         buildConnector({ ...connectOptions, lookup: this.lookupFor(host, port) })(connection, callback);
       },
     });
+    // Made after `close()`: closed too, as the guard's dispatcher was before it was made lazily.
+    if (this.closing) void this.agent.close().catch(() => undefined);
+    return this.agent;
   }
 
   /**
@@ -114,7 +134,7 @@ export class NetworkGuard {
    * transport and its own calls. Redirects, when followed, open checked connections too.
    */
   readonly fetch: typeof globalThis.fetch = ((input: Parameters<typeof globalThis.fetch>[0], init?: RequestInit) =>
-    undiciFetch(input as never, { ...(init as object), dispatcher: this.dispatcher } as never)) as unknown as typeof globalThis.fetch;
+    undici().fetch(input as never, { ...(init as object), dispatcher: this.dispatcher } as never)) as unknown as typeof globalThis.fetch;
 
   /** Why a connection to `host:port` at `addresses` is refused, or `undefined`. */
   refusal(host: string, port: number, addresses: readonly string[]): TrellisError | undefined {
@@ -169,7 +189,8 @@ export class NetworkGuard {
 
   /** Closes the dispatcher's pooled connections. */
   close(): Promise<void> {
-    this.closing ??= this.dispatcher.close();
+    // A guard that never connected has no dispatcher to close (and makes none to close it).
+    this.closing ??= this.agent ? this.agent.close() : Promise.resolve();
     return this.closing;
   }
 }

@@ -1,8 +1,9 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { isTrellisError } from '../../kernel/errors.js';
+import { lazyModule } from '../../kernel/lazy.js';
 import { startDeploymentRun, type CompatCaller } from '../openai-compat/index.js';
 import { offeredTools } from './tools.js';
 
@@ -16,6 +17,12 @@ export interface McpServerContext {
   version: string;
 }
 
+/** The MCP SDK (with zod and its schemas) is loaded by the first MCP request, not at import. */
+const loadSdk = lazyModule(async () => {
+  const [{ Server }, { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError }] = await Promise.all([import('@modelcontextprotocol/sdk/server/index.js'), import('@modelcontextprotocol/sdk/types.js')]);
+  return { Server, CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError };
+});
+
 const text = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value ?? null));
 
 /**
@@ -24,7 +31,8 @@ const text = (value: unknown) => (typeof value === 'string' ? value : JSON.strin
  * `notifications/progress` when the call carries a progress token; the result is the run's output.
  * A failed or refused run is a tool result with `isError` (the model reads why), not a protocol error.
  */
-export function createMcpServer(ctx: McpServerContext): Server {
+export async function createMcpServer(ctx: McpServerContext): Promise<Server> {
+  const { Server, CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } = await loadSdk();
   const server = new Server({ name: 'trellis', version: ctx.version }, { capabilities: { tools: { listChanged: false } }, instructions: 'Each tool runs a deployed Trellis block with the arguments as its inputs.' });
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const tools = await offeredTools(ctx.em, ctx.get, ctx.caller);

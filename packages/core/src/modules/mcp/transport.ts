@@ -1,8 +1,11 @@
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { Reply } from '../../kernel/http/reply.js';
 import type { RequestContext } from '../../kernel/http/route.js';
 import type { CompatCaller } from '../openai-compat/index.js';
+import { lazyModule } from '../../kernel/lazy.js';
 import { createMcpServer } from './server.js';
+
+/** The SDK's transport is loaded by the first MCP request, not at import (as the server, see server.ts). */
+const loadTransport = lazyModule(async () => (await import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js')).WebStandardStreamableHTTPServerTransport);
 
 /** The scope an OAuth access token needs to use the MCP server. */
 export const MCP_SCOPE = 'mcp:tools';
@@ -24,7 +27,8 @@ async function* drain(body: ReadableStream<Uint8Array>, done: () => Promise<void
  * turns the `Response` back into a reply: an SSE stream as it is written, anything else whole.
  */
 export async function serveMcp(ctx: RequestContext, caller: CompatCaller): Promise<Reply> {
-  const server = createMcpServer({ em: ctx.em, get: ctx.get.bind(ctx), log: ctx.log, caller, version: '1' });
+  const WebStandardStreamableHTTPServerTransport = await loadTransport();
+  const server = await createMcpServer({ em: ctx.em, get: ctx.get.bind(ctx), log: ctx.log, caller, version: '1' });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, keepAliveMs: 15_000 });
   await server.connect(transport);
   const close = async () => {

@@ -1,9 +1,19 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { JsonSchemaObject } from '../../../ports/ai-provider.js';
 import { refusalOf, type NetworkGuard } from '../../../kernel/net/network-guard.js';
 import { toolCallFailed, toolDestinationRefused } from './http-action.js';
 import { TrellisError } from '../../../kernel/errors.js';
+import { lazyModule } from '../../../kernel/lazy.js';
+
+/** The MCP SDK's client is loaded by the first `mcp` tool action, not at import. */
+const loadMcpClientSdk = lazyModule(async () => {
+  const [{ Client }, { StreamableHTTPClientTransport, StreamableHTTPError }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]);
+  return { Client, StreamableHTTPClientTransport, StreamableHTTPError };
+});
 
 export interface McpActionConf {
   url: string;
@@ -23,6 +33,7 @@ export interface McpCallOptions {
 
 /** One MCP session over Streamable HTTP for the length of `work`, closed afterwards. */
 async function withClient<T>(conf: McpActionConf, options: McpCallOptions, work: (client: Client, requestOptions: { signal: AbortSignal; timeout: number }) => Promise<T>): Promise<T> {
+  const { Client, StreamableHTTPClientTransport, StreamableHTTPError } = await loadMcpClientSdk();
   const url = new URL(conf.url);
   const timeout = Math.min(conf.timeoutMs ?? options.timeoutMs, options.timeoutMs);
   const signal = options.signal ? AbortSignal.any([options.signal, AbortSignal.timeout(timeout)]) : AbortSignal.timeout(timeout);
@@ -36,7 +47,7 @@ async function withClient<T>(conf: McpActionConf, options: McpCallOptions, work:
     if (refused) throw toolDestinationRefused(refused);
     if (error instanceof TrellisError) throw error;
     if (options.signal?.aborted) throw options.signal.reason ?? error;
-    throw toolCallFailed(`The MCP server at ${url.origin} failed: ${describeFailure(error)}`, error);
+    throw toolCallFailed(`The MCP server at ${url.origin} failed: ${describeFailure(error, StreamableHTTPError)}`, error);
   } finally {
     await client.close().catch(() => undefined);
   }
@@ -71,8 +82,8 @@ export async function runMcpAction(conf: McpActionConf, args: unknown, options: 
 }
 
 /** A failure in words of our own: an HTTP status is named, the body the server sent is not repeated. */
-function describeFailure(error: unknown): string {
-  if (error instanceof StreamableHTTPError) return error.code ? `it answered HTTP ${error.code}` : 'its answer could not be read';
+function describeFailure(error: unknown, httpError: typeof StreamableHTTPError): string {
+  if (error instanceof httpError) return error.code ? `it answered HTTP ${error.code}` : 'its answer could not be read';
   const code = (error as { cause?: { code?: string } })?.cause?.code;
   if (code) return `it cannot be reached (${code})`;
   return error instanceof Error ? error.message.slice(0, 300) : 'unknown error';

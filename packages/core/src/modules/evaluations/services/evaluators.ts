@@ -1,4 +1,5 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
+import { lazyAjv } from '../../../kernel/ajv.js';
 import { TrellisError } from '../../../kernel/errors.js';
 
 /** The evaluator kinds (docs/evaluations.md). */
@@ -91,12 +92,12 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   return ak.length === bk.length && ak.every((k) => Object.prototype.hasOwnProperty.call(b, k) && jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
 
-const ajv = new Ajv({ allErrors: false, strict: false });
+const ajv = lazyAjv({ allErrors: false, strict: false });
 const compiled = new WeakMap<object, ValidateFunction>();
 
 function schemaValidator(schema: Record<string, unknown>): ValidateFunction {
   let validate = compiled.get(schema);
-  if (!validate) compiled.set(schema, (validate = ajv.compile(schema)));
+  if (!validate) compiled.set(schema, (validate = ajv().compile(schema)));
   return validate;
 }
 
@@ -160,7 +161,7 @@ export function parseEvaluators(input: unknown): EvaluatorSpec[] {
         if (!isObject(raw.schema)) throw invalid(i, 'schema', 'must be a JSON Schema object');
         if (JSON.stringify(raw.schema).length > evaluatorLimits.schemaBytes) throw invalid(i, 'schema', `must be at most ${evaluatorLimits.schemaBytes} bytes as JSON`);
         try {
-          ajv.compile(raw.schema);
+          ajv().compile(raw.schema);
         } catch (error) {
           throw invalid(i, 'schema', (error as Error).message);
         }

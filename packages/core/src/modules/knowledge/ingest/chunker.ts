@@ -1,4 +1,5 @@
-import { countTokens } from 'gpt-tokenizer';
+import { createRequire } from 'node:module';
+import type { countTokens as CountTokens } from 'gpt-tokenizer';
 import type { Nodes, Root } from 'mdast';
 import remarkGfm from 'remark-gfm';
 import remarkParse from 'remark-parse';
@@ -34,6 +35,15 @@ interface Block {
   pieces: Piece[];
   tokens: number;
 }
+
+// The tokenizer (its o200k table is the costliest module the package would load) is required when a
+// document is first chunked, not at import; `chunkDocument` stays synchronous.
+const require = createRequire(import.meta.url);
+let tokenCounter: typeof CountTokens | undefined;
+const countTokens = (text: string): number => {
+  tokenCounter ??= (require('gpt-tokenizer') as { countTokens: typeof CountTokens }).countTokens;
+  return tokenCounter(text);
+};
 
 const parser = unified().use(remarkParse).use(remarkGfm).freeze();
 const sentences = new Intl.Segmenter(undefined, { granularity: 'sentence' });

@@ -1,7 +1,5 @@
-import { parse as parseCsv } from 'csv-parse/sync';
-import mammoth from 'mammoth';
-import { NodeHtmlMarkdown } from 'node-html-markdown';
-import { extractText, getDocumentProxy } from 'unpdf';
+import type { NodeHtmlMarkdown } from 'node-html-markdown';
+import { lazyModule } from '../../../kernel/lazy.js';
 import type { DocumentFormat } from './media-types.js';
 
 /** A page of the extracted text: characters `[start, end)` came from PDF page `page`. */
@@ -17,16 +15,27 @@ export interface ParsedDocument {
   pages: PageSpan[];
 }
 
-const html = new NodeHtmlMarkdown({ ignore: ['script', 'style', 'noscript', 'template', 'nav', 'footer'] });
+// The parsers are loaded when a document of their format is first read, not at import: together
+// (mammoth with JSZip and xmldom, node-html-markdown with its HTML parser, PDF.js) they are a
+// good part of what importing the package would otherwise cost every process.
+const loadCsv = lazyModule(() => import('csv-parse/sync'));
+const loadMammoth = lazyModule(async () => (await import('mammoth')).default);
+const loadPdf = lazyModule(() => import('unpdf'));
+const loadHtml = lazyModule(async (): Promise<NodeHtmlMarkdown> => {
+  const { NodeHtmlMarkdown } = await import('node-html-markdown');
+  return new NodeHtmlMarkdown({ ignore: ['script', 'style', 'noscript', 'template', 'nav', 'footer'] });
+});
 const utf8 = new TextDecoder('utf-8', { fatal: false });
 
 /** Each row a paragraph of `column: value` lines, so a row stays in one chunk and its values keep their names. */
-function csvToText(bytes: Uint8Array): string {
+async function csvToText(bytes: Uint8Array): Promise<string> {
+  const { parse: parseCsv } = await loadCsv();
   const rows = parseCsv(Buffer.from(bytes), { columns: true, skip_empty_lines: true, relax_column_count: true, bom: true, trim: true }) as Array<Record<string, string>>;
   return rows.map((row) => Object.entries(row).filter(([, value]) => value !== '' && value !== undefined).map(([key, value]) => `${key}: ${value}`).join('\n')).join('\n\n');
 }
 
 async function pdfToText(bytes: Uint8Array): Promise<ParsedDocument> {
+  const { extractText, getDocumentProxy } = await loadPdf();
   const document = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
   try {
     const { text } = await extractText(document, { mergePages: false });
@@ -55,13 +64,14 @@ export async function parseDocument(format: DocumentFormat, bytes: Uint8Array): 
     case 'pdf':
       return pdfToText(bytes);
     case 'docx': {
+      const [mammoth, html] = await Promise.all([loadMammoth(), loadHtml()]);
       const converted = await mammoth.convertToHtml({ buffer: Buffer.from(bytes) });
       return { text: html.translate(converted.value).trim(), pages: [] };
     }
     case 'html':
-      return { text: html.translate(utf8.decode(bytes)).trim(), pages: [] };
+      return { text: (await loadHtml()).translate(utf8.decode(bytes)).trim(), pages: [] };
     case 'csv':
-      return { text: csvToText(bytes), pages: [] };
+      return { text: await csvToText(bytes), pages: [] };
     case 'markdown':
     case 'text':
       return { text: utf8.decode(bytes).replace(/^\uFEFF/, ''), pages: [] };

@@ -1,5 +1,6 @@
 import { Type, type TObject, type TSchema } from '@sinclair/typebox';
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { lazyAjv } from '../../../kernel/ajv.js';
 import type { AttrIssue } from './kind.js';
 
 /** Schema keywords that say how a field's failure is reported (kept out of ajv's checks). */
@@ -16,8 +17,7 @@ export const attrIssue = (constraint: string, message: string) => ({ [CONSTRAINT
 export const optionalText = (options: Record<string, unknown> = {}) =>
   Type.Optional(Type.Union([Type.String(), Type.Null()], { ...attrIssue('isString', 'must be a string'), ...options }));
 
-const ajv = new Ajv({ allErrors: true, strict: true });
-ajv.addVocabulary([CONSTRAINT, MESSAGE]);
+const ajv = lazyAjv({ allErrors: true, strict: true }, (instance) => instance.addVocabulary([CONSTRAINT, MESSAGE]));
 
 const article = (word: string) => (/^[aeiou]/.test(word) ? 'an' : 'a');
 
@@ -31,7 +31,7 @@ export class AttrsValidator {
   private readonly order: string[];
 
   constructor(private readonly schema: TObject) {
-    this.validate = ajv.compile(schema);
+    this.validate = ajv().compile(schema);
     this.order = Object.keys(schema.properties);
   }
 

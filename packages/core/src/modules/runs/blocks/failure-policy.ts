@@ -39,12 +39,14 @@ export type FailurePolicyAttrs = Static<typeof FailurePolicyAttrs>;
 
 const policyFields = ['retry', 'timeoutMs', 'fallback'] as const;
 /** One validator per field: a failure deep inside one (a missing `maxAttempts`) is reported on that field. */
-const validators = policyFields.map((field) => [field, new AttrsValidator(Type.Object({ [field]: FailurePolicyAttrs.properties[field] }))] as const);
+// Compiled by the first check, not at import.
+let compiledValidators: Array<readonly [(typeof policyFields)[number], AttrsValidator]> | undefined;
+const validators = () => (compiledValidators ??= policyFields.map((field) => [field, new AttrsValidator(Type.Object({ [field]: FailurePolicyAttrs.properties[field] }))] as const));
 
 /** Issues of a block's failure-policy attrs (fields relative to the attrs: `retry`, `timeoutMs`, `fallback`). */
 export function failurePolicyIssues(attrs: Readonly<Record<string, unknown>>): AttrIssue[] {
   const issues: AttrIssue[] = [];
-  for (const [field, validator] of validators) {
+  for (const [field, validator] of validators()) {
     if (attrs[field] === undefined) continue;
     const [issue] = validator.check({ [field]: attrs[field] });
     if (issue) issues.push(issue.field === field ? issue : { ...issue, field, ...declaredIssue(field) });

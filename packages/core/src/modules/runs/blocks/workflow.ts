@@ -85,7 +85,7 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
  * nodes (blocks/control/nodes.ts) with their children. Throws 400 `invalid_workflow` (with one
  * detail per problem, at the node's path) when a block cannot run.
  */
-export function parseWorkflow(content: unknown, fail: (details: ValidationIssue[]) => Error, kinds: BlockKinds = builtinBlockKindRegistry): WorkflowBlock[] {
+export function parseWorkflow(content: unknown, fail: (details: ValidationIssue[]) => Error, kinds: BlockKinds = builtinBlockKindRegistry()): WorkflowBlock[] {
   const nodes = ((content as { content?: RichNode[] } | null)?.content ?? []) as RichNode[];
   const parser = new WorkflowParser(kinds);
   const blocks = parser.blocks(nodes, 'content', 0);

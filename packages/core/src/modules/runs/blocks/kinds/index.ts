@@ -12,5 +12,9 @@ import { toolKind } from './tool.js';
 /** The block kinds Trellis ships, which the runs module registers. */
 export const builtinBlockKinds: readonly BlockKindDefinition[] = [inputKind, llmKind, codeKind, toolKind, askKind, outputKind, subworkflowKind, httpKind];
 
-/** A registry of the built-in kinds alone (tests, and code that parses without a container). */
-export const builtinBlockKindRegistry = new BlockKinds(builtinBlockKinds);
+/**
+ * A registry of the built-in kinds alone (tests, and code that parses without a container), made
+ * (its attrs schemas compiled) on first use, not at import.
+ */
+let builtinRegistry: BlockKinds | undefined;
+export const builtinBlockKindRegistry = (): BlockKinds => (builtinRegistry ??= new BlockKinds(builtinBlockKinds));

@@ -1,4 +1,5 @@
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
+import { lazyAjv } from '../../../../kernel/ajv.js';
 import { TrellisError } from '../../../../kernel/errors.js';
 import type { AiMessage } from '../../../../ports/ai-provider.js';
 import type { AttrIssue } from '../kind.js';
@@ -14,14 +15,14 @@ import type { AttrIssue } from '../kind.js';
 export const DEFAULT_MAX_REPAIRS = 2;
 
 // User schemas: unknown keywords and formats are tolerated (vendors' schemas carry their own).
-const ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+const ajv = lazyAjv({ allErrors: true, strict: false, validateFormats: false });
 const compiled = new WeakMap<object, ValidateFunction>();
 
 /** The validator of a block's schema (compiled once per schema object). */
 export function outputValidator(schema: Record<string, unknown>): ValidateFunction {
   let validate = compiled.get(schema);
   if (!validate) {
-    validate = ajv.compile(schema);
+    validate = ajv().compile(schema);
     compiled.set(schema, validate);
   }
   return validate;
@@ -32,7 +33,7 @@ export function outputSchemaIssues(schema: unknown): AttrIssue[] {
   // Not an object: the attrs schema reports it.
   if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return [];
   try {
-    ajv.compile(schema as Record<string, unknown>);
+    ajv().compile(schema as Record<string, unknown>);
     return [];
   } catch (error) {
     return [{ field: 'outputSchema', constraint: 'isJsonSchema', message: `is not a valid JSON Schema: ${error instanceof Error ? error.message : String(error)}`.slice(0, 300) }];
@@ -60,7 +61,7 @@ export function readStructured(text: string, validate: ValidateFunction): { ok: 
     return { ok: false, errors: `it is not JSON (${error instanceof Error ? error.message : 'parse error'})` };
   }
   if (validate(value)) return { ok: true, value };
-  return { ok: false, errors: ajv.errorsText(validate.errors, { dataVar: 'answer', separator: '; ' }) };
+  return { ok: false, errors: ajv().errorsText(validate.errors, { dataVar: 'answer', separator: '; ' }) };
 }
 
 /** The block's failure once every try gave an invalid answer. */
