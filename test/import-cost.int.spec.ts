@@ -14,6 +14,7 @@ import { workspace } from './support/packaging.js';
 
 const recorder = join(workspace, 'test', 'support', 'module-recorder.mjs');
 const core = pathToFileURL(join(workspace, 'packages', 'core', 'dist', 'index.js')).href;
+const host = pathToFileURL(join(workspace, 'packages', 'host', 'dist', 'index.js')).href;
 
 /** Loaded on first use, never by the import: package names as they appear under node_modules. */
 const onFirstUse = [
@@ -33,9 +34,12 @@ const onFirstUse = [
   'ajv', // JSON Schema validation: block attrs, structured output, evaluators
 ];
 
+/** The OpenTelemetry SDK the host installs when `tracing.enabled` (off by default). */
+const tracingSdk = ['@opentelemetry/sdk-trace-node', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/instrumentation', '@opentelemetry/instrumentation-undici', 'protobufjs'];
+
 let dir: string;
 beforeAll(() => {
-  if (!existsSync(new URL(core))) throw new Error('@trellis/core is not built: run `pnpm build` first (the test command does).');
+  for (const entry of [core, host]) if (!existsSync(new URL(entry))) throw new Error(`${entry} is not built: run \`pnpm build\` first (the test command does).`);
   dir = mkdtempSync(join(tmpdir(), 'trellis-import-'));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -80,5 +84,24 @@ describe('importing @trellis/core (built)', () => {
        if (csv.text !== 'a: 1\\nb: 2') throw new Error('unexpected csv: ' + csv.text);`,
     );
     expect(['node-html-markdown', 'gpt-tokenizer', 'undici', 'csv-parse'].filter((name) => !loaded.has(name))).toEqual([]);
+  });
+});
+
+describe('importing @trellis/host (built)', () => {
+  it('does not load the tracing SDK until tracing is installed', async () => {
+    const loaded = await packagesLoadedBy('host', `await import(${JSON.stringify(host)});`);
+    expect(loaded).toContain('@opentelemetry/api');
+    expect([...onFirstUse, ...tracingSdk].filter((name) => loaded.has(name))).toEqual([]);
+  });
+
+  it('loads it when tracing is installed', async () => {
+    const loaded = await packagesLoadedBy(
+      'tracing',
+      `const host = await import(${JSON.stringify(host)});
+       const exporter = { export: (spans, done) => done({ code: 0 }), shutdown: async () => {} };
+       const tracing = host.installTracing({ serviceName: 'import-cost', exporter, outbound: true });
+       await tracing.shutdown();`,
+    );
+    expect(tracingSdk.filter((name) => name !== 'protobufjs' && !loaded.has(name))).toEqual([]);
   });
 });

@@ -1,18 +1,47 @@
+import { createRequire } from 'node:module';
 import { context, propagation, trace } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { registerInstrumentations } from '@opentelemetry/instrumentation';
-import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import {
+import type { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import type { registerInstrumentations } from '@opentelemetry/instrumentation';
+import type { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
+import type { resourceFromAttributes } from '@opentelemetry/resources';
+import type {
   BatchSpanProcessor,
   ConsoleSpanExporter,
   NodeTracerProvider,
   ParentBasedSampler,
   SimpleSpanProcessor,
+  SpanExporter,
   TraceIdRatioBasedSampler,
-  type SpanExporter,
 } from '@opentelemetry/sdk-trace-node';
 import type { Kernel } from '@trellis/core';
+
+/**
+ * The OpenTelemetry SDK (some 370 modules with its OTLP exporter and protobufjs) is required when
+ * tracing is installed, not when the package is imported: tracing is off by default, and every
+ * `trellis` command imports this package. (The SDK's packages are CommonJS either way.)
+ */
+const require = createRequire(import.meta.url);
+interface Sdk {
+  OTLPTraceExporter: typeof OTLPTraceExporter;
+  registerInstrumentations: typeof registerInstrumentations;
+  UndiciInstrumentation: typeof UndiciInstrumentation;
+  resourceFromAttributes: typeof resourceFromAttributes;
+  BatchSpanProcessor: typeof BatchSpanProcessor;
+  ConsoleSpanExporter: typeof ConsoleSpanExporter;
+  NodeTracerProvider: typeof NodeTracerProvider;
+  ParentBasedSampler: typeof ParentBasedSampler;
+  SimpleSpanProcessor: typeof SimpleSpanProcessor;
+  TraceIdRatioBasedSampler: typeof TraceIdRatioBasedSampler;
+}
+let loaded: Sdk | undefined;
+const sdk = (): Sdk =>
+  (loaded ??= {
+    ...(require('@opentelemetry/exporter-trace-otlp-http') as Pick<Sdk, 'OTLPTraceExporter'>),
+    ...(require('@opentelemetry/instrumentation') as Pick<Sdk, 'registerInstrumentations'>),
+    ...(require('@opentelemetry/instrumentation-undici') as Pick<Sdk, 'UndiciInstrumentation'>),
+    ...(require('@opentelemetry/resources') as Pick<Sdk, 'resourceFromAttributes'>),
+    ...(require('@opentelemetry/sdk-trace-node') as Pick<Sdk, 'BatchSpanProcessor' | 'ConsoleSpanExporter' | 'NodeTracerProvider' | 'ParentBasedSampler' | 'SimpleSpanProcessor' | 'TraceIdRatioBasedSampler'>),
+  });
 
 export interface TracingOptions {
   serviceName: string;
@@ -40,6 +69,7 @@ export interface InstalledTracing {
  * and the undici instrumentation, so outbound `fetch` calls carry the trace on.
  */
 export function installTracing(options: TracingOptions): InstalledTracing {
+  const { BatchSpanProcessor, NodeTracerProvider, ParentBasedSampler, registerInstrumentations, resourceFromAttributes, SimpleSpanProcessor, TraceIdRatioBasedSampler, UndiciInstrumentation } = sdk();
   const provider = new NodeTracerProvider({
     resource: resourceFromAttributes({ 'service.name': options.serviceName }),
     sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(options.sampleRatio ?? 1) }),
@@ -65,6 +95,7 @@ export function installTracing(options: TracingOptions): InstalledTracing {
 export function tracingFromConfig(config: Kernel['config']): InstalledTracing | undefined {
   const tracing = config.tracing;
   if (!tracing.enabled) return undefined;
+  const { ConsoleSpanExporter, OTLPTraceExporter } = sdk();
   const exporter = tracing.exporter === 'console' ? new ConsoleSpanExporter() : new OTLPTraceExporter(tracing.endpoint ? { url: tracing.endpoint } : {});
   return installTracing({ serviceName: tracing.serviceName, sampleRatio: tracing.sampleRatio, exporter, batch: tracing.exporter === 'otlp' });
 }
