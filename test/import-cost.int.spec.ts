@@ -32,6 +32,7 @@ const onFirstUse = [
   'zod',
   'undici', // the network guard's dispatcher: the first outbound call
   'ajv', // JSON Schema validation: block attrs, structured output, evaluators
+  'rate-limiter-flexible', // the first rate-limited request
 ];
 
 /** The OpenTelemetry SDK the host installs when `tracing.enabled` (off by default). */
@@ -80,10 +81,12 @@ describe('importing @trellis/core (built)', () => {
        const guard = new core.NetworkGuard({ allowPrivateNetworks: false });
        if (typeof guard.dispatcher.dispatch !== 'function') throw new Error('no dispatcher');
        await guard.close();
+       const limited = await new core.InMemoryRateLimiter().hit('k', 1, 1000);
+       if (!limited.allowed || (await new core.InMemoryRateLimiter().hit('k', 0, 1000)).allowed) throw new Error('rate limiter');
        const csv = await core.parseDocument('csv', new TextEncoder().encode('a,b\\n1,2\\n'));
        if (csv.text !== 'a: 1\\nb: 2') throw new Error('unexpected csv: ' + csv.text);`,
     );
-    expect(['node-html-markdown', 'gpt-tokenizer', 'undici', 'csv-parse'].filter((name) => !loaded.has(name))).toEqual([]);
+    expect(['node-html-markdown', 'gpt-tokenizer', 'undici', 'csv-parse', 'rate-limiter-flexible'].filter((name) => !loaded.has(name))).toEqual([]);
   });
 });
 

@@ -1,5 +1,14 @@
+import { createRequire } from 'node:module';
 import type { ServiceIdentifier } from 'inversify';
-import { RateLimiterMemory, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { RateLimiterAbstract, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+
+/**
+ * rate-limiter-flexible (every store's limiter in one entry, ~36 modules) is required when the
+ * first limiter is made (the first rate-limited request), not when the package is imported.
+ */
+const require = createRequire(import.meta.url);
+let library: { RateLimiterMemory: typeof RateLimiterMemory; RateLimiterRes: typeof RateLimiterRes } | undefined;
+const flexible = () => (library ??= require('rate-limiter-flexible') as NonNullable<typeof library>);
 
 export interface RateLimitDecision {
   /** Whether this hit is within the limit. */
@@ -56,7 +65,7 @@ export abstract class FlexibleRateLimiter implements RateLimiter {
       const result = await limiter.consume(key);
       return { allowed: true, remaining: result.remainingPoints, resetMs: Math.max(0, result.msBeforeNext) };
     } catch (rejection) {
-      if (rejection instanceof RateLimiterRes) return { allowed: false, remaining: 0, resetMs: Math.max(0, rejection.msBeforeNext) };
+      if (rejection instanceof flexible().RateLimiterRes) return { allowed: false, remaining: 0, resetMs: Math.max(0, rejection.msBeforeNext) };
       throw rejection;
     }
   }
@@ -72,6 +81,6 @@ export abstract class FlexibleRateLimiter implements RateLimiter {
  */
 export class InMemoryRateLimiter extends FlexibleRateLimiter {
   protected create(points: number, duration: number): RateLimiterAbstract {
-    return new RateLimiterMemory({ points, duration });
+    return new (flexible().RateLimiterMemory)({ points, duration });
   }
 }
