@@ -301,6 +301,51 @@ const row = (label, r) =>
 
 const results = [];
 
+/**
+ * `--cpu-prof` and `--threads` for a measured load of runs: a .cpuprofile of the host's main thread
+ * (its most self time printed, and by package) and the host's CPU per answer by thread.
+ */
+async function profiled(name, measure) {
+  const session = args['cpu-prof'] ? new Session() : null;
+  if (session) {
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 200 });
+    await session.post('Profiler.start');
+  }
+  const threadsBefore = args.threads ? perThreadMs(process.pid) : null;
+  const result = await measure();
+  if (threadsBefore) {
+    const answers = completed(result);
+    const byName = new Map();
+    for (const [tid, { name: thread, ms }] of perThreadMs(process.pid)) {
+      const key = thread.replace(/\d+$/, '#');
+      byName.set(key, (byName.get(key) ?? 0) + (ms - (threadsBefore.get(tid)?.ms ?? 0)) / answers);
+    }
+    console.log(`  ${name}: host CPU ms per answer by thread: ${[...byName].sort((a, b) => b[1] - a[1]).filter(([, ms]) => ms >= 0.005).map(([key, ms]) => `${key} ${ms.toFixed(3)}`).join(', ')}`);
+  }
+  if (session) {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    const file = `${name}-${Date.now()}.cpuprofile`;
+    writeFileSync(file, JSON.stringify(profile));
+    const { total, self } = selfTimes(profile);
+    const busy = total - self.filter(([key]) => key.startsWith('(idle)')).reduce((sum, [, t]) => sum + t, 0);
+    const answers = completed(result);
+    console.log(`  ${name}: profile ${file}, ${(busy / 1000 / answers).toFixed(3)} ms of the main thread per answer not idle; by package, then most self time:`);
+    const byPackage = new Map();
+    for (const [key, t] of self) {
+      if (key.startsWith('(idle)')) continue;
+      const where = key.split(' ').slice(1).join(' ');
+      const pkg = /^(@[^/]+\/[^/]+|[^/:]+)/.exec(where.replace(/^\.pnpm\/[^/]+\/node_modules\//, ''))?.[1] ?? '(native)';
+      byPackage.set(pkg || '(native)', (byPackage.get(pkg || '(native)') ?? 0) + t);
+    }
+    for (const [pkg, t] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`    ${((100 * t) / busy).toFixed(1).padStart(5)}%  ${(t / 1000 / answers).toFixed(3).padStart(7)} ms/answer  ${pkg}`);
+    for (const [key, t] of self.filter(([key]) => !key.startsWith('(idle)')).slice(0, 30)) console.log(`    ${((100 * t) / busy).toFixed(1).padStart(5)}%  ${(t / 1000 / answers).toFixed(3).padStart(7)} ms/answer  ${key}`);
+  }
+  return result;
+}
+
 async function inProcess() {
   const host = createHost({ config: config(), database: await database(), modules: [...coreModules, bareModule] });
   await host.start();
@@ -310,7 +355,7 @@ async function inProcess() {
     const bare = await load(host.url, '/bench/bare-run', duration);
     await load(host.url, `/block/${blockId}/api`, warmup);
     const before = (await json(host.url, 'GET', `/project/${projectId}/runs?size=1`, token)).total;
-    const runs = await load(host.url, `/block/${blockId}/api`, duration);
+    const runs = await profiled(`runs-${db}`, () => load(host.url, `/block/${blockId}/api`, duration));
     const after = (await json(host.url, 'GET', `/project/${projectId}/runs?size=1`, token)).total;
     results.push(['bare JSON route (baseline)', bare], ['POST /block/{bid}/api, in-process queue', runs]);
     // Control flow, beside the trivial run measured again at the same (fewer) connections: a

@@ -58,6 +58,36 @@ export async function takeGrantCredits(sql: PreparedStatements, em: EntityManage
 }
 
 /**
+ * The general path of taking credits (grant credits short, so purchased ones are needed too): the
+ * balance is read (on PostgreSQL under its row lock, after the team's share lock: the order every
+ * billing write takes them in), the parts are chosen (grant credits first), and `takeParts` takes
+ * exactly those parts, guarded so that it changes no row unless both buckets still hold them.
+ */
+const readBalance = sqlStatement(
+  'billing.read_balance',
+  `select "grant_credits" as "grantCredits", "purchase_credits" as "purchaseCredits", "period_end" as "periodEnd" from "billing_credit_balances" where "team_id" = ?`,
+);
+const readBalanceForUpdate = sqlStatement('billing.read_balance_for_update', `${readBalance.text} for update`);
+
+/** The team's balance (PostgreSQL: locked until the transaction ends), or null when it has none yet. */
+export async function lockBalance(sql: PreparedStatements, em: EntityManager, teamId: string): Promise<BalanceAfter | null> {
+  const row = await sql.first<Record<string, unknown>>(sql.dialect === 'postgresql' ? readBalanceForUpdate : readBalance, [teamId], em);
+  return row ? balanceAfter(row) : null;
+}
+
+const takeParts = sqlStatement(
+  'billing.take_parts',
+  `update "billing_credit_balances" set "grant_credits" = "grant_credits" - ?, "purchase_credits" = "purchase_credits" - ?, "version" = "version" + 1, "updated_at" = ?
+  where "team_id" = ? and "grant_credits" >= ? and "purchase_credits" >= ? returning "grant_credits" as "grantCredits", "purchase_credits" as "purchaseCredits", "period_end" as "periodEnd"`,
+);
+
+/** Takes `grantPart` grant and `purchasePart` purchased credits; no row (nothing written) when the balance no longer holds them. */
+export async function takeCreditParts(sql: PreparedStatements, em: EntityManager, teamId: string, grantPart: number, purchasePart: number, now: Date): Promise<BalanceAfter | null> {
+  const row = await sql.first<Record<string, unknown>>(takeParts, [grantPart, purchasePart, now, teamId, grantPart, purchasePart], em);
+  return row ? balanceAfter(row) : null;
+}
+
+/**
  * Gives credits back to a balance: the purchase part always, the grant part only while the
  * balance is still in the credit month the grant came from (`period_end` unchanged). The row lock
  * and the change in one statement; answers the balance after it (its `periodEnd` tells whether the
@@ -278,7 +308,7 @@ export function giveBackPgParams(g: Omit<GiveBack, 'teamId' | 'grantPeriodEnd'>)
 const giveBackPg = sqlStatement(
   'billing.give_back_pg',
   `with "s" as (select ?::uuid as "team_id", ?::timestamptz as "grant_period_end"), ${giveBackPgCtes('s')}
-  select count(*) as "recorded" from "l"`,
+  select (select count(*) from "l") as "recorded", (select "grant_credits" + "purchase_credits" from "b") as "total"`,
 );
 
 export interface GiveBack {
@@ -299,7 +329,8 @@ export interface GiveBack {
  * PostgreSQL: `giveBackPg`, which first takes the team's share lock (as `lockTeamShared`, in the
  * same statement); throws `CreditWriteIncomplete` when the team is gone or has no balance.
  */
-export async function giveBackAndRecordPg(sql: PreparedStatements, em: EntityManager, g: GiveBack): Promise<void> {
+export async function giveBackAndRecordPg(sql: PreparedStatements, em: EntityManager, g: GiveBack): Promise<number> {
   const row = await sql.first<Record<string, unknown>>(giveBackPg, [g.teamId, g.grantPeriodEnd, ...giveBackPgParams(g)], em);
   if (Number(row?.['recorded']) !== 1) throw new CreditWriteIncomplete('the team of the reservation or its credit balance');
+  return Number(row?.['total']);
 }

@@ -6,7 +6,6 @@ import { hooksServiceIdentifier } from '../../../kernel/tokens.js';
 import { paging, type Page, type PageQuery } from '../../../kernel/http/dto/paging.js';
 import { clockServiceIdentifier, type Clock } from '../../../ports/clock.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
-import { Team } from '../../identity/index.js';
 import type { BillingConfig } from '../billing.config.js';
 import { CreditBalance } from '../entities/credit-balance.entity.js';
 import { closeMovement, closePlan } from './credit-close.js';
@@ -16,12 +15,11 @@ import { billingErrors, teamGone } from '../errors.js';
 import { isUuid } from '../rows.js';
 import { billingConfigServiceIdentifier } from '../tokens.js';
 import { BillingAccountService } from './billing-account.service.js';
-import { CreditLedger, teamIdOf } from './credit-ledger.js';
 import { RunAlone } from '../../../kernel/group-commit.js';
 import { inTransaction } from '../../../kernel/transaction.js';
 import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
 import type { PreparedStatements, RowSink } from '../../../ports/database.js';
-import { closeHeldReservation, CreditWriteIncomplete, giveBackAndRecordPg, giveCreditsBack, holdGrantCreditsPg, insertHeldReservation, lockTeamShared, recordLedgerEntry, takeGrantCredits } from '../queries.js';
+import { closeHeldReservation, CreditWriteIncomplete, giveBackAndRecordPg, giveCreditsBack, holdGrantCreditsPg, insertHeldReservation, lockBalance, lockTeamShared, recordLedgerEntry, takeCreditParts, takeGrantCredits, type BalanceAfter } from '../queries.js';
 
 export interface ReserveInput {
   teamId: string;
@@ -68,7 +66,6 @@ export interface BalanceSnapshot {
 @injectable()
 export class CreditService {
   constructor(
-    @inject(CreditLedger) private readonly ledger: CreditLedger,
     @inject(BillingAccountService) private readonly accounts: BillingAccountService,
     @inject(billingConfigServiceIdentifier) private readonly config: BillingConfig,
     @inject(idsServiceIdentifier) private readonly ids: Ids,
@@ -78,102 +75,119 @@ export class CreditService {
   ) {}
 
   /**
-   * `reserve` for the run hot path, in the caller's transaction `tx` (no savepoint of its own) and
-   * in prepared statements: when the team's grant credits cover `amount` (the common case), one
-   * statement takes them under the balance's row lock, then the ledger entry and the reservation
-   * are inserted (PostgreSQL first takes the team's share lock, as `reserve` does). Otherwise
-   * (purchase credits needed, too few credits, no balance yet) it is `reserve`, which opens a
-   * savepoint: with `alone: false` (a concurrent unit of a group commit) it throws `RunAlone`
+   * Holds `amount` credits of a team in the caller's transaction `tx` (no savepoint of its own, in
+   * prepared statements): the one implementation of taking credits, which `reserve` (the billing
+   * API, bots) and the run and conversation paths all use. When the team's grant credits cover
+   * `amount` (the common case), one statement takes them under the balance's row lock (on
+   * PostgreSQL with the team's share lock, the reservation and its ledger entry in the same
+   * statement); otherwise the balance is read under its row lock and grant credits are taken first,
+   * then purchased ones. The team's billing records are created on its first use: that opens a
+   * savepoint, so with `alone: false` (a concurrent unit of a group commit) it throws `RunAlone`
    * instead, having written nothing. With `rows` (a group commit), the ledger entry and the
-   * reservation are inserted with the other rows of the group. Balances, ledger entries and the
-   * reservation are the same as `reserve` makes.
+   * reservation are inserted with the other rows of the group. With `lockFirst`, the balance's row
+   * lock is taken before the ledger entry gets its id (`reserve`): on PostgreSQL the one-statement
+   * path chooses the id before the lock, so entries of parallel holds may then list in another
+   * order than the one they changed the balance in (each entry's balance after it stays exact).
    *
    * When it throws a `TrellisError` (402 `insufficient_credits`, no team, invalid amount) nothing
    * was written. Any other error (a driver error, `CreditWriteIncomplete`) may leave part of its
    * writes in `tx`, which the caller must then roll back.
    */
-  async hold(tx: EntityManager, input: ReserveInput, options: { alone?: boolean; rows?: RowSink } = {}): Promise<CreditHold> {
+  async hold(tx: EntityManager, input: ReserveInput, options: { alone?: boolean; rows?: RowSink; lockFirst?: boolean } = {}): Promise<CreditHold> {
     if (!Number.isSafeInteger(input.amount) || input.amount < 1) {
       throw new TrellisError('validation', 'invalid_amount', 'A reservation is a whole number of credits, at least 1.');
     }
     const now = this.clock.now();
-    // PostgreSQL takes the team's share lock in the hold's statement.
-    if (this.sql.dialect === 'postgresql') return this.holdPg(tx, input, now, options.alone);
-    if (!(await lockTeamShared(this.sql, tx, input.teamId))) throw billingErrors.noTeam('The team no longer exists.');
-    const after = await takeGrantCredits(this.sql, tx, input.teamId, input.amount, now);
-    if (!after) {
-      // The general path opens a savepoint: a unit of a group commit must run alone for it.
-      if (options.alone === false) throw new RunAlone();
-      const reserved = await this.reserve(tx, input);
-      return { id: reserved.id, amount: reserved.amount, grantPart: reserved.grantPart, purchasePart: reserved.purchasePart };
-    }
     const id = input.id ?? this.ids.next();
+    const expiresAt = new Date(now.getTime() + (input.ttlSeconds ?? this.config.reservationTtlSeconds) * 1000);
+    if (options.lockFirst) {
+      // The balance's row lock first, then the ledger entry's id and time: entries of parallel
+      // holds then sort (by id, as the ledger lists them) in the order they changed the balance.
+    } else if (this.sql.dialect === 'postgresql') {
+      // The team's share lock, the grant credits, the reservation and its ledger entry in one
+      // statement (see `holdGrantCreditsPg`), so the balance's row lock is held from that
+      // statement to the commit, not across round trips. A caller that writes more in `tx` should
+      // write it before the hold (a run's record does: see `PgRunStore`).
+      const taken = await holdGrantCreditsPg(this.sql, tx, { reservationId: id, ledgerEntryId: this.ids.next(), teamId: input.teamId, amount: input.amount, reason: input.reason, userId: input.userId ?? null, expiresAt, now });
+      if (taken === 'taken') return { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 };
+      if (taken === 'no_team') throw billingErrors.noTeam('The team no longer exists.');
+    } else {
+      const after = await takeGrantCredits(this.sql, tx, input.teamId, input.amount, now);
+      if (after) return this.recordHold(tx, input, { id, grantPart: input.amount, purchasePart: 0, after, expiresAt, now }, options.rows);
+    }
+    return this.holdFromAny(tx, input, { id, expiresAt, now }, options);
+  }
+
+  /** `hold` when the grant credits alone do not cover the amount (or the team has no balance yet). */
+  private async holdFromAny(tx: EntityManager, input: ReserveInput, at: { id: string; expiresAt: Date; now: Date }, options: { alone?: boolean; rows?: RowSink }): Promise<CreditHold> {
+    if (!(await lockTeamShared(this.sql, tx, input.teamId))) throw billingErrors.noTeam('The team no longer exists.');
+    let balance = await lockBalance(this.sql, tx, input.teamId);
+    if (!balance) {
+      // The team's billing records exist after its first use: created here (a savepoint).
+      if (options.alone === false) throw new RunAlone();
+      await this.accounts.ensure(tx, input.teamId);
+      balance = await lockBalance(this.sql, tx, input.teamId);
+      if (!balance) throw billingErrors.noTeam('The team no longer exists.');
+    }
+    at.now = this.clock.now();
+    const total = balance.grantCredits + balance.purchaseCredits;
+    if (input.amount > total) throw billingErrors.insufficientCredits(total, input.amount);
+    const grantPart = Math.min(balance.grantCredits, input.amount);
+    const purchasePart = input.amount - grantPart;
+    const after = await takeCreditParts(this.sql, tx, input.teamId, grantPart, purchasePart, at.now);
+    // The balance was read under its row lock (SQLite: the one writer), so it still holds both parts.
+    if (!after) throw new CreditWriteIncomplete('the credit balance changed under its row lock');
+    return this.recordHold(tx, input, { ...at, grantPart, purchasePart, after }, options.rows);
+  }
+
+  /** The reservation of credits taken from the balance, and its ledger entry. */
+  private async recordHold(
+    tx: EntityManager,
+    input: ReserveInput,
+    held: { id: string; grantPart: number; purchasePart: number; after: BalanceAfter; expiresAt: Date; now: Date },
+    rows?: RowSink,
+  ): Promise<CreditHold> {
     const reason = input.reason.slice(0, 500);
     await recordLedgerEntry(this.sql, tx, {
       id: this.ids.next(),
       teamId: input.teamId,
       kind: 'reservation',
-      grantDelta: -input.amount,
-      purchaseDelta: 0,
-      after,
+      grantDelta: -held.grantPart,
+      purchaseDelta: -held.purchasePart,
+      after: held.after,
       reason: `Reserved for ${reason}`,
-      reservationId: id,
-      createdAt: now,
-    }, options.rows);
+      reservationId: held.id,
+      createdAt: held.now,
+    }, rows);
     await insertHeldReservation(this.sql, tx, {
-      id,
+      id: held.id,
       teamId: input.teamId,
       amount: input.amount,
-      grantPart: input.amount,
-      purchasePart: 0,
-      grantPeriodEnd: after.periodEnd,
+      grantPart: held.grantPart,
+      purchasePart: held.purchasePart,
+      grantPeriodEnd: held.after.periodEnd,
       reason,
       userId: input.userId ?? null,
-      expiresAt: new Date(now.getTime() + (input.ttlSeconds ?? this.config.reservationTtlSeconds) * 1000),
-      createdAt: now,
-    }, options.rows);
-    return { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 };
+      expiresAt: held.expiresAt,
+      createdAt: held.now,
+    }, rows);
+    return { id: held.id, amount: input.amount, grantPart: held.grantPart, purchasePart: held.purchasePart };
   }
 
   /**
-   * `hold` on PostgreSQL: the team's share lock, the grant credits, the reservation and its
-   * ledger entry in one statement (see `holdGrantCreditsPg`), so the balance's row lock is held
-   * from that statement to the commit, not across three round trips. A caller that writes more in
-   * `tx` should write it before the hold (the run's record does: see `RunService.start`).
-   */
-  private async holdPg(tx: EntityManager, input: ReserveInput, now: Date, alone: boolean | undefined): Promise<CreditHold> {
-    const id = input.id ?? this.ids.next();
-    const taken = await holdGrantCreditsPg(this.sql, tx, {
-      reservationId: id,
-      ledgerEntryId: this.ids.next(),
-      teamId: input.teamId,
-      amount: input.amount,
-      reason: input.reason,
-      userId: input.userId ?? null,
-      expiresAt: new Date(now.getTime() + (input.ttlSeconds ?? this.config.reservationTtlSeconds) * 1000),
-      now,
-    });
-    if (taken === 'taken') return { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 };
-    if (taken === 'no_team') throw billingErrors.noTeam('The team no longer exists.');
-    // Grant credits short, or no balance yet: the general path (a savepoint), with the same id.
-    if (alone === false) throw new RunAlone();
-    const reserved = await this.reserve(tx, { ...input, id });
-    return { id: reserved.id, amount: reserved.amount, grantPart: reserved.grantPart, purchasePart: reserved.purchasePart };
-  }
-
-  /**
-   * `settleOnly` (or, with `release`, `release` without answering the reservation) for the run hot
-   * path, in the caller's transaction `tx` (no savepoint) and in prepared statements: the
-   * reservation is closed and read in one statement, the credits given back in another (the
-   * balance's row lock and the change), then the ledger entry is inserted (with `rows`, a group
-   * commit, with the other rows of the group). Same balances and ledger entries as `settle` and
-   * `release`.
+   * Closes a held reservation (`settle`, or with `release`, `release`) in the caller's transaction
+   * `tx` (no savepoint, in prepared statements): the one implementation of closing, which `settle`,
+   * `release`, the expiry job and the run and conversation paths all use. The reservation is
+   * closed and read in one statement, the credits given back in another (the balance's row lock and
+   * the change), then the ledger entry is inserted (with `rows`, a group commit, with the other rows
+   * of the group). Answers the team and its credits after it (the total is unknown when `rows` puts
+   * the PostgreSQL write off to the unit's end).
    *
    * When it throws a `TrellisError` (reservation missing or closed, more used than reserved)
    * nothing was written. Any other error (a driver error, `CreditWriteIncomplete`) may leave part
    * of its writes in `tx`, which the caller must then roll back.
    */
-  async closeOnly(tx: EntityManager, reservationId: string, close: { used: number; release?: boolean; reason?: string }, rows?: RowSink): Promise<void> {
+  async closeOnly(tx: EntityManager, reservationId: string, close: { used: number; release?: boolean; reason?: string; lockFirst?: boolean }, rows?: RowSink): Promise<{ teamId: string; totalCredits: number | null }> {
     const status = close.release ? 'released' : 'settled';
     const used = close.release ? 0 : close.used;
     if (!Number.isSafeInteger(used) || used < 0) {
@@ -183,7 +197,7 @@ export class CreditService {
     const now = this.clock.now();
     const reservation = await closeHeldReservation(this.sql, tx, { id: reservationId, status, used, now });
     if (!reservation) {
-      // Nothing was written: tell why as `close` does.
+      // Nothing was written: tell why.
       const current = await tx.findOne(CreditReservation, { id: reservationId }, { refresh: true });
       if (!current) throw billingErrors.reservationNotFound();
       if (current.status !== 'held') throw billingErrors.reservationClosed(current.status);
@@ -191,7 +205,9 @@ export class CreditService {
     }
     // From here on the reservation is closed in `tx`: a failure is not a TrellisError (the caller rolls back).
     const plan = closePlan(reservation, status, used, close.reason);
-    if (this.sql.dialect === 'postgresql') {
+    // With `lockFirst` (`settle`, `release`), the balance's row lock is taken before the ledger
+    // entry gets its id, as `hold` does for `reserve`.
+    if (this.sql.dialect === 'postgresql' && !close.lockFirst) {
       // The team's share lock, the balance and its ledger entry in one statement (it throws
       // `CreditWriteIncomplete` when the team is gone), put off to just before the commit
       // (with `rows`, the unit's end): the balance's row lock is then held for the commit only.
@@ -208,63 +224,24 @@ export class CreditService {
           reasonMonthEnded: plan.reasonMonthEnded,
           now,
         });
-      if (rows?.atEnd) await rows.atEnd(tx, write);
-      else await write();
-      return;
+      if (rows?.atEnd) {
+        await rows.atEnd(tx, async () => void (await write()));
+        return { teamId: reservation.teamId, totalCredits: null };
+      }
+      return { teamId: reservation.teamId, totalCredits: await write() };
     }
     if (!(await lockTeamShared(this.sql, tx, reservation.teamId))) throw new CreditWriteIncomplete('the team of the reservation no longer exists');
     const after = await giveCreditsBack(this.sql, tx, { teamId: reservation.teamId, grantBack: plan.grantBack, grantPeriodEnd: reservation.grantPeriodEnd, purchaseBack: plan.purchaseBack, now });
     if (!after) throw new CreditWriteIncomplete('the credit balance of the reservation\'s team');
     const movement = closeMovement(plan, after.periodEnd.getTime() === reservation.grantPeriodEnd.getTime());
     await recordLedgerEntry(this.sql, tx, { id: this.ids.next(), teamId: reservation.teamId, kind: plan.kind, ...movement, after, reservationId, createdAt: now }, rows);
+    return { teamId: reservation.teamId, totalCredits: after.grantCredits + after.purchaseCredits };
   }
 
-  /** Holds `amount` credits of a team. 402 `insufficient_credits` (with balance, required, shortfall) when it has fewer. */
+  /** Holds `amount` credits of a team (`hold` in a transaction of its own). 402 `insufficient_credits` (with balance, required, shortfall) when it has fewer. */
   async reserve(em: EntityManager, input: ReserveInput): Promise<CreditReservation> {
-    if (!Number.isSafeInteger(input.amount) || input.amount < 1) {
-      throw new TrellisError('validation', 'invalid_amount', 'A reservation is a whole number of credits, at least 1.');
-    }
-    const now = this.clock.now();
-    const ttl = input.ttlSeconds ?? this.config.reservationTtlSeconds;
-    const hold = () =>
-      inTransaction(em, async (tx) => {
-        const balance = await this.ledger.tryLock(tx, input.teamId);
-        if (!balance) return null;
-        const total = balance.grantCredits + balance.purchaseCredits;
-        if (input.amount > total) throw billingErrors.insufficientCredits(total, input.amount);
-        const grantPart = Math.min(balance.grantCredits, input.amount);
-        const purchasePart = input.amount - grantPart;
-        const reservation = tx.create(CreditReservation, {
-          id: input.id ?? this.ids.next(),
-          team: tx.getReference(Team, input.teamId),
-          status: 'held',
-          amount: input.amount,
-          grantPart,
-          purchasePart,
-          grantPeriodEnd: balance.periodEnd,
-          usedCredits: null,
-          reason: input.reason.slice(0, 500),
-          userId: input.userId ?? null,
-          expiresAt: new Date(now.getTime() + ttl * 1000),
-          closedAt: null,
-          createdAt: now,
-          updatedAt: now,
-        } as CreditReservation);
-        this.ledger.record(
-          tx,
-          balance,
-          { kind: 'reservation', grantDelta: -grantPart, purchaseDelta: -purchasePart, reason: `Reserved for ${input.reason}`, reservationId: reservation.id },
-          now,
-        );
-        return reservation;
-      });
-    // The team's billing records exist after its first use: create them only when the balance is missing.
-    const held = await hold();
-    if (held) return held;
-    await this.accounts.ensure(em, input.teamId);
-    const retried = await hold();
-    if (!retried) throw billingErrors.noTeam('The team no longer exists.');
-    return retried;
+    const held = await this.inOwnTransaction(em, (tx) => this.hold(tx, input, { lockFirst: true }));
+    return em.findOneOrFail(CreditReservation, { id: held.id }, { refresh: true });
   }
 
   /** Charges `usedCredits` (0 to the reserved amount) and gives the rest back. 409 when already closed. */
@@ -289,50 +266,28 @@ export class CreditService {
   }
 
   private async close(em: EntityManager, reservationId: string, status: 'settled' | 'released', used: number, reason: string | undefined, answer: boolean): Promise<CreditReservation | null> {
-    let charged: { teamId: string; totalCredits: number } | undefined;
-    const closed = await this.closeInTransaction(em, reservationId, status, used, reason, answer, (teamId, totalCredits) => (charged = { teamId, totalCredits }));
+    const closed = await this.inOwnTransaction(em, (tx) => this.closeOnly(tx, reservationId, { used, release: status === 'released', reason, lockFirst: true }));
     // A charge that took the balance below the threshold, once committed (the credits it used
     // were on the balance before it).
     const threshold = this.config.creditLowThreshold ?? 0;
-    if (charged && used > 0 && charged.totalCredits < threshold && charged.totalCredits + used >= threshold) {
-      await this.hooks.emit('billing.credits_low', { teamId: charged.teamId, totalCredits: charged.totalCredits, threshold });
+    if (used > 0 && closed.totalCredits !== null && closed.totalCredits < threshold && closed.totalCredits + used >= threshold) {
+      await this.hooks.emit('billing.credits_low', { teamId: closed.teamId, totalCredits: closed.totalCredits, threshold });
     }
-    return closed;
+    return answer ? em.findOneOrFail(CreditReservation, { id: reservationId }, { refresh: true }) : null;
   }
 
-  private async closeInTransaction(
-    em: EntityManager,
-    reservationId: string,
-    status: 'settled' | 'released',
-    used: number,
-    reason: string | undefined,
-    answer: boolean,
-    after: (teamId: string, totalCredits: number) => void,
-  ): Promise<CreditReservation | null> {
-    const now = this.clock.now();
-    return inTransaction(em, async (tx) => {
-      const reservation = isUuid(reservationId) ? await tx.findOne(CreditReservation, { id: reservationId }, { refresh: true }) : null;
-      if (!reservation) throw billingErrors.reservationNotFound();
-      if (reservation.status !== 'held') throw billingErrors.reservationClosed(reservation.status);
-      if (used > reservation.amount) throw billingErrors.settleExceedsReservation(used, reservation.amount);
-      const closed = await tx.nativeUpdate(
-        CreditReservation,
-        { id: reservationId, status: 'held' },
-        { status, usedCredits: used, closedAt: now, updatedAt: now },
-      );
-      if (!closed) {
-        const current = await tx.findOneOrFail(CreditReservation, { id: reservationId }, { refresh: true });
-        throw billingErrors.reservationClosed(current.status);
-      }
-      const balance = await this.ledger.tryLock(tx, teamIdOf(reservation));
-      // The team was deleted meanwhile.
-      if (!balance) throw billingErrors.noTeam('The team no longer exists.');
-      const plan = closePlan(reservation, status, used, reason);
-      const movement = closeMovement(plan, balance.periodEnd.getTime() === reservation.grantPeriodEnd.getTime());
-      this.ledger.record(tx, balance, { kind: plan.kind, ...movement, reservationId }, now);
-      after(teamIdOf(reservation), balance.grantCredits + balance.purchaseCredits);
-      return answer ? tx.findOneOrFail(CreditReservation, { id: reservationId }, { refresh: true }) : null;
-    });
+  /**
+   * `work` in a transaction of its own (a savepoint inside the caller's). A credit write that found
+   * the team's rows gone meanwhile (`CreditWriteIncomplete`: the team was deleted) answers as the
+   * API does for a team that no longer exists.
+   */
+  private async inOwnTransaction<T>(em: EntityManager, work: (tx: EntityManager) => Promise<T>): Promise<T> {
+    try {
+      return await inTransaction(em, work);
+    } catch (error) {
+      if (error instanceof CreditWriteIncomplete) throw billingErrors.noTeam('The team no longer exists.');
+      throw error;
+    }
   }
 
   /** A reservation, for the API (membership is checked by the caller). */
