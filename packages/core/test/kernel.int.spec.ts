@@ -75,6 +75,22 @@ describe('createKernel', () => {
     expect(lines.some((l) => l['level'] === 40 && l['jobs'] === 1 && String(l['msg']).includes('jobs still running'))).toBe(true);
   });
 
+  it('stops within the deadline when a module stop does not end (its database stopped answering)', async () => {
+    // A module stop that writes to a database that stopped answering (a conversation turn storing
+    // its partial answer) waited for the driver's acquire timeout (60 s) and held the stop.
+    const { logger, lines } = capturingLogger();
+    let closedAfter = false;
+    const stuck = defineModule({ name: 'stuck-stop', onStop: () => new Promise<void>(() => undefined) });
+    const later = defineModule({ name: 'later-stop', dependsOn: ['stuck-stop'], onStop: async () => void (closedAfter = true) });
+    const kernel = createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: [...coreModules, stuck, later], config: { auth: { jwtSecret: 'k'.repeat(32) }, server: { shutdownTimeoutMs: 300 } }, logger });
+    await kernel.start();
+    const stopped = await Promise.race([kernel.stop().then(() => 'stopped'), new Promise((resolve) => setTimeout(() => resolve('held'), 10_000))]);
+    expect(stopped).toBe('stopped');
+    // The modules stopped before it (those that depend on it) still stopped.
+    expect(closedAfter).toBe(true);
+    expect(lines.some((l) => l['level'] === 40 && l['module'] === 'stuck-stop' && String(l['msg']).includes('did not stop'))).toBe(true);
+  });
+
   it('stops a kernel that never started, and one whose migrations were only inspected', async () => {
     const idle = createKernel({ database: sqliteDatabase({ path: ':memory:' }), modules: coreModules, config: { auth: { jwtSecret: 'k'.repeat(32) } }, logger: pino({ level: 'silent' }) });
     await expect(idle.stop()).resolves.toBeUndefined();

@@ -17,7 +17,8 @@ describe.each(testDatabases())('a conversation turn cut by a crash on $name', (b
 
   beforeAll(async () => {
     wire = await new OpenAiWireServer({ apiKey: 'sk-recovery' }).start();
-    a = await startTestHost(db, 'node', { adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])], config: config(3_600_000) });
+    // A's database connection is cut in the test (its crash): its stop waits for nothing longer than 1 s.
+    a = await startTestHost(db, 'node', { adapters: [provide(aiProvidersServiceIdentifier, [new OpenAiProvider()])], config: { ...config(3_600_000), server: { shutdownTimeoutMs: 1_000 } } });
   });
   afterAll(async () => {
     await wire?.close();

@@ -239,7 +239,8 @@ describe.each(testDatabases())('tool service speech load limits on $name', (db) 
       await t.close();
       espeak.remove();
     }
-  });
+    // Four pieces synthesized and MP3-encoded after three registrations (see the next test).
+  }, 120_000);
 
   it('gives a freed slot to the teams in turn, not to the team with the longest queue', async () => {
     const espeak = gatedEspeak();
@@ -274,5 +275,8 @@ describe.each(testDatabases())('tool service speech load limits on $name', (db) 
       await t.close();
       espeak.remove();
     }
-  });
+    // Five pieces synthesized and MP3-encoded one after the other (one slot), after three
+    // registrations: 4 s quiet, 18 s with six busy loops on the two cores, over 30 s in a loaded
+    // CI run (it failed there at the default 30 s).
+  }, 120_000);
 });

@@ -37,6 +37,9 @@ import {
 import type { ChannelDefinition } from './ws/channel.js';
 import { WsDispatcher } from './ws/ws-dispatcher.js';
 
+/** The least time each module's stop gets once the shutdown deadline has passed (see `stop`). */
+const MODULE_STOP_MS = 2_000;
+
 /** Binds an adapter instance to a port token, replacing the embedded default. */
 export interface AdapterBinding<T = unknown> {
   id: ServiceIdentifier<T>;
@@ -327,7 +330,18 @@ export function createKernel(options: KernelOptions): Kernel {
         if (runningJobs.size > 0 && !(await settledBy(Promise.allSettled(runningJobs), deadline))) {
           log.warn({ jobs: runningJobs.size }, 'shutdown timeout reached with jobs still running; stopping without them');
         }
-        for (const module of started.splice(0).reverse()) await module.onStop?.({ ...moduleContext(module), get });
+        // Each module's stop gets what is left of the deadline, at least MODULE_STOP_MS: one that
+        // does not end by then (its own writes to a database that stopped answering) is left
+        // behind, and the database's close below ends what it waits for.
+        for (const module of started.splice(0).reverse()) {
+          if (!module.onStop) continue;
+          const stop = Promise.resolve()
+            .then(() => module.onStop!({ ...moduleContext(module), get }))
+            .catch((error: unknown) => log.error({ err: error, module: module.name }, 'a module failed to stop'));
+          if (!(await settledBy(stop, Math.max(deadline, Date.now() + MODULE_STOP_MS)))) {
+            log.warn({ module: module.name }, 'shutdown timeout reached: a module did not stop in time; stopping without it');
+          }
+        }
         await revocations.stop();
         await container.get(pubSubServiceIdentifier).close();
         await container.get(networkGuardServiceIdentifier).close().catch(() => undefined);

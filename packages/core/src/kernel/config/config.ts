@@ -22,7 +22,7 @@ export const kernelConfigSchema = s.object({
       .matches(/^(\/[A-Za-z0-9._~-]+)*$/, 'empty or a path such as /api without a trailing slash')
       .describe('Path prefix under which every route is served.'),
     maxBodyBytes: s.int().range(1024).default(1_048_576).describe('Largest accepted request body; larger bodies get 413.'),
-    shutdownTimeoutMs: s.int().range(0).default(10_000).describe('How long a graceful stop waits for in-flight requests and running jobs.'),
+    shutdownTimeoutMs: s.int().range(0).default(10_000).describe('How long a graceful stop waits for in-flight requests, running jobs and the stops of modules (each module stop gets at least 2 s more once it has passed).'),
     streamKeepAliveMs: s
       .int()
       .range(0, 3_600_000)
