@@ -4,10 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectBalanceMatchesLedger, member, runRenewal, startBillingHost, userWith, type BillingHost } from './billing-helpers.js';
 
 /**
- * The run hot path's credit statements (`CreditService.hold` and `closeOnly`, prepared
- * statements in the caller's transaction) against the ORM path (`reserve`, `settle`, `release`):
- * two teams go through the same steps, one on each path, and end with the same balances, ledger
- * entries and reservations. And a write that changes no row fails with `CreditWriteIncomplete`.
+ * The run hot path's credit statements (`CreditService.hold` and `closeOnly` in the caller's
+ * transaction: the one-statement grant path where it applies) against the API path (`reserve`,
+ * `settle`, `release`: the same two in a transaction of their own, taking the balance's row lock
+ * first): two teams go through the same steps, one on each path, and end with the same balances,
+ * ledger entries and reservations. And a write that changes no row fails with `CreditWriteIncomplete`.
  */
 
 type Json = Record<string, unknown>;
@@ -30,9 +31,9 @@ describe.each(testDatabases())('credit hold and closeOnly on $name', (db) => {
     expect((await t.request('POST', `/admin/orders/${r.body.data.order.id}/confirm`, { token: administrator.token })).status).toBe(200);
   }
 
-  /** The two ways to do each step: the ORM path and the hot path (in a transaction, as a run does). */
+  /** The two ways to do each step: the API path and the hot path (in a transaction, as a run does). */
   const paths = {
-    orm: {
+    api: {
       reserve: async (teamId: string, amount: number, reason: string) => (await credits.reserve(t.kernel.fork(), { teamId, amount, reason })).id,
       settle: async (id: string, used: number, reason: string) => void (await credits.settleOnly(t.kernel.fork(), id, used, reason)),
       release: async (id: string, reason: string) => void (await credits.release(t.kernel.fork(), id, reason)),
@@ -65,11 +66,11 @@ describe.each(testDatabases())('credit hold and closeOnly on $name', (db) => {
     );
 
   it('gives the same balances, ledger and reservations as reserve, settle and release', async () => {
-    const teams = { orm: await member(t), hot: await member(t) };
+    const teams = { api: await member(t), hot: await member(t) };
     type Path = keyof typeof paths;
-    /** One step on each path, the ORM's first. */
+    /** One step on each path, the API's first. */
     const each = async <T>(step: (path: (typeof paths)[Path], team: string, key: Path) => Promise<T>): Promise<Record<Path, T>> => ({
-      orm: await step(paths.orm, teams.orm.teamId, 'orm'),
+      api: await step(paths.api, teams.api.teamId, 'api'),
       hot: await step(paths.hot, teams.hot.teamId, 'hot'),
     });
 
@@ -81,7 +82,7 @@ describe.each(testDatabases())('credit hold and closeOnly on $name', (db) => {
     await each((p, _team, key) => p.release(b[key], 'run failed'));
     // A plan month ends while credits are held: its grant part is not given back.
     const e = await each((p, team) => p.reserve(team, 60, 'run E'));
-    const sub = (await t.request('GET', '/billing/subscription', { token: teams.orm.token })).body.data.subscription;
+    const sub = (await t.request('GET', '/billing/subscription', { token: teams.api.token })).body.data.subscription;
     t.clock.set(new Date(sub.currentPeriodEnd).getTime() + 1000);
     await runRenewal(t);
     await each((p, _team, key) => p.settle(e[key], 10, 'run E done'));
@@ -91,22 +92,22 @@ describe.each(testDatabases())('credit hold and closeOnly on $name', (db) => {
     await each((p, _team, key) => p.settle(c[key], 95, 'run C done'));
     // Too few credits: 402 on both, nothing written.
     const tooBig = await each((p, team) => failure(p.reserve(team, 1_000_000, 'too big')));
-    expect(tooBig.hot).toEqual(tooBig.orm);
-    expect(tooBig.orm).toMatchObject({ code: 'insufficient_credits' });
+    expect(tooBig.hot).toEqual(tooBig.api);
+    expect(tooBig.api).toMatchObject({ code: 'insufficient_credits' });
     // Closing twice, or more than was reserved: the same refusals, nothing written.
     const closedTwice = await each((p, _team, key) => failure(p.settle(c[key], 1, 'again')));
-    expect(closedTwice.hot).toEqual(closedTwice.orm);
-    expect(closedTwice.orm).toMatchObject({ code: 'RESERVATION_CLOSED' });
+    expect(closedTwice.hot).toEqual(closedTwice.api);
+    expect(closedTwice.api).toMatchObject({ code: 'RESERVATION_CLOSED' });
     const d = await each((p, team) => p.reserve(team, 10, 'run D'));
     const over = await each((p, _team, key) => failure(p.settle(d[key], 11, 'too much')));
-    expect(over.hot).toEqual(over.orm);
-    expect(over.orm).not.toBeNull();
+    expect(over.hot).toEqual(over.api);
+    expect(over.api).not.toBeNull();
     await each((p, _team, key) => p.settle(d[key], 0, 'run D done'));
 
-    const [orm, hot] = [await stateOf(teams.orm.teamId), await stateOf(teams.hot.teamId)];
-    expect(hot).toEqual(orm);
-    expect(orm.ledger.some((entry) => entry.reason.includes('50 plan credits not returned'))).toBe(true);
-    expect(orm.reservations.every((r) => r.status !== 'held')).toBe(true);
+    const [api, hot] = [await stateOf(teams.api.teamId), await stateOf(teams.hot.teamId)];
+    expect(hot).toEqual(api);
+    expect(api.ledger.some((entry) => entry.reason.includes('50 plan credits not returned'))).toBe(true);
+    expect(api.reservations.every((r) => r.status !== 'held')).toBe(true);
     await expectBalanceMatchesLedger(t, teams.hot.teamId);
   });
 
