@@ -89,4 +89,15 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': ['error', coreDatabaseBoundary] },
   },
   ...coreBoundaries,
+  {
+    // The files of a vitest worker share one module graph (vitest.config.ts, `isolate: false`): a
+    // module mock would outlive its file and change what the next files import.
+    files: ['**/*.spec.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        ...['mock', 'doMock', 'hoisted'].map((property) => ({ object: 'vi', property, message: 'Test files share their worker\'s modules (vitest.config.ts): pass a fake through the container or a port instead of mocking a module.' })),
+      ],
+    },
+  },
 );

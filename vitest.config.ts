@@ -49,12 +49,14 @@ export default defineConfig({
     sequence: { sequencer: LongRunningFirst },
     globalSetup: [here('./test/support/global-setup.ts')],
     // `pnpm test:unit` runs the first (no sockets, no database server); `vitest run` runs both.
-    // Unit files share a worker's module graph (`isolate: false`: the framework is imported once per
-    // worker, not once per file; a file restores what it changes, such as fake timers).
-    // Integration files stay isolated: they start hosts and set process-wide state.
+    // The files of a worker share its module graph (`isolate: false`): the framework is imported
+    // once per worker, not once per file (isolated, the integration files spent 580 of the run's
+    // 2,900 worker-seconds importing it again). So a file leaves the process as it found it: it
+    // stops the hosts, servers and clients it starts, restores what it changes (fake timers, a
+    // global dispatcher, `process.env`), and mocks no module (`vi.mock` would outlive the file).
     projects: [
       { extends: true, test: { name: 'unit', isolate: false, include: ['packages/**/*.spec.ts', 'examples/**/*.spec.ts', 'test/**/*.spec.ts'], exclude: ['**/*.int.spec.ts'] } },
-      { extends: true, test: { name: 'integration', include: ['packages/**/*.int.spec.ts', 'examples/**/*.int.spec.ts', 'test/**/*.int.spec.ts'] } },
+      { extends: true, test: { name: 'integration', isolate: false, include: ['packages/**/*.int.spec.ts', 'examples/**/*.int.spec.ts', 'test/**/*.int.spec.ts'] } },
     ],
   },
 });

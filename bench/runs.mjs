@@ -301,18 +301,51 @@ const row = (label, r) =>
 
 const results = [];
 
+/** With `--cpu-prof`, a profiler session on this process's main thread, started (else null). */
+async function startProfile(intervalUs) {
+  if (!args['cpu-prof']) return null;
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.setSamplingInterval', { interval: intervalUs });
+  await session.post('Profiler.start');
+  return session;
+}
+
+/**
+ * Stops a `startProfile` session, writes `<name>-<time>.cpuprofile` and prints where the main
+ * thread's busy time went per `per` answers (1: in all), by package with `byPackage`, then the
+ * functions with the most self time.
+ */
+async function stopProfile(session, name, { per = 1, byPackage = false } = {}) {
+  const { profile } = await session.post('Profiler.stop');
+  session.disconnect();
+  const file = `${name}-${Date.now()}.cpuprofile`;
+  writeFileSync(file, JSON.stringify(profile));
+  const { total, self } = selfTimes(profile);
+  const busy = total - self.filter(([key]) => key.startsWith('(idle)')).reduce((sum, [, t]) => sum + t, 0);
+  const unit = per === 1 ? 'ms' : 'ms/answer';
+  const line = (key, t) => `    ${((100 * t) / busy).toFixed(1).padStart(5)}%  ${(t / 1000 / per).toFixed(per === 1 ? 1 : 3).padStart(7)} ${unit}  ${key}`;
+  console.log(`  ${name}: profile ${file}, ${(busy / 1000 / per).toFixed(per === 1 ? 0 : 3)} ${unit} of the main thread not idle; ${byPackage ? 'by package, then ' : ''}most self time:`);
+  if (byPackage) {
+    const packages = new Map();
+    for (const [key, t] of self) {
+      if (key.startsWith('(idle)')) continue;
+      const where = key.split(' ').slice(1).join(' ');
+      const pkg = /^(@[^/]+\/[^/]+|[^/:]+)/.exec(where.replace(/^\.pnpm\/[^/]+\/node_modules\//, ''))?.[1] || '(native)';
+      packages.set(pkg, (packages.get(pkg) ?? 0) + t);
+    }
+    for (const [pkg, t] of [...packages].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(line(pkg, t));
+  }
+  for (const [key, t] of self.filter(([key]) => !key.startsWith('(idle)')).slice(0, 30)) console.log(line(key, t));
+}
+
 /**
  * `--cpu-prof` and `--threads` for a measured load of runs: a .cpuprofile of the host's main thread
  * (its most self time printed, and by package) and the host's CPU per answer by thread.
  */
 async function profiled(name, measure) {
-  const session = args['cpu-prof'] ? new Session() : null;
-  if (session) {
-    session.connect();
-    await session.post('Profiler.enable');
-    await session.post('Profiler.setSamplingInterval', { interval: 200 });
-    await session.post('Profiler.start');
-  }
+  const session = await startProfile(200);
   const threadsBefore = args.threads ? perThreadMs(process.pid) : null;
   const result = await measure();
   if (threadsBefore) {
@@ -324,25 +357,7 @@ async function profiled(name, measure) {
     }
     console.log(`  ${name}: host CPU ms per answer by thread: ${[...byName].sort((a, b) => b[1] - a[1]).filter(([, ms]) => ms >= 0.005).map(([key, ms]) => `${key} ${ms.toFixed(3)}`).join(', ')}`);
   }
-  if (session) {
-    const { profile } = await session.post('Profiler.stop');
-    session.disconnect();
-    const file = `${name}-${Date.now()}.cpuprofile`;
-    writeFileSync(file, JSON.stringify(profile));
-    const { total, self } = selfTimes(profile);
-    const busy = total - self.filter(([key]) => key.startsWith('(idle)')).reduce((sum, [, t]) => sum + t, 0);
-    const answers = completed(result);
-    console.log(`  ${name}: profile ${file}, ${(busy / 1000 / answers).toFixed(3)} ms of the main thread per answer not idle; by package, then most self time:`);
-    const byPackage = new Map();
-    for (const [key, t] of self) {
-      if (key.startsWith('(idle)')) continue;
-      const where = key.split(' ').slice(1).join(' ');
-      const pkg = /^(@[^/]+\/[^/]+|[^/:]+)/.exec(where.replace(/^\.pnpm\/[^/]+\/node_modules\//, ''))?.[1] ?? '(native)';
-      byPackage.set(pkg || '(native)', (byPackage.get(pkg || '(native)') ?? 0) + t);
-    }
-    for (const [pkg, t] of [...byPackage].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`    ${((100 * t) / busy).toFixed(1).padStart(5)}%  ${(t / 1000 / answers).toFixed(3).padStart(7)} ms/answer  ${pkg}`);
-    for (const [key, t] of self.filter(([key]) => !key.startsWith('(idle)')).slice(0, 30)) console.log(`    ${((100 * t) / busy).toFixed(1).padStart(5)}%  ${(t / 1000 / answers).toFixed(3).padStart(7)} ms/answer  ${key}`);
-  }
+  if (session) await stopProfile(session, name, { per: completed(result), byPackage: true });
   return result;
 }
 
@@ -532,14 +547,9 @@ async function streaming() {
         const bareJob = { url: `http://127.0.0.1:${bare.info.port}/`, method: 'GET', headers: {}, body: undefined };
         for (const streams of streamCounts) {
           const figures = { run: [], bare: [] };
-          const session = args['cpu-prof'] ? new Session() : null;
+          let session = null;
           for (let round = -warmup; round < rounds; round++) {
-            if (session && round === 0) {
-              session.connect();
-              await session.post('Profiler.enable');
-              await session.post('Profiler.setSamplingInterval', { interval: 100 });
-              await session.post('Profiler.start');
-            }
+            if (round === 0) session = await startProfile(100);
             for (const [kind, job, pid] of [['run', runJob, process.pid], ['bare', bareJob, bare.proc.pid]]) {
               const threadsBefore = args.threads ? perThreadMs(pid) : null;
               const before = threadsCpuMs(pid);
@@ -561,17 +571,8 @@ async function streaming() {
           }
           const summary = (kind) => ({ first: median(figures[kind].map((f) => f.first)), ms: median(figures[kind].map((f) => f.ms)), rate: median(figures[kind].map((f) => f.rate)), cpu: median(figures[kind].map((f) => f.cpu)), main: median(figures[kind].map((f) => f.main)), min: Math.min(...figures[kind].map((f) => f.rate)), max: Math.max(...figures[kind].map((f) => f.rate)) });
           const ratios = figures.run.map((r, i) => r.rate / figures.bare[i].rate);
-          if (session) {
-            // The host's main thread over the measured rounds (idle while the bare server's ran).
-            const { profile } = await session.post('Profiler.stop');
-            session.disconnect();
-            const file = `runs-stream-${transport}-${streams}-${Date.now()}.cpuprofile`;
-            writeFileSync(file, JSON.stringify(profile));
-            const { total, self } = selfTimes(profile);
-            const busy = total - self.filter(([key]) => key.startsWith('(idle)')).reduce((sum, [, t]) => sum + t, 0);
-            console.log(`  ${transport}, ${streams} stream(s): profile ${file}, ${(busy / 1000).toFixed(0)} ms not idle; most self time:`);
-            for (const [key, t] of self.filter(([key]) => !key.startsWith('(idle)')).slice(0, 30)) console.log(`    ${((100 * t) / busy).toFixed(1).padStart(5)}%  ${(t / 1000).toFixed(1).padStart(7)} ms  ${key}`);
-          }
+          // The host's main thread over the measured rounds (idle while the bare server's ran).
+          if (session) await stopProfile(session, `runs-stream-${transport}-${streams}`);
           if (figures.threads) {
             console.log(`  ${transport}, ${streams} stream(s): CPU µs per event by thread (at least 0.05), run then bare`);
             for (const kind of ['run', 'bare']) {

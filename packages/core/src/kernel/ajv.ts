@@ -1,7 +1,7 @@
-import { createRequire } from 'node:module';
 import type { Ajv, Options } from 'ajv';
+import { lazyRequire } from './lazy.js';
 
-const require = createRequire(import.meta.url);
+const ajvModule = lazyRequire<{ Ajv: typeof Ajv }>('ajv');
 
 /**
  * An ajv instance made on first use (ajv itself required then): importing the package neither
@@ -12,7 +12,7 @@ export function lazyAjv(options: Options, setup?: (ajv: Ajv) => void): () => Ajv
   let instance: Ajv | undefined;
   return () => {
     if (!instance) {
-      const { Ajv: AjvClass } = require('ajv') as { Ajv: typeof Ajv };
+      const { Ajv: AjvClass } = ajvModule();
       instance = new AjvClass(options);
       setup?.(instance);
     }

@@ -1,14 +1,12 @@
-import { createRequire } from 'node:module';
 import type { ServiceIdentifier } from 'inversify';
 import type { RateLimiterAbstract, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { lazyRequire } from '../kernel/lazy.js';
 
 /**
  * rate-limiter-flexible (every store's limiter in one entry, ~36 modules) is required when the
  * first limiter is made (the first rate-limited request), not when the package is imported.
  */
-const require = createRequire(import.meta.url);
-let library: { RateLimiterMemory: typeof RateLimiterMemory; RateLimiterRes: typeof RateLimiterRes } | undefined;
-const flexible = () => (library ??= require('rate-limiter-flexible') as NonNullable<typeof library>);
+const flexible = lazyRequire<{ RateLimiterMemory: typeof RateLimiterMemory; RateLimiterRes: typeof RateLimiterRes }>('rate-limiter-flexible');
 
 export interface RateLimitDecision {
   /** Whether this hit is within the limit. */

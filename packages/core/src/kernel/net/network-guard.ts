@@ -1,10 +1,10 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { createRequire } from 'node:module';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { ServiceIdentifier } from 'inversify';
 import type { Agent, buildConnector, Dispatcher, fetch as undiciFetch } from 'undici';
 import { TrellisError } from '../errors.js';
+import { lazyRequire } from '../lazy.js';
 import { canonicalAddress, inRange, parseAddress, parseRange, specialPurposeRange } from './address-policy.js';
 
 /** `network.allowPrivateNetworks`: `false`, `true`, or the hosts, ports and CIDR ranges let through. */
@@ -43,9 +43,7 @@ export function refusalOf(error: unknown): TrellisError | undefined {
  * outbound call, not when the package is imported: the kernel builds a guard at start, and most
  * processes (each `trellis` command) never connect out.
  */
-const require = createRequire(import.meta.url);
-let undiciModule: { Agent: typeof Agent; buildConnector: typeof buildConnector; fetch: typeof undiciFetch } | undefined;
-const undici = () => (undiciModule ??= require('undici') as NonNullable<typeof undiciModule>);
+const undici = lazyRequire<{ Agent: typeof Agent; buildConnector: typeof buildConnector; fetch: typeof undiciFetch }>('undici');
 
 const systemResolve: GuardResolver = (hostname) =>
   new Promise((resolve, reject) => dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))));

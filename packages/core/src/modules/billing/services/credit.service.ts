@@ -100,22 +100,30 @@ export class CreditService {
     const now = this.clock.now();
     const id = input.id ?? this.ids.next();
     const expiresAt = new Date(now.getTime() + (input.ttlSeconds ?? this.config.reservationTtlSeconds) * 1000);
-    if (options.lockFirst) {
-      // The balance's row lock first, then the ledger entry's id and time: entries of parallel
-      // holds then sort (by id, as the ledger lists them) in the order they changed the balance.
-    } else if (this.sql.dialect === 'postgresql') {
+    // With `lockFirst`, the general path: the balance's row lock first, then the ledger entry's id
+    // and time, so entries of parallel holds sort (by id, as the ledger lists them) in the order
+    // they changed the balance.
+    if (!options.lockFirst) {
+      const taken = await this.holdFromGrant(tx, input, { id, expiresAt, now }, options.rows);
+      if (taken) return taken;
+    }
+    return this.holdFromAny(tx, input, { id, expiresAt, now }, options);
+  }
+
+  /** `hold`'s one statement when the grant credits cover the amount; null when they do not (nothing written). */
+  private async holdFromGrant(tx: EntityManager, input: ReserveInput, at: { id: string; expiresAt: Date; now: Date }, rows?: RowSink): Promise<CreditHold | null> {
+    const { id, expiresAt, now } = at;
+    if (this.sql.dialect === 'postgresql') {
       // The team's share lock, the grant credits, the reservation and its ledger entry in one
       // statement (see `holdGrantCreditsPg`), so the balance's row lock is held from that
       // statement to the commit, not across round trips. A caller that writes more in `tx` should
       // write it before the hold (a run's record does: see `PgRunStore`).
       const taken = await holdGrantCreditsPg(this.sql, tx, { reservationId: id, ledgerEntryId: this.ids.next(), teamId: input.teamId, amount: input.amount, reason: input.reason, userId: input.userId ?? null, expiresAt, now });
-      if (taken === 'taken') return { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 };
       if (taken === 'no_team') throw billingErrors.noTeam('The team no longer exists.');
-    } else {
-      const after = await takeGrantCredits(this.sql, tx, input.teamId, input.amount, now);
-      if (after) return this.recordHold(tx, input, { id, grantPart: input.amount, purchasePart: 0, after, expiresAt, now }, options.rows);
+      return taken === 'taken' ? { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 } : null;
     }
-    return this.holdFromAny(tx, input, { id, expiresAt, now }, options);
+    const after = await takeGrantCredits(this.sql, tx, input.teamId, input.amount, now);
+    return after ? this.recordHold(tx, input, { id, grantPart: input.amount, purchasePart: 0, after, expiresAt, now }, rows) : null;
   }
 
   /** `hold` when the grant credits alone do not cover the amount (or the team has no balance yet). */

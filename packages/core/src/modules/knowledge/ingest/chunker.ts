@@ -1,9 +1,9 @@
-import { createRequire } from 'node:module';
 import type { countTokens as CountTokens } from 'gpt-tokenizer';
 import type { Nodes, Root } from 'mdast';
 import remarkGfm from 'remark-gfm';
 import remarkParse from 'remark-parse';
 import { unified } from 'unified';
+import { lazyRequire } from '../../../kernel/lazy.js';
 import type { ChunkingSettings } from '../entities/knowledge-base.entity.js';
 import type { ParsedDocument } from './parse-document.js';
 
@@ -38,12 +38,8 @@ interface Block {
 
 // The tokenizer (its o200k table is the costliest module the package would load) is required when a
 // document is first chunked, not at import; `chunkDocument` stays synchronous.
-const require = createRequire(import.meta.url);
-let tokenCounter: typeof CountTokens | undefined;
-const countTokens = (text: string): number => {
-  tokenCounter ??= (require('gpt-tokenizer') as { countTokens: typeof CountTokens }).countTokens;
-  return tokenCounter(text);
-};
+const tokenizer = lazyRequire<{ countTokens: typeof CountTokens }>('gpt-tokenizer');
+const countTokens = (text: string): number => tokenizer().countTokens(text);
 
 const parser = unified().use(remarkParse).use(remarkGfm).freeze();
 const sentences = new Intl.Segmenter(undefined, { granularity: 'sentence' });
