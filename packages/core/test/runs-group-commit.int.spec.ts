@@ -10,8 +10,10 @@ import { GroupCommit, RunAlone } from '../src/kernel/group-commit.js';
  * The runs' group commit on a real database: units that arrive together share one transaction on
  * SQLite (one commit, one multi-row INSERT of their deferred rows), each caller hears of its own
  * unit only once it is committed, and a unit that fails takes nothing of the others with it. On
- * PostgreSQL every unit is a transaction of its own, with the same answers. Concurrent units of a
- * group run at the same time, their statements interleaved on the one connection.
+ * PostgreSQL, not grouped, every unit is a transaction of its own, with the same answers; grouped
+ * (the runs' writes of a team's balance), as on SQLite, with lone writes while few are under way.
+ * Concurrent units of a group run at the same time, their statements interleaved on the one
+ * connection.
  */
 
 describe.each(testDatabases())('group commit on $name', (db) => {
@@ -324,5 +326,131 @@ describe.each(testDatabases())('group commit on $name', (db) => {
       ran = true;
     });
     expect(ran).toBe(true);
+  });
+
+  describe('grouped on either database (the runs group the writes of a team\'s balance on PostgreSQL too)', () => {
+    const grouped = () => new GroupCommit(() => root.fork(), true, t.kernel.container.get(preparedStatementsServiceIdentifier));
+    const insertEvent = sqlStatement('test.run_event_insert', 'insert into "run_events" ("run_id", "seq", "last_seq", "events", "created_at") values (?, ?, ?, ?, ?)');
+    const broken = sqlStatement('test.no_such_table', 'insert into "no_such_table_here" ("id") values (?)');
+    const prepared = () => t.kernel.container.get(preparedStatementsServiceIdentifier);
+    /** A promise and the functions that settle it. */
+    const deferred = <T>() => {
+      let resolve!: (value: T) => void;
+      let reject!: (error: unknown) => void;
+      const promise = new Promise<T>((yes, no) => ((resolve = yes), (reject = no)));
+      return { promise, resolve, reject };
+    };
+
+    it('does not answer a unit as committed when a statement of an atomic unit after it failed (PostgreSQL then rolls the transaction back at COMMIT)', async () => {
+      const commits = grouped();
+      const [kept, other] = [randomUUID(), randomUUID()];
+      const results = await Promise.allSettled([
+        commits.run((tx) => prepared().run(insertEvent, values(kept), tx)),
+        // Fails with a statement error, writing nothing: atomic. It is the group's last statement.
+        commits.run((tx) => prepared().run(broken, [1], tx), { atomic: true }),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected']);
+      // Every unit answered as written is stored (on PostgreSQL the group runs again, each unit alone).
+      expect(await stored([kept])).toEqual([kept]);
+      // And the group commit goes on.
+      await commits.run((tx) => prepared().run(insertEvent, values(other), tx));
+      expect(await stored([other])).toEqual([other]);
+    });
+
+    it('writes a unit through its lone write when no group is under way, with no transaction', async () => {
+      const commits = grouped();
+      const id = randomUUID();
+      sql = [];
+      const answer = await commits.run(
+        async () => {
+          throw new Error('the group is not used');
+        },
+        {},
+        async () => {
+          await prepared().run(insertEvent, values(id));
+          return { value: 'lone' };
+        },
+      );
+      expect(answer).toBe('lone');
+      expect(sql.filter((s) => /^begin/i.test(s))).toEqual([]);
+      expect(await stored([id])).toEqual([id]);
+    });
+
+    it('queues the units that arrive past the lone writes under way, and commits them in one group once those ended', async () => {
+      const commits = grouped();
+      const lones = Array.from({ length: 4 }, () => ({ id: randomUUID(), gate: deferred<void>() }));
+      const queued = Array.from({ length: 3 }, () => randomUUID());
+      const events: string[] = [];
+      sql = [];
+      const loneAnswers = lones.map(({ id, gate }) =>
+        commits.run(
+          async () => {
+            throw new Error('the group is not used');
+          },
+          {},
+          async () => {
+            await gate.promise;
+            await prepared().run(insertEvent, values(id));
+            events.push(`lone ${id}`);
+            return { value: id };
+          },
+        ),
+      );
+      // Four lone writes are under way: the next units queue, lone writes or not.
+      const queuedAnswers = queued.map((id) =>
+        commits.run(
+          async (tx, _alone, rows) => {
+            await rows.insertRow(tx, eventRows, values(id));
+            events.push(`group ${id}`);
+            return id;
+          },
+          { concurrent: true },
+          async () => {
+            throw new Error('a queued unit is not written alone');
+          },
+        ),
+      );
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(events).toEqual([]);
+      expect(sql.filter((s) => /^begin/i.test(s))).toEqual([]);
+      // The group starts when the last lone write ended, not before.
+      for (const { gate } of lones.slice(0, 3)) gate.resolve();
+      await Promise.all(loneAnswers.slice(0, 3));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(events.filter((e) => e.startsWith('group'))).toEqual([]);
+      lones[3]!.gate.resolve();
+      expect(await Promise.all(loneAnswers)).toEqual(lones.map(({ id }) => id));
+      expect(await Promise.all(queuedAnswers)).toEqual(queued);
+      expect(sql.filter((s) => /^begin/i.test(s)).length).toBe(1);
+      expect(await stored([...lones.map(({ id }) => id), ...queued])).toEqual([...lones.map(({ id }) => id), ...queued].sort());
+    });
+
+    it('runs the unit in the next group when its lone write wrote nothing, and answers a lone write that failed with its error', async () => {
+      const commits = grouped();
+      const [viaGroup, after] = [randomUUID(), randomUUID()];
+      sql = [];
+      const answer = await commits.run(
+        async (tx, _alone, rows) => {
+          await rows.insertRow(tx, eventRows, values(viaGroup));
+          return 'group';
+        },
+        {},
+        async () => null,
+      );
+      expect(answer).toBe('group');
+      expect(sql.filter((s) => /^begin/i.test(s)).length).toBe(1);
+      await expect(
+        commits.run(
+          async () => 'not used',
+          {},
+          async () => {
+            throw new Error('the lone write failed');
+          },
+        ),
+      ).rejects.toThrow('the lone write failed');
+      // Nothing is left waiting on it.
+      expect(await commits.run(async (tx, _alone, rows) => rows.insertRow(tx, eventRows, values(after)).then(() => 'next'))).toBe('next');
+      expect(await stored([viaGroup, after])).toEqual([viaGroup, after].sort());
+    });
   });
 });

@@ -8,8 +8,8 @@ import { readNdjson, readSse } from './support/run-clients.js';
 /**
  * A run's credits on every path its store can take: on PostgreSQL the run's record with its hold,
  * and its final record with the settlement, are each one statement (PgRunStore) when the team's
- * grant credits cover the hold and the reservation is still held whole at the end; otherwise the
- * store's transactions write them (the grant credits short: purchased credits; the reservation
+ * grant credits cover the hold and the reservation is still held whole at the end, and units of a
+ * group commit when many arrive at once; otherwise the store's transactions write them (the grant credits short: purchased credits; the reservation
  * released before the run ended). Every path ends with the same rows: the run's used credits, the
  * reservation, the balance and a ledger that adds up to it, each entry's reason as the docs say.
  */
@@ -82,6 +82,24 @@ describe.each(testDatabases())('run credits on $name', (db) => {
       ],
     });
     expect(await balanceOf()).toEqual({ grant: 9, purchase: 0 });
+    await expectLedgerAddsUp();
+  });
+
+  it('runs of the team at once (on PostgreSQL their balance writes share group commits): each reserved and settled, the ledger adds up', async () => {
+    // Grant credits for 20 runs, purchased ones for the rest: the holds past the 20th take purchased credits inside a group.
+    await setBalance(20, 10);
+    const { documentId } = await workflowDocument(t, owner.token, wf.doc(wf.code('c', 'return 21 * 2;'), wf.output('o', '{{ c }}')));
+    const runs = await Promise.all(Array.from({ length: 24 }, () => readNdjson(runUrl(documentId), { token: owner.token, body: { format: 'ndjson' } })));
+    const runIds = runs.map(({ events }) => {
+      expect(events.at(-1)!.type).toBe('run_complete');
+      return events[0]!.data.runId as string;
+    });
+    for (const runId of runIds) {
+      const { run: record, reservation } = await stored(runId);
+      expect(record).toEqual({ status: 'completed', reservedCredits: 1, usedCredits: 1 });
+      expect(reservation).toMatchObject({ status: 'settled', amount: 1, usedCredits: 1 });
+    }
+    expect(await balanceOf()).toEqual({ grant: 0, purchase: 6 });
     await expectLedgerAddsUp();
   });
 

@@ -27,6 +27,16 @@ export interface GroupWorkOptions {
 }
 
 /**
+ * How a unit writes when it arrives with no group under way nor units queued (grouped only):
+ * without a transaction, typically one statement that says everything the unit's `work` does
+ * (atomic by itself). It answers `{ value }` when it wrote, or null when it wrote nothing and
+ * `work` must run instead (in the next group). A few lone writes may be under way at once
+ * (`MAX_LONE`); past that, units queue, and their group starts once the lone writes ended, so a
+ * lone write and a group of the same process never wait on each other's row locks.
+ */
+export type LoneWrite<T> = () => Promise<{ value: T } | null>;
+
+/**
  * Thrown by a concurrent unit, before its first write, when it finds it needs to run alone after
  * all (it is about to open a savepoint or write entities): the group then executes it again, alone,
  * and its caller never sees this error. `work`'s second argument says whether it runs alone.
@@ -59,9 +69,15 @@ type UnitRows = Map<SqlRowTable, SqlValue[]>;
 
 /** Units of work one group commit takes at most. */
 const MAX_GROUP = 64;
+/**
+ * Lone writes under way at most: while fewer wait on each other (on a row both lock), writing
+ * each alone costs less than a group's transaction; past that, the writes that arrive queue for a
+ * group, which starts once the lone writes ended.
+ */
+const MAX_LONE = 4;
 
 /**
- * Group commit for writes on SQLite. SQLite has one writer and, with `synchronous=FULL`, every
+ * Group commit. SQLite has one writer and, with `synchronous=FULL`, every
  * commit is a sync of its WAL (milliseconds), so short transactions that each commit alone are
  * bounded by the disk, not by their work. Here units of work that arrive while a commit is under
  * way (or in the same tick as the first) queue up and are executed in the next transaction, which
@@ -71,8 +87,11 @@ const MAX_GROUP = 64;
  * statements, commit).
  *
  * A unit must only use the manager it is given (another connection would wait for this one's
- * transaction) and must not wait for anything but the database. On PostgreSQL (many connections,
- * each commit its own) `grouped` is false and a unit is a transaction of its own.
+ * transaction) and must not wait for anything but the database. Not grouped, a unit is a
+ * transaction of its own. On PostgreSQL (many connections, each commit its own) grouping pays where
+ * writes meet on one row: the runs' store groups them (a team's balance row, updated by every
+ * run's hold and settlement, is then locked once per group and its updates share one commit,
+ * rather than every run of the team waiting on the lock), the OAuth token rotations do not.
  *
  * Used by the OAuth token endpoint (refresh-token rotations) and the runs (a run's record, its
  * claim, its events and checkpoints, its credit hold and settlement).
@@ -80,6 +99,8 @@ const MAX_GROUP = 64;
 export class GroupCommit implements RowSink {
   private queue: Unit[] = [];
   private draining = false;
+  /** Lone writes under way (see `LoneWrite`). */
+  private lonesInFlight = 0;
   /** The transaction of the group executing now. */
   private groupTx: EntityManager | null = null;
   /** Not grouped: the writes `atEnd` put off, by the transaction of the unit executing them. */
@@ -92,8 +113,12 @@ export class GroupCommit implements RowSink {
     private readonly sql?: PreparedStatements,
   ) {}
 
-  /** Runs `work` in a transaction (shared with others on SQLite); resolves with its answer once committed. */
-  run<T>(work: GroupWork<T>, options: GroupWorkOptions = {}): Promise<T> {
+  /**
+   * Runs `work` in a transaction (shared with others when grouped); resolves with its answer once
+   * committed. Grouped, with `lone`, a unit that finds no group under way writes through `lone`.
+   */
+  run<T>(work: GroupWork<T>, options: GroupWorkOptions = {}, lone?: LoneWrite<T>): Promise<T> {
+    if (lone && this.grouped && !this.draining && this.queue.length === 0 && this.lonesInFlight < MAX_LONE) return this.runLone(work, options, lone);
     if (!this.grouped) {
       return inTransaction(this.fork(), async (tx) => {
         const last: (() => Promise<void>)[] = [];
@@ -109,7 +134,7 @@ export class GroupCommit implements RowSink {
     }
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, atomic: options.atomic ?? false, concurrent: options.concurrent ?? false, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.draining) void this.drain();
+      this.startGroup();
     });
   }
 
@@ -194,6 +219,31 @@ export class GroupCommit implements RowSink {
     }
   }
 
+  /** `run` through `lone`; a unit that wrote nothing goes first in the next group. */
+  private async runLone<T>(work: GroupWork<T>, options: GroupWorkOptions, lone: LoneWrite<T>): Promise<T> {
+    this.lonesInFlight++;
+    let wrote: { value: T } | null;
+    try {
+      wrote = await lone();
+    } finally {
+      this.lonesInFlight--;
+    }
+    if (wrote) {
+      this.startGroup();
+      return wrote.value;
+    }
+    const answer = new Promise<T>((resolve, reject) => {
+      this.queue.unshift({ work, atomic: options.atomic ?? false, concurrent: options.concurrent ?? false, resolve: resolve as (value: unknown) => void, reject });
+    });
+    this.startGroup();
+    return answer;
+  }
+
+  /** Executes the queued units once no lone write is under way (a lone write and a group never meet on a row). */
+  private startGroup(): void {
+    if (!this.draining && this.lonesInFlight === 0 && this.queue.length) void this.drain();
+  }
+
   private async drain(): Promise<void> {
     this.draining = true;
     try {
@@ -265,6 +315,16 @@ export class GroupCommit implements RowSink {
         if (failure) {
           redo = true;
           throw (failure as { error: unknown }).error;
+        }
+        if (answers.some((answer, index) => !answer.ok && !superseded.has(index))) {
+          // A unit failed atomically. On PostgreSQL a statement that failed aborts the whole
+          // transaction, and COMMIT then rolls back without an error: one statement tells.
+          try {
+            await tx.getConnection().execute('select 1', [], 'all', tx.getTransactionContext());
+          } catch (error) {
+            redo = true;
+            throw error;
+          }
         }
         this.groupTx = null;
         try {

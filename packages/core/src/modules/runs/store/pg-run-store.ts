@@ -1,4 +1,5 @@
 import { closePlan, giveBackPgCtes, giveBackPgParams, grantHoldPgCtes, grantHoldPgParams } from '../../billing/index.js';
+import { GroupCommit } from '../../../kernel/group-commit.js';
 import { sqlStatement, type SqlValue } from '../../../ports/database.js';
 import type { RunCreditHold, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStoreDeps, RunStoreWork } from '../../../ports/run-store.js';
 import type { Run } from '../entities/run.entity.js';
@@ -26,9 +27,10 @@ function statementOf(kind: string, text: string) {
 }
 
 /**
- * The RunStore of PostgreSQL: `SqlRunStore`, with a run's two transactions on the hot path each
- * written as one statement of data-modifying CTEs, without BEGIN and COMMIT (a statement is
- * atomic by itself):
+ * The RunStore of PostgreSQL: `SqlRunStore`, with the writes that change a team's credit balance
+ * (a run's record with its hold, its final record with the settlement) in a group commit of their
+ * own, and, when no group is under way, each written as one statement of data-modifying CTEs,
+ * without BEGIN and COMMIT (a statement is atomic by itself):
  *
  * - `create` with a hold the grant credits cover: the team's share lock, the grant credits, the
  *   reservation, its ledger entry and the run's record (instead of BEGIN, the record, the hold,
@@ -42,16 +44,35 @@ function statementOf(kind: string, text: string) {
  * a row), is `SqlRunStore`'s transaction, with the same rows written. A one-statement finish
  * that meets such a case undoes itself (a division by zero in its last select, SQLSTATE 22012:
  * the statement and everything it wrote is rolled back) and the transaction runs instead.
+ *
+ * Why a group: every run updates its team's balance row twice, and an update holds the row's lock
+ * until its commit. Written one by one, a busy team's runs wait on that lock in turn, and the waits
+ * and wake-ups were about half of PostgreSQL's CPU per run (docs/runs.md). Writes that arrive while
+ * one is under way share the next transaction: the row is locked once per group, and the group
+ * commits once. The run's other writes (its claim, its events) touch no shared row and go straight
+ * to the pool's connections.
  */
 export class PgRunStore extends SqlRunStore {
   private readonly finishes = new WeakMap<RunStoreWork<number>, Finish>();
+  /** The group commit of the writes that change a team's balance (see the class). */
+  private readonly balanceWrites: GroupCommit;
 
   constructor(deps: RunStoreDeps) {
     super(deps, { groupCommit: false, holdLast: true });
+    this.balanceWrites = new GroupCommit(deps.fork, true, deps.sql);
   }
 
-  override async create(record: Record<string, unknown> & { id: string }, hold: RunCreditHold | null): Promise<string | null> {
-    if (hold?.grant && Number.isSafeInteger(hold.amount) && hold.amount >= 1) {
+  override create(record: Record<string, unknown> & { id: string }, hold: RunCreditHold | null): Promise<string | null> {
+    if (!hold) return super.create(record, hold);
+    return this.createThrough(this.balanceWrites, record, hold, async () => {
+      const reservationId = await this.createInOne(record, hold);
+      return reservationId === null ? null : { value: reservationId };
+    });
+  }
+
+  /** A run's record with its hold in one statement (see the class): the reservation's id, or null when nothing was written. */
+  private async createInOne(record: Record<string, unknown> & { id: string }, hold: RunCreditHold): Promise<string | null> {
+    if (hold.grant && Number.isSafeInteger(hold.amount) && hold.amount >= 1) {
       const grant = hold.grant;
       const reservationId = hold.newId();
       const insert = insertRunWhenPg('n', 'l', { ...record, reservationId, reservedCredits: hold.amount } as unknown as Run);
@@ -65,13 +86,13 @@ export class PgRunStore extends SqlRunStore {
       // A failed statement wrote nothing: the general path then fails as it says (a hold that
       // fails, 500 `balance_check_failed`, told apart from a record that does, e.g. a duplicate key).
       const row = await this.deps.sql.first<Record<string, unknown>>(statementOf('create', text), params).catch(() => null);
-      if (row === null) return super.create(record, hold);
+      if (row === null) return null;
       const counts = ['taken', 'reserved', 'recorded', 'stored'].map((key) => Number(row?.[key]));
       if (counts.every((count) => count === 1)) return reservationId;
       if (counts.some((count) => count !== 0)) throw new Error(`The one-statement run create wrote ${counts.join('/')} rows (balance, reservation, ledger, run).`);
       // Nothing written (grant credits short, no balance yet, no team): the general path says what to do.
     }
-    return super.create(record, hold);
+    return null;
   }
 
   override finishWork(fence: RunFence, final: RunFinalRecord, settle: RunSettlement | null): RunStoreWork<number> {
@@ -82,16 +103,25 @@ export class PgRunStore extends SqlRunStore {
 
   override async append<T>(runId: string, events: readonly RunLogEvent[], step?: { write: RunStoreWork<T>; keep?: (answer: T) => boolean; conditional?: readonly RunLogEvent[] }): Promise<T | undefined> {
     const finish = step && this.finishes.get(step.write as unknown as RunStoreWork<number>);
+    if (!step || !finish) return super.append(runId, events, step);
     // The statement stores the conditional events when the final record was written: what `keep` says of the answer must agree.
-    const keeps = !step?.conditional?.length || (step.keep !== undefined && step.keep(1 as T) && !step.keep(0 as T));
-    if (finish && keeps && events.length <= ROW_EVENTS && (!finish.settle || finish.settle.close)) {
+    const keeps = !step.conditional?.length || (step.keep !== undefined && step.keep(1 as T) && !step.keep(0 as T));
+    const inOne = keeps && events.length <= ROW_EVENTS && (!finish.settle || Boolean(finish.settle.close));
+    const writeInOne = async (): Promise<{ value: T } | null> => {
+      if (!inOne) return null;
       try {
-        return (await this.finishInOne(runId, events, step.conditional ?? [], finish)) as T;
+        return { value: (await this.finishInOne(runId, events, step.conditional ?? [], finish)) as T };
       } catch (error) {
         if ((error as { code?: unknown }).code !== UNDONE) throw error;
+        return null;
       }
+    };
+    // No settlement: the run's balance is not written, the final write needs no group.
+    if (!finish.settle) {
+      const wrote = await writeInOne();
+      return wrote ? wrote.value : super.append(runId, events, step);
     }
-    return super.append(runId, events, step);
+    return this.appendThrough(this.balanceWrites, runId, events, step, writeInOne);
   }
 
   /** The final write in one statement (see the class): answers 1, or 0 when the attempt was superseded. */

@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { GroupCommit } from '../../../kernel/group-commit.js';
+import { GroupCommit, type LoneWrite } from '../../../kernel/group-commit.js';
 import type { RowSink } from '../../../ports/database.js';
 import type { RunCreditHold, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStore, RunStoreDeps, RunStoreWork, RunStoreWriteOptions } from '../../../ports/run-store.js';
 import { Run } from '../entities/run.entity.js';
@@ -29,7 +29,7 @@ export interface SqlRunStoreOptions {
  * lines joined once), its final record with the settlement of its credits.
  */
 export class SqlRunStore implements RunStore {
-  private readonly group: GroupCommit;
+  protected readonly group: GroupCommit;
 
   /** `group`: the group commit to write through (made from `options` when absent). */
   constructor(
@@ -44,9 +44,13 @@ export class SqlRunStore implements RunStore {
     return this.group.run((tx, alone, rows) => work(tx, rows, alone), options);
   }
 
-  async create(record: Record<string, unknown> & { id: string }, hold: RunCreditHold | null): Promise<string | null> {
-    let reservationId: string | null = null;
-    await this.group.run(
+  create(record: Record<string, unknown> & { id: string }, hold: RunCreditHold | null): Promise<string | null> {
+    return this.createThrough(this.group, record, hold);
+  }
+
+  /** `create` as a unit of `group` (with `lone`, see `GroupCommit.run`); answers the reservation's id. */
+  protected createThrough(group: GroupCommit, record: Record<string, unknown> & { id: string }, hold: RunCreditHold | null, lone?: LoneWrite<string | null>): Promise<string | null> {
+    return group.run(
       async (tx, alone, rows) => {
         if (hold && this.options.holdLast) {
           // The run's record first, the hold last before the commit; the reservation's id is
@@ -54,17 +58,16 @@ export class SqlRunStore implements RunStore {
           const id = hold.newId();
           await insertRun(rows, tx, { ...record, reservationId: id, reservedCredits: hold.amount } as unknown as Run);
           if ((await hold.take(tx, alone, rows, id)) !== id) throw new Error('The credit hold of a run took another reservation id.');
-          reservationId = id;
-          return;
+          return id;
         }
         const id = hold ? await hold.take(tx, alone, rows) : null;
         await insertRun(rows, tx, (hold ? { ...record, reservationId: id, reservedCredits: hold.amount } : record) as unknown as Run);
-        reservationId = id;
+        return id;
       },
       // A hold that failed with a domain error wrote nothing; a failed insert comes after the hold.
       { atomic: hold ? (error) => hold.wroteNothing(error) : false, concurrent: true },
+      lone,
     );
-    return reservationId;
   }
 
   async claim(fence: RunFence, claim: { startedAt: Date; deadlineAt: Date; now: Date; seqCeiling: number }): Promise<boolean> {
@@ -87,8 +90,13 @@ export class SqlRunStore implements RunStore {
       // Events alone that fit one row: a write of one statement (see `GroupCommit.insertOne`).
       return this.group.insertOne(eventRows, [runId, events[0]!.seq, events.at(-1)!.seq, rowText(events, 0, events.length), new Date()]).then(() => undefined);
     }
+    return this.appendThrough(this.group, runId, events, step);
+  }
+
+  /** `append` of events with a write as a unit of `group` (with `lone`, see `GroupCommit.run`). */
+  protected appendThrough<T>(group: GroupCommit, runId: string, events: readonly RunLogEvent[], step?: { write: RunStoreWork<T>; keep?: (answer: T) => boolean; conditional?: readonly RunLogEvent[] }, lone?: LoneWrite<T | undefined>): Promise<T | undefined> {
     // Runs again from the start when its group is rolled back: it changes nothing but the database.
-    return this.group.run(
+    return group.run(
       async (tx, alone, rows) => {
         const answer = step ? await step.write(tx, rows, alone) : undefined;
         // The write did not take: its conditional events are not stored.
@@ -104,6 +112,7 @@ export class SqlRunStore implements RunStore {
         return answer;
       },
       { concurrent: true },
+      lone,
     );
   }
 
