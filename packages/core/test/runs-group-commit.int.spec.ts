@@ -448,6 +448,25 @@ describe.each(testDatabases())('group commit on $name', (db) => {
           },
         ),
       ).rejects.toThrow('the lone write failed');
+      // Nor on the last of four lone writes under way when it fails: the unit queued behind them commits.
+      const gates = Array.from({ length: 4 }, () => deferred<void>());
+      const lones = gates.map((gate, i) =>
+        commits.run(
+          async () => 'not used',
+          {},
+          async () => {
+            await gate.promise;
+            if (i === 3) throw new Error('the last lone write failed');
+            return { value: String(i) };
+          },
+        ),
+      );
+      const behind = randomUUID();
+      const queued = commits.run(async (tx, _alone, rows) => rows.insertRow(tx, eventRows, values(behind)).then(() => 'queued'));
+      for (const gate of gates) gate.resolve();
+      expect((await Promise.allSettled(lones)).map((r) => r.status)).toEqual(['fulfilled', 'fulfilled', 'fulfilled', 'rejected']);
+      expect(await queued).toBe('queued');
+      expect(await stored([behind])).toEqual([behind]);
       // Nothing is left waiting on it.
       expect(await commits.run(async (tx, _alone, rows) => rows.insertRow(tx, eventRows, values(after)).then(() => 'next'))).toBe('next');
       expect(await stored([viaGroup, after])).toEqual([viaGroup, after].sort());

@@ -32,6 +32,9 @@ const identifier = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  * The table (`key text primary key, points integer, expire bigint` — the library's layout, with
  * keys of any length) is created on first use; rows of ended windows are deleted periodically.
  */
+/** SQLSTATEs of a `CREATE TABLE IF NOT EXISTS` that lost a race with another one (see `createTable`). */
+const RACE_CODES = new Set(['23505', '42P07', '42710']);
+
 export class PostgresRateLimiter extends FlexibleRateLimiter {
   private readonly pool: pg.Pool;
   private readonly owned: boolean;
@@ -98,13 +101,23 @@ export class PostgresRateLimiter extends FlexibleRateLimiter {
   }
 
   private async createTable(): Promise<void> {
+    const create = `CREATE TABLE IF NOT EXISTS ${this.table} (key text PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`;
     try {
-      await this.pool.query(`CREATE TABLE IF NOT EXISTS ${this.table} (key text PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`);
+      await this.pool.query(create);
     } catch (error) {
-      // Two processes creating the table at once: one of them sees a duplicate; the table exists.
-      if ((error as { code?: string }).code !== '23505' && (error as { code?: string }).code !== '42P07') {
+      // Two processes creating the table at once: the one that loses sees the other's catalog
+      // rows as a duplicate (23505 on pg_type, 42P07 "relation exists", or 42710 "type exists",
+      // depending on when it looked). The other's table is committed by then, so the statement
+      // again finds it and does nothing; a name held by something else fails again, and says so.
+      if (!RACE_CODES.has((error as { code?: string }).code ?? '')) {
         this.ready = undefined;
         throw error;
+      }
+      try {
+        await this.pool.query(create);
+      } catch (again) {
+        this.ready = undefined;
+        throw again;
       }
     }
     this.sweeper = setInterval(() => void this.sweep().catch(() => {}), this.options.sweepIntervalMs ?? 300_000);

@@ -53,6 +53,39 @@ describe.skipIf(!postgres)('PostgresRateLimiter', () => {
     expect((await a.hit('short', 1, 1000)).allowed).toBe(true);
   });
 
+  it('creates its table after losing the race to create it, whichever duplicate PostgreSQL reported', async () => {
+    // What the loser of two concurrent CREATE TABLE IF NOT EXISTS hears, depending on when it
+    // looked at the catalog (a clean CI run once met 42710 from the test above).
+    for (const code of ['23505', '42P07', '42710']) {
+      const pool = new pg.Pool({ connectionString: database.url, max: 2 });
+      const query = pool.query.bind(pool) as (text: string) => Promise<unknown>;
+      let lost = false;
+      (pool as unknown as { query: (text: string, ...rest: unknown[]) => Promise<unknown> }).query = async (text: string, ...rest: unknown[]) => {
+        if (!lost && /^CREATE TABLE/.test(text)) {
+          lost = true;
+          // The winner's table, then the loser's answer.
+          await query(`CREATE TABLE IF NOT EXISTS race_${code.toLowerCase()} (key text PRIMARY KEY, points integer NOT NULL DEFAULT 0, expire bigint)`);
+          throw Object.assign(new Error(`duplicate (${code})`), { code });
+        }
+        return (query as (text: string, ...rest: unknown[]) => Promise<unknown>)(text, ...rest);
+      };
+      const limiter = new PostgresRateLimiter({ pool, tableName: `race_${code.toLowerCase()}` });
+      try {
+        expect((await limiter.hit('k', 2, 60_000)).remaining, code).toBe(1);
+      } finally {
+        await limiter.close();
+        await pool.end();
+      }
+    }
+  });
+
+  it('fails, saying why, when its table name is taken by something else', async () => {
+    await admin.query('CREATE TYPE squatted_limits AS (a int)');
+    const limiter = new PostgresRateLimiter({ url: database.url, tableName: 'squatted_limits' });
+    await expect(limiter.hit('k', 2, 60_000)).rejects.toThrow(/squatted_limits/);
+    await limiter.close();
+  });
+
   it('uses a given pool, table and key prefix, and leaves the pool open', async () => {
     const pool = new pg.Pool({ connectionString: database.url, max: 2 });
     const limiter = new PostgresRateLimiter({ pool, tableName: 'other_limits', keyPrefix: 'deploy-a:' });

@@ -225,9 +225,13 @@ export class GroupCommit implements RowSink {
     let wrote: { value: T } | null;
     try {
       wrote = await lone();
-    } finally {
+    } catch (error) {
+      // The units that queued behind it go on.
       this.lonesInFlight--;
+      this.startGroup();
+      throw error;
     }
+    this.lonesInFlight--;
     if (wrote) {
       this.startGroup();
       return wrote.value;
