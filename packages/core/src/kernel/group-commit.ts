@@ -106,11 +106,16 @@ export class GroupCommit implements RowSink {
   /** Not grouped: the writes `atEnd` put off, by the transaction of the unit executing them. */
   private readonly lastWrites = new WeakMap<EntityManager, (() => Promise<void>)[]>();
 
-  /** `sql`: for `insertRow`. */
+  /**
+   * `sql`: for `insertRow`. `interleave` false: the units of a group run one after the other even
+   * when `concurrent` (a driver that must not be sent a statement while another is under way on
+   * the connection: node-postgres queues it, but deprecates that and drops it in pg 9).
+   */
   constructor(
     private readonly fork: () => EntityManager,
     private readonly grouped: boolean,
     private readonly sql?: PreparedStatements,
+    private readonly interleave = true,
   ) {}
 
   /**
@@ -133,7 +138,7 @@ export class GroupCommit implements RowSink {
       });
     }
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, atomic: options.atomic ?? false, concurrent: options.concurrent ?? false, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ work, atomic: options.atomic ?? false, concurrent: this.interleave && (options.concurrent ?? false), resolve: resolve as (value: unknown) => void, reject });
       this.startGroup();
     });
   }
@@ -237,7 +242,7 @@ export class GroupCommit implements RowSink {
       return wrote.value;
     }
     const answer = new Promise<T>((resolve, reject) => {
-      this.queue.unshift({ work, atomic: options.atomic ?? false, concurrent: options.concurrent ?? false, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.unshift({ work, atomic: options.atomic ?? false, concurrent: this.interleave && (options.concurrent ?? false), resolve: resolve as (value: unknown) => void, reject });
     });
     this.startGroup();
     return answer;

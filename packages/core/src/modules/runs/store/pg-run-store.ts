@@ -59,7 +59,8 @@ export class PgRunStore extends SqlRunStore {
 
   constructor(deps: RunStoreDeps) {
     super(deps, { groupCommit: false, holdLast: true });
-    this.balanceWrites = new GroupCommit(deps.fork, true, deps.sql);
+    // One statement at a time on the group's connection (see `GroupCommit`'s `interleave`).
+    this.balanceWrites = new GroupCommit(deps.fork, true, deps.sql, false);
   }
 
   override create(record: Record<string, unknown> & { id: string }, hold: RunCreditHold | null): Promise<string | null> {
