@@ -138,7 +138,7 @@ export class GroupCommit implements RowSink {
       });
     }
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, atomic: options.atomic ?? false, concurrent: this.interleave && (options.concurrent ?? false), resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push(this.unit(work, options, resolve, reject));
       this.startGroup();
     });
   }
@@ -242,10 +242,15 @@ export class GroupCommit implements RowSink {
       return wrote.value;
     }
     const answer = new Promise<T>((resolve, reject) => {
-      this.queue.unshift({ work, atomic: options.atomic ?? false, concurrent: this.interleave && (options.concurrent ?? false), resolve: resolve as (value: unknown) => void, reject });
+      this.queue.unshift(this.unit(work, options, resolve, reject));
     });
     this.startGroup();
     return answer;
+  }
+
+  /** A queued unit of `work`, answering through `resolve` and `reject`. */
+  private unit<T>(work: GroupWork<T>, options: GroupWorkOptions, resolve: (value: T) => void, reject: (error: unknown) => void): Unit {
+    return { work, atomic: options.atomic ?? false, concurrent: this.interleave && (options.concurrent ?? false), resolve: resolve as (value: unknown) => void, reject };
   }
 
   /** Executes the queued units once no lone write is under way (a lone write and a group never meet on a row). */

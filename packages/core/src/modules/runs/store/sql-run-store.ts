@@ -29,7 +29,7 @@ export interface SqlRunStoreOptions {
  * lines joined once), its final record with the settlement of its credits.
  */
 export class SqlRunStore implements RunStore {
-  protected readonly group: GroupCommit;
+  private readonly group: GroupCommit;
 
   /** `group`: the group commit to write through (made from `options` when absent). */
   constructor(
