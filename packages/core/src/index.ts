@@ -51,8 +51,6 @@ export { aiErrors, aiGatewayServiceIdentifier, aiProvidersServiceIdentifier, typ
 export { messageOf, ProviderFailure, redactProviderError, redactSecrets, summariseFailure } from './ports/provider-errors.js';
 export { runQueueServiceIdentifier, type RunJob, type RunJobHandler, type RunQueue, type RunSlot } from './ports/run-queue.js';
 export type { RunCreditHold, RunGrantHold, RunSettlementClose, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStore, RunStoreDeps, RunStoreWork, RunStoreWriteOptions } from './ports/run-store.js';
-export { SqlRunStore, type SqlRunStoreOptions } from './modules/runs/store/sql-run-store.js';
-export { PgRunStore } from './modules/runs/store/pg-run-store.js';
 export { codeSandboxServiceIdentifier, type CodeSandbox, type CodeSandboxRequest, type CodeSandboxResult } from './ports/code-sandbox.js';
 export { CodeSandboxError, QuickJsCodeSandbox, type QuickJsCodeSandboxOptions } from './sandbox/quickjs-code-sandbox.js';
 export { addressParserServiceIdentifier, type AddressCandidate, type AddressParser, type ParsedAddress, type ParsedAddressField } from './ports/address-parser.js';
@@ -62,6 +60,18 @@ export { vectorStoreServiceIdentifier, type VectorEntry, type VectorHit, type Ve
 export { dialects, toMigrationEntries, type DatabaseAdapter, type DatabasePoolState, type Dialect, type EntityDefinition, type MigrationDefinition, type MigrationEntry } from './ports/database.js';
 export { rowsPerInsert, sqlBool, sqlDate, sqlInsertRows, sqlRowTable, sqlStatement, type PreparedStatements, type RowSink, type SqlRowTable, type SqlStatement, type SqlValue } from './ports/database.js';
 export { preparedStatementsServiceIdentifier } from './kernel/prepared-statements.js';
+
+// Run store kit: what the database adapters build their run stores from (`DatabaseAdapter.runStore`,
+// docs/adapters.md, "Run store"). `SqlRunStore` is the portable store, which an adapter's store
+// configures (a group commit, where the hold goes) or extends with statements of its dialect; the
+// rest describes the `runs` table and the event log's rows so that such statements are not a copy
+// of core's. The billing CTEs they join (`grantHoldPgCtes`, `giveBackPgCtes`, `closePlan`) are
+// billing's, exported with it below.
+export { SqlRunStore, type SqlRunStoreOptions } from './modules/runs/store/sql-run-store.js';
+export { GroupCommit, type LoneWrite } from './kernel/group-commit.js';
+export { finishRunParams, finishRunStatement, runColumns, runValues, type RunColumn, type RunColumnKind, type RunFinal } from './modules/runs/queries.js';
+export { rowText } from './modules/runs/services/event-text.js';
+export { ROW_EVENTS } from './modules/runs/services/stored-event-sink.js';
 
 // Modules
 export { coreModules } from './modules/index.js';

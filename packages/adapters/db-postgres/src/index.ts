@@ -1,8 +1,11 @@
 import { Migration, Migrator } from '@mikro-orm/migrations';
 import { EntityManager, PostgreSqlDriver, type Options } from '@mikro-orm/postgresql';
-import { PgRunStore, toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
+import { toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
 import { knexPoolStats, mergeCommittedFork, withoutAsyncFlushContext } from '@trellis/db-mikro-orm';
+import { PgRunStore } from './run-store.js';
 import { postgresStatements } from './statements.js';
+
+export { PgRunStore } from './run-store.js';
 
 export interface PostgresDatabaseOptions {
   /** `postgres://user:password@host:port/database`. */

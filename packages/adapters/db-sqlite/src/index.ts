@@ -1,10 +1,12 @@
 import { Migration, Migrator } from '@mikro-orm/migrations';
 import type { Options } from '@mikro-orm/core';
 import { EntityManager as SqliteEntityManager, SqliteDriver } from '@mikro-orm/sqlite';
-import { SqlRunStore, toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
+import { toMigrationEntries, type DatabaseAdapter } from '@trellis/core';
 import { knexClient, knexPoolStats, mergeCommittedFork, withoutAsyncFlushContext, type EntityManagerClass } from '@trellis/db-mikro-orm';
+import { SqliteRunStore } from './run-store.js';
 import { finalizeKeptStatements, sqliteStatements, type SqliteDriverName } from './statements.js';
 
+export { SqliteRunStore } from './run-store.js';
 export type { SqliteDriverName } from './statements.js';
 
 export interface SqliteDatabaseOptions {
@@ -125,8 +127,8 @@ export function sqliteDatabase(options: SqliteDatabaseOptions = {}): DatabaseAda
     statements: (orm) => sqliteStatements(orm, driver),
     poolStats: (orm) => knexPoolStats(orm),
     mergeCommitted: (parent, fork, deleted) => mergeCommittedFork(parent, fork, deleted),
-    // One writer, and every commit a sync of the WAL: the runs' writes share commits (group commit).
-    runStore: (deps) => new SqlRunStore(deps, { groupCommit: true, holdLast: false }),
+    // One writer, and every commit a sync of the WAL: the runs' writes share commits (see SqliteRunStore).
+    runStore: (deps) => new SqliteRunStore(deps),
   };
 }
 

@@ -94,7 +94,9 @@ const MAX_LONE = 4;
  * rather than every run of the team waiting on the lock), the OAuth token rotations do not.
  *
  * Used by the OAuth token endpoint (refresh-token rotations) and the runs (a run's record, its
- * claim, its events and checkpoints, its credit hold and settlement).
+ * claim, its events and checkpoints, its credit hold and settlement). The run stores of the
+ * database adapters make their own (SQLite's store groups every write, PostgreSQL's the balance
+ * writes), so @trellis/core exports it.
  */
 export class GroupCommit implements RowSink {
   private queue: Unit[] = [];

@@ -81,7 +81,8 @@ export interface DatabaseAdapter {
   mergeCommitted?(parent: EntityManager, fork: EntityManager, deleted: readonly object[]): void;
   /**
    * The store of runs on this database (see the RunStore port), made once the ORM is up. Without
-   * it the runtime uses the portable store (`SqlRunStore`, no group commit, hold first).
+   * it the runtime uses the portable store (`SqlRunStore`, no group commit, hold first), which
+   * the adapters' own stores build on (`SqliteRunStore`, `PgRunStore`).
    */
   runStore?(deps: RunStoreDeps): RunStore;
 }

@@ -201,12 +201,13 @@ export async function closeHeldReservation(sql: PreparedStatements, em: EntityMa
 
 /**
  * The CTEs of a hold from the grant credits (`holdFromGrantPg`, and a run's record stored with its
- * hold in one statement: `PgRunStore`): "t" the team's share lock, "b" takes `amount` from the
- * grant credits when they cover all of it, "r" inserts the held reservation (its grant month: the
- * balance's `period_end`), "l" the reservation's ledger entry (the balance after it). Each writes
- * one row when the credits were taken, none (nothing written) when they were not. Any other count
- * (a trigger skipped an insert) means a partial write the caller must roll back; it must not be
- * taken for "not enough grant credits". Placeholders: `grantHoldPgParams`.
+ * hold in one statement: `PgRunStore` of @trellis/db-postgres): "t" the team's share lock, "b"
+ * takes `amount` from the grant credits when they cover all of it, "r" inserts the held
+ * reservation (its grant month: the balance's `period_end`), "l" the reservation's ledger entry
+ * (the balance after it). Each writes one row when the credits were taken, none (nothing
+ * written) when they were not. Any other count (a trigger skipped an insert) means a partial write
+ * the caller must roll back; it must not be taken for "not enough grant credits". Placeholders:
+ * `grantHoldPgParams`.
  */
 export const grantHoldPgCtes = `"t" as (
     select "id" from "teams" where "id" = ?::uuid for share

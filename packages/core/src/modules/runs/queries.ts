@@ -11,13 +11,20 @@ import type { Run } from './entities/run.entity.js';
 const json = (value: unknown): string | null => (value === null || value === undefined ? null : JSON.stringify(value));
 
 /** How a column of `runs` is bound and read: JSON text, a datetime, a boolean (0/1 on SQLite), an integer, text (a uuid: text, typed on PostgreSQL). */
-type RunColumnKind = 'json' | 'date' | 'bool' | 'int' | 'text' | 'uuid';
+export type RunColumnKind = 'json' | 'date' | 'bool' | 'int' | 'text' | 'uuid';
 
 /**
- * The columns of `runs` in insert order: the column, the `Run` field it holds, its kind, and the
- * value bound when the field is absent (fields newer than the record some callers build).
+ * A column of `runs`: its name, the `Run` field it holds, its kind, and the value bound when the
+ * field is absent (fields newer than the record some callers build).
  */
-const runColumns: ReadonlyArray<readonly [string, keyof Run & string, RunColumnKind, SqlValue?]> = [
+export type RunColumn = readonly [column: string, field: keyof Run & string, kind: RunColumnKind, absent?: SqlValue];
+
+/**
+ * The columns of `runs` in insert order (`runValues` gives a run's values in this order). Exported
+ * for the database adapters' run stores, which write a run's record in statements of their own
+ * dialect (a typed `insert ... select` on PostgreSQL).
+ */
+export const runColumns: readonly RunColumn[] = [
   ['id', 'id', 'uuid'],
   ['document_id', 'documentId', 'uuid'],
   ['project_id', 'projectId', 'uuid'],
@@ -65,8 +72,8 @@ const runColumns: ReadonlyArray<readonly [string, keyof Run & string, RunColumnK
 /** Rows of `runs` (after the credit reservations a run's row refers to). */
 const runRows = sqlRowTable('runs.insert_runs', `"runs" (${runColumns.map(([column]) => `"${column}"`).join(', ')})`, `(${runColumns.map(() => '?').join(', ')})`, 3);
 
-/** The values a run's record binds, column by column (see `runColumns`). */
-function runValues(run: Run): SqlValue[] {
+/** The values a run's record binds, column by column in the order of `runColumns` (JSON columns as JSON text). */
+export function runValues(run: Run): SqlValue[] {
   return runColumns.map(([, field, kind, absent]) => {
     const value = (run as unknown as Record<string, unknown>)[field];
     if (kind === 'json') return json(value);
@@ -77,22 +84,6 @@ function runValues(run: Run): SqlValue[] {
 /** Inserts a run's record as it is (every column): at once, or with the other rows of its group commit. */
 export async function insertRun(rows: RowSink, em: EntityManager, run: Run): Promise<void> {
   await rows.insertRow(em, runRows, runValues(run));
-}
-
-const pgTypes: Record<RunColumnKind, string> = { json: 'json', date: 'timestamptz', bool: 'boolean', int: 'int', text: 'text', uuid: 'uuid' };
-
-/**
- * PostgreSQL: a CTE named `name` that inserts a run's record (every column) when the CTE `when`
- * has a row (`insert ... select` cannot infer its placeholders' types: each is cast), and its
- * values. See `PgRunStore`.
- */
-export function insertRunWhenPg(name: string, when: string, run: Run): { text: string; params: SqlValue[] } {
-  const text = `"${name}" as (
-    insert into "runs" (${runColumns.map(([column]) => `"${column}"`).join(', ')})
-    select ${runColumns.map(([, , kind]) => `?::${pgTypes[kind]}`).join(', ')} where exists (select 1 from "${when}")
-    returning "id"
-  )`;
-  return { text, params: runValues(run) };
 }
 
 /** A run's whole record (what the ORM's `findOne(Run)` reads), in one prepared read. */
@@ -133,7 +124,12 @@ export const claimRunStatement = sqlStatement(
   where "id" = ? and "attempt" = ? and "status" in ('queued', 'running')`,
 );
 
-const finishRunStatement = sqlStatement(
+/**
+ * A run's final record, fenced by its attempt (`finishRunParams` gives its values). Exported for
+ * the database adapters' run stores, which may write it inside a statement of their own (a CTE on
+ * PostgreSQL, with the settlement and the events).
+ */
+export const finishRunStatement = sqlStatement(
   'runs.finish_run',
   `update "runs" set "cursor" = ?, "sessions" = ?, "ctx" = ?, "usage" = ?, "status" = ?, "waiting" = null, "output" = ?, "error" = ?, "timed_out" = ?,
     "used_credits" = ?, "finished_at" = ?, "duration_ms" = ?, "updated_at" = ?
@@ -143,17 +139,13 @@ const finishRunStatement = sqlStatement(
 /** The fields of a run's final record (see `finishRun`). */
 export type RunFinal = Pick<Run, 'cursor' | 'sessions' | 'ctx' | 'usage' | 'status' | 'output' | 'error' | 'timedOut' | 'usedCredits' | 'finishedAt' | 'durationMs' | 'updatedAt'>;
 
-/** PostgreSQL: a CTE named `name` that writes the final record as `finishRun` does and returns the run's id (no row: nothing written), and its values. */
-export function finishRunPg(name: string, fence: { id: string; attempt: number }, final: RunFinal): { text: string; params: SqlValue[] } {
-  return { text: `"${name}" as (${finishRunStatement.text} returning "id")`, params: finishParams(fence, final) };
-}
-
 /** The final record of a run, written once by the attempt that executed it: the number of rows changed (0 when another attempt took it over, or it was written already). */
 export function finishRun(sql: PreparedStatements, em: EntityManager, fence: { id: string; attempt: number }, final: RunFinal): Promise<number> {
-  return sql.run(finishRunStatement, finishParams(fence, final), em);
+  return sql.run(finishRunStatement, finishRunParams(fence, final), em);
 }
 
-function finishParams(fence: { id: string; attempt: number }, final: RunFinal): SqlValue[] {
+/** The values `finishRunStatement` binds: the final record's fields (JSON ones as JSON text), then the fence. */
+export function finishRunParams(fence: { id: string; attempt: number }, final: RunFinal): SqlValue[] {
   return [
     final.cursor,
     json(final.sessions),

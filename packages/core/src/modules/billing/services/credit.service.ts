@@ -117,7 +117,7 @@ export class CreditService {
       // The team's share lock, the grant credits, the reservation and its ledger entry in one
       // statement (see `holdGrantCreditsPg`), so the balance's row lock is held from that
       // statement to the commit, not across round trips. A caller that writes more in `tx` should
-      // write it before the hold (a run's record does: see `PgRunStore`).
+      // write it before the hold (a run's record does: see `PgRunStore` in @trellis/db-postgres).
       const taken = await holdGrantCreditsPg(this.sql, tx, { reservationId: id, ledgerEntryId: this.ids.next(), teamId: input.teamId, amount: input.amount, reason: input.reason, userId: input.userId ?? null, expiresAt, now });
       if (taken === 'no_team') throw billingErrors.noTeam('The team no longer exists.');
       return taken === 'taken' ? { id, amount: input.amount, grantPart: input.amount, purchasePart: 0 } : null;

@@ -62,7 +62,7 @@ const groupOf = (log: MemoryLog) => {
   } as unknown as GroupCommit;
 };
 /** The run store of the SQL databases, writing through `group` on `log`. */
-const storeOf = (group: GroupCommit, log: MemoryLog) => new SqlRunStore({ fork: fork(), sql: log, pubsub: new InProcessPubSub() }, { groupCommit: false, holdLast: false }, group);
+const storeOf = (group: GroupCommit, log: MemoryLog) => new SqlRunStore({ fork: fork(), sql: log, pubsub: new InProcessPubSub() }, { group });
 /** What the reader asks the ORM (the run's status at a quiet moment). */
 const fork = (status = 'running') => () => ({ findOne: async () => ({ status, seqCeiling: 0 }) }) as unknown as EntityManager;
 

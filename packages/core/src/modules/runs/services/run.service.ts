@@ -88,7 +88,7 @@ export class RunService {
       log: log.child({ module: 'runs' }),
       sql,
       hooks,
-      store: kernel.database.runStore?.({ fork, sql, pubsub }) ?? new SqlRunStore({ fork, sql, pubsub }, { groupCommit: false, holdLast: false }),
+      store: kernel.database.runStore?.({ fork, sql, pubsub }) ?? new SqlRunStore({ fork, sql, pubsub }),
       engine,
       kinds,
       local: new Map(),

@@ -8,36 +8,44 @@ import { eventRows, rowText } from '../services/event-text.js';
 import { followRunBatches, readRunLog } from '../services/follow.js';
 import { ROW_EVENTS } from '../services/stored-event-sink.js';
 
-
-/** How a database stores runs fastest (chosen by its adapter, see `DatabaseAdapter.runStore`). */
+/**
+ * How a store writes: the mechanisms its database adapter picks (see `DatabaseAdapter.runStore`).
+ * Both default to the portable choice: a transaction per write, the hold first.
+ */
 export interface SqlRunStoreOptions {
   /**
-   * Group commit (SQLite: one writer, every commit a sync of the WAL): writes that arrive while a
-   * commit is under way share the next transaction. Off: each write is a transaction of its own.
+   * The group commit the store's writes go through. A grouped one (SQLite's store) lets writes
+   * that arrive while a commit is under way share the next transaction; the default is a plain
+   * one, every write a transaction of its own.
    */
-  groupCommit: boolean;
+  group?: GroupCommit;
   /**
-   * The credit hold goes last before the commit of a new run's transaction (PostgreSQL: the hold
-   * holds the balance's row lock, which the team's other runs wait for, until the commit).
+   * Where a new run's credit hold goes in the transaction that stores it: `first` (the default),
+   * before the run's record, or `last`, just before the commit, so that the lock the hold takes on
+   * the team's balance row (which the team's other runs wait for, on PostgreSQL) is held for the
+   * commit only. With `last` the store chooses the reservation's id, and the record carries it.
    */
-  holdLast: boolean;
+  holdOrder?: 'first' | 'last';
 }
 
 /**
  * The RunStore of the SQL databases, over the ORM's connections and the adapter's prepared
  * statements: a run's record and claims, its event log (a row per batch of events, their JSON
- * lines joined once), its final record with the settlement of its credits.
+ * lines joined once), its final record with the settlement of its credits. The portable store
+ * (what the runtime uses when the database adapter has no `runStore`), and the base of the
+ * adapters' stores, which choose its options and may write some of its units their own way
+ * (`createThrough`, `appendThrough`).
  */
 export class SqlRunStore implements RunStore {
   private readonly group: GroupCommit;
+  private readonly holdLast: boolean;
 
-  /** `group`: the group commit to write through (made from `options` when absent). */
   constructor(
     protected readonly deps: RunStoreDeps,
-    private readonly options: SqlRunStoreOptions,
-    group?: GroupCommit,
+    options: SqlRunStoreOptions = {},
   ) {
-    this.group = group ?? new GroupCommit(deps.fork, options.groupCommit, deps.sql);
+    this.group = options.group ?? new GroupCommit(deps.fork, false, deps.sql);
+    this.holdLast = options.holdOrder === 'last';
   }
 
   write<T>(work: RunStoreWork<T>, options: RunStoreWriteOptions = {}): Promise<T> {
@@ -52,7 +60,7 @@ export class SqlRunStore implements RunStore {
   protected createThrough(group: GroupCommit, record: Record<string, unknown> & { id: string }, hold: RunCreditHold | null, lone?: LoneWrite<string | null>): Promise<string | null> {
     return group.run(
       async (tx, alone, rows) => {
-        if (hold && this.options.holdLast) {
+        if (hold && this.holdLast) {
           // The run's record first, the hold last before the commit; the reservation's id is
           // chosen here so the record carries it.
           const id = hold.newId();

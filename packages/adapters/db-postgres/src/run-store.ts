@@ -1,12 +1,26 @@
-import { closePlan, giveBackPgCtes, giveBackPgParams, grantHoldPgCtes, grantHoldPgParams } from '../../billing/index.js';
-import { GroupCommit } from '../../../kernel/group-commit.js';
-import { sqlStatement, type SqlValue } from '../../../ports/database.js';
-import type { RunCreditHold, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStoreDeps, RunStoreWork } from '../../../ports/run-store.js';
-import type { Run } from '../entities/run.entity.js';
-import { finishRunPg, insertRunWhenPg, type RunFinal } from '../queries.js';
-import { rowText } from '../services/event-text.js';
-import { ROW_EVENTS } from '../services/stored-event-sink.js';
-import { SqlRunStore } from './sql-run-store.js';
+import {
+  closePlan,
+  giveBackPgCtes,
+  giveBackPgParams,
+  grantHoldPgCtes,
+  grantHoldPgParams,
+  GroupCommit,
+  ROW_EVENTS,
+  rowText,
+  sqlStatement,
+  SqlRunStore,
+  type Run,
+  type RunCreditHold,
+  type RunFence,
+  type RunFinal,
+  type RunFinalRecord,
+  type RunLogEvent,
+  type RunSettlement,
+  type RunStoreDeps,
+  type RunStoreWork,
+  type SqlValue,
+} from '@trellis/core';
+import { finishRunPg, insertRunWhenPg } from './run-queries.js';
 
 /** A final write this store made (`finishWork`), as data. */
 interface Finish {
@@ -27,10 +41,10 @@ function statementOf(kind: string, text: string) {
 }
 
 /**
- * The RunStore of PostgreSQL: `SqlRunStore`, with the writes that change a team's credit balance
- * (a run's record with its hold, its final record with the settlement) in a group commit of their
- * own, and, when no group is under way, each written as one statement of data-modifying CTEs,
- * without BEGIN and COMMIT (a statement is atomic by itself):
+ * The RunStore of PostgreSQL: core's `SqlRunStore`, with the writes that change a team's credit
+ * balance (a run's record with its hold, its final record with the settlement) in a group commit
+ * of their own, and, when no group is under way, each written as one statement of data-modifying
+ * CTEs, without BEGIN and COMMIT (a statement is atomic by itself):
  *
  * - `create` with a hold the grant credits cover: the team's share lock, the grant credits, the
  *   reservation, its ledger entry and the run's record (instead of BEGIN, the record, the hold,
@@ -58,7 +72,10 @@ export class PgRunStore extends SqlRunStore {
   private readonly balanceWrites: GroupCommit;
 
   constructor(deps: RunStoreDeps) {
-    super(deps, { groupCommit: false, holdLast: true });
+    // A transaction per write (many connections, each commit its own), and in the transactions
+    // that store a new run with its hold (where one statement cannot say it) the hold goes last:
+    // the balance row's lock the team's other runs wait for is then held for the commit only.
+    super(deps, { holdOrder: 'last' });
     // One statement at a time on the group's connection (see `GroupCommit`'s `interleave`).
     this.balanceWrites = new GroupCommit(deps.fork, true, deps.sql, false);
   }
