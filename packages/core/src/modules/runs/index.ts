@@ -5,6 +5,7 @@ export { Run, RunSchema, deploymentRunSources, runSources, runStatuses, type Dep
 export { RunEvent, RunEventSchema } from './entities/run-event.entity.js';
 export { RunService, type StartRunInput, type StartedRun, type RunResult, type DocumentRunBody, type RunIdempotency } from './services/run.service.js';
 export { InProcessRunQueue, type InProcessRunQueueOptions } from './services/in-process-run-queue.js';
+export { RUN_CONTROL_TOPIC, RunControlChannel } from './services/run-control-channel.js';
 export { eventData, followRun, followRunBatches, runEventsTopic, runControlTopic, type RunEventRecord, type RunEventText } from './services/event-log.js';
 export { runReply, runResponseSpec, sseOf, ndjsonOf, sseFrames, ndjsonLines } from './routes.js';
 export { toRunView } from './views.js';

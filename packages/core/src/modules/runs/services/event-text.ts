@@ -152,4 +152,5 @@ export function rowEvents(value: unknown): StoredRunEvent[] {
 }
 
 export const runEventsTopic = (runId: string) => `runs:events:${runId}`;
+/** The topic a cancel of one run was published on by versions before `RunControlChannel` (still published, for them). */
 export const runControlTopic = (runId: string) => `runs:control:${runId}`;

@@ -6,6 +6,7 @@ import type { Clock } from '../../../ports/clock.js';
 import type { PreparedStatements } from '../../../ports/database.js';
 import type { Ids } from '../../../ports/ids.js';
 import type { PubSub } from '../../../ports/pubsub.js';
+import type { RunControlChannel } from './run-control-channel.js';
 import type { RunQueue } from '../../../ports/run-queue.js';
 import type { RunStore } from '../../../ports/run-store.js';
 import type { Run, RunStatus } from '../entities/run.entity.js';
@@ -37,6 +38,8 @@ export interface RunContext {
   readonly log: Logger;
   readonly sql: PreparedStatements;
   readonly hooks: Hooks;
+  /** Where a cancel reaches the run it is for (see `RunControlChannel`). */
+  readonly control: RunControlChannel;
   /** Where runs are stored (the database adapter's: see `DatabaseAdapter.runStore`). */
   readonly store: RunStore;
   readonly engine: RunEngine;

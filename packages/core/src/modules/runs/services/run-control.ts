@@ -3,7 +3,7 @@ import type { Principal } from '../../../kernel/auth/principal.js';
 import type { DocumentService } from '../../documents/index.js';
 import { Run, terminalRunStatuses } from '../entities/run.entity.js';
 import { runErrors } from '../errors.js';
-import { runControlTopic } from './event-text.js';
+import { RunControlChannel } from './run-control-channel.js';
 import { activeStatuses, type RunContext } from './run-context.js';
 import type { RunReader } from './run-reader.js';
 import type { RunRecorder } from './run-recorder.js';
@@ -79,7 +79,7 @@ export class RunControl {
     const run = await this.reader.requireRun(em, documentId, runId);
     if (terminalRunStatuses.has(run.status)) throw runErrors.alreadyFinished(run.status);
     await em.nativeUpdate(Run, { id: run.id }, { cancelRequested: true, updatedAt: this.ctx.clock.now() });
-    if (run.status === 'running') await this.ctx.pubsub.publish(runControlTopic(run.id), 'cancel');
+    if (run.status === 'running') await RunControlChannel.cancel(this.ctx.pubsub, run.id);
     else await this.recorder.endWithoutEngine(run, 'cancelled');
     return em.findOneOrFail(Run, { id: run.id }, { refresh: true });
   }
@@ -93,7 +93,7 @@ export class RunControl {
     const run = await em.findOne(Run, { id: runId });
     if (!run || terminalRunStatuses.has(run.status)) return;
     await em.nativeUpdate(Run, { id: run.id }, { cancelRequested: true, updatedAt: this.ctx.clock.now() });
-    if (run.status === 'running') await this.ctx.pubsub.publish(runControlTopic(run.id), 'cancel');
+    if (run.status === 'running') await RunControlChannel.cancel(this.ctx.pubsub, run.id);
     else await this.recorder.endWithoutEngine(run, 'cancelled');
   }
 

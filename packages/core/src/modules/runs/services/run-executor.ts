@@ -5,7 +5,6 @@ import { activeStatuses, notify, subjectOf, type RunContext } from './run-contex
 import { RunSuperseded, type StopReason } from './run-engine.js';
 import type { RunRecorder } from './run-recorder.js';
 import { runResult, type RunResult } from './run-result.js';
-import { runControlTopic } from './event-text.js';
 import { StoredEventSink, SEQ_BLOCK } from './stored-event-sink.js';
 import { modelCallFrame } from '../../ai/index.js';
 import { endedBlocks } from './run-metrics.js';
@@ -75,11 +74,9 @@ export class RunExecutor {
     const sink = StoredEventSink.reserved(this.ctx.store, this.ctx.pubsub, run, this.ctx.config.flushIntervalMs);
     const cancel = new AbortController();
     let why: StopReason = 'shutdown';
-    const unsubscribe = await this.ctx.pubsub.subscribe(runControlTopic(run.id), (message) => {
-      if (String(message) === 'cancel') {
-        why = 'cancel';
-        cancel.abort();
-      }
+    const unsubscribe = await this.ctx.control.listen(run.id, () => {
+      why = 'cancel';
+      cancel.abort();
     });
     const onShutdown = () => cancel.abort();
     signal.addEventListener('abort', onShutdown);
@@ -106,7 +103,7 @@ export class RunExecutor {
     } finally {
       signal.removeEventListener('abort', onShutdown);
       await sink.close().catch(() => undefined);
-      await unsubscribe();
+      unsubscribe();
     }
   }
 }

@@ -34,6 +34,7 @@ import { RunBudgets } from './run-budget.js';
 import { RunReader } from './run-reader.js';
 import { RunRecorder } from './run-recorder.js';
 import type { RunResult } from './run-result.js';
+import { RunControlChannel } from './run-control-channel.js';
 import { SqlRunStore } from '../store/sql-run-store.js';
 import { RunStarter, type DocumentRunBody, type StartedRun, type StartRunInput } from './run-starter.js';
 
@@ -88,6 +89,7 @@ export class RunService {
       log: log.child({ module: 'runs' }),
       sql,
       hooks,
+      control: new RunControlChannel(pubsub),
       store: kernel.database.runStore?.({ fork, sql, pubsub }) ?? new SqlRunStore({ fork, sql, pubsub }),
       engine,
       kinds,
