@@ -94,11 +94,14 @@ if (port) {
     let emitChars = 0;
     let lines: ConsoleItem[] = [];
     let batchStarted = 0;
+    /** When the last batch was sent (see `emits`). */
+    let lastSent = Number.NEGATIVE_INFINITY;
     const waiting = () => emits.length > 0 || lines.length > 0;
     const flush = () => {
       if (!waiting()) return;
       send({ type: 'output', id, emits: emits.length ? joinJsonArrays(emits) : '', console: lines });
       sent += 1;
+      lastSent = performance.now();
       emits = [];
       emitChars = 0;
       lines = [];
@@ -112,7 +115,18 @@ if (port) {
     };
     const outcome = engine.run(job, {
       emits: (json) => {
-        if (!waiting()) batchStarted = performance.now();
+        if (!waiting()) {
+          batchStarted = performance.now();
+          // The first emits after a quiet moment go at once (a stream's first chunk, a token
+          // after a pause: nothing to batch them with yet); a burst is batched from its second
+          // batch on.
+          if (batchStarted - lastSent >= BATCH_MS) {
+            emits.push(json);
+            emitChars += json.length;
+            flush();
+            return;
+          }
+        }
         emits.push(json);
         emitChars += json.length;
         if (due()) flush();
