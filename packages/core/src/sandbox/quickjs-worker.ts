@@ -115,21 +115,12 @@ if (port) {
     };
     const outcome = engine.run(job, {
       emits: (json) => {
-        if (!waiting()) {
-          batchStarted = performance.now();
-          // The first emits after a quiet moment go at once (a stream's first chunk, a token
-          // after a pause: nothing to batch them with yet); a burst is batched from its second
-          // batch on.
-          if (batchStarted - lastSent >= BATCH_MS) {
-            emits.push(json);
-            emitChars += json.length;
-            flush();
-            return;
-          }
-        }
+        if (!waiting()) batchStarted = performance.now();
         emits.push(json);
         emitChars += json.length;
-        if (due()) flush();
+        // The first emits after a quiet moment go at once (a stream's first chunk, a token after
+        // a pause: nothing to batch them with yet); a burst is batched from its second batch on.
+        if (batchStarted - lastSent >= BATCH_MS || due()) flush();
       },
       console: (level, text) => {
         if (consoleFull) return;

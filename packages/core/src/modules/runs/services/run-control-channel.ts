@@ -1,4 +1,4 @@
-import type { PubSub } from '../../../ports/pubsub.js';
+import { InProcessPubSub, type PubSub } from '../../../ports/pubsub.js';
 import { runControlTopic } from './event-text.js';
 
 /** The one PubSub topic that tells the process executing a run to stop it: `cancel <run id>`. */
@@ -18,20 +18,15 @@ const CANCEL = 'cancel ';
  * `cancelRequested` is false.
  */
 export class RunControlChannel {
-  private readonly listeners = new Map<string, Set<() => void>>();
+  /** The runs this process executes, each listening on its id (the in-process PubSub as a local dispatcher). */
+  private readonly runs = new InProcessPubSub();
   private subscribed: Promise<unknown> | null = null;
 
   constructor(private readonly pubsub: PubSub) {}
 
   /** Calls `onCancel` when the run is cancelled, until the returned function is called; resolves once the subscription is live. */
-  async listen(runId: string, onCancel: () => void): Promise<() => void> {
-    let listeners = this.listeners.get(runId);
-    if (!listeners) this.listeners.set(runId, (listeners = new Set()));
-    listeners.add(onCancel);
-    const stop = () => {
-      listeners.delete(onCancel);
-      if (!listeners.size && this.listeners.get(runId) === listeners) this.listeners.delete(runId);
-    };
+  async listen(runId: string, onCancel: () => void): Promise<() => Promise<void>> {
+    const stop = await this.runs.subscribe(runId, () => onCancel());
     try {
       await (this.subscribed ??= this.pubsub.subscribe(RUN_CONTROL_TOPIC, (message) => this.receive(message)).catch((error: unknown) => {
         // Tried again by the next run.
@@ -39,7 +34,7 @@ export class RunControlChannel {
         throw error;
       }));
     } catch (error) {
-      stop();
+      await stop();
       throw error;
     }
     return stop;
@@ -56,8 +51,6 @@ export class RunControlChannel {
 
   private receive(message: Uint8Array | string): void {
     const text = typeof message === 'string' ? message : Buffer.from(message).toString('utf8');
-    if (!text.startsWith(CANCEL)) return;
-    const listeners = this.listeners.get(text.slice(CANCEL.length));
-    if (listeners) for (const listener of [...listeners]) listener();
+    if (text.startsWith(CANCEL)) void this.runs.publish(text.slice(CANCEL.length), CANCEL);
   }
 }

@@ -103,7 +103,7 @@ export class RunExecutor {
     } finally {
       signal.removeEventListener('abort', onShutdown);
       await sink.close().catch(() => undefined);
-      unsubscribe();
+      await unsubscribe();
     }
   }
 }
