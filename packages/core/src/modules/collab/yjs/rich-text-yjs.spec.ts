@@ -45,6 +45,15 @@ describe('rich-text JSON and Yjs', () => {
     expect(fragment.get(2)).toBe(third);
   });
 
+  it('refuses an attribute key named __proto__, which a replica decoded from the wire would turn into a prototype (the value lost)', () => {
+    // Generated documents held such keys from JSON.parse; the copy made by normalizeDocument then
+    // set a prototype instead, and the document read back from Yjs failed validation (null).
+    const doc = JSON.parse('{"type":"doc","content":[{"type":"paragraph","attrs":{"id":"b0"},"marks":[{"type":"bold","attrs":{" ":{"__proto__":[]}}}]}]}') as unknown;
+    expect(() => normalizeDocument(doc)).toThrow(/__proto__/);
+    const nested = JSON.parse('{"type":"doc","content":[{"type":"x-widget","attrs":{"id":"w","conf":{"list":[{"__proto__":{"a":1}}]}}}]}') as unknown;
+    expect(() => normalizeDocument(nested)).toThrow(/__proto__/);
+  });
+
   it('stores attribute values that are objects without a prototype (Yjs refused them: "Unexpected content type")', () => {
     const bare = Object.assign(Object.create(null) as Record<string, unknown>, { nested: Object.create(null) as object, list: [Object.create(null) as object] });
     const doc = { type: 'doc', content: [{ type: 'x-widget', attrs: { id: 'w', conf: bare } }] } as unknown as DocumentContent;

@@ -11,11 +11,11 @@ const unit = fc.oneof(tricky, fc.string({ unit: 'grapheme', minLength: 1, maxLen
 // eslint-disable-next-line no-control-regex -- U+0000 is exactly what is refused
 const UNSTORABLE = /\u0000|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
 const safe = (s: string) => s.replace(UNSTORABLE, '');
-/** Removes what the store refuses (U+0000, unpaired surrogates) from every string of a JSON value. */
+/** Removes what the store refuses (U+0000, unpaired surrogates, the key `__proto__`) from a JSON value. */
 const sanitize = (value: unknown): unknown => {
   if (typeof value === 'string') return safe(value);
   if (Array.isArray(value)) return value.map(sanitize);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [safe(k), sanitize(v)]));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).filter(([k]) => k !== '__proto__').map(([k, v]) => [safe(k), sanitize(v)]));
   return value;
 };
 export const richText = fc.array(unit, { minLength: 1, maxLength: 12 }).map((parts) => safe(parts.join(''))).filter((s) => s.length > 0);

@@ -174,6 +174,9 @@ function checkJson(value: unknown, path: string, depth: number): JsonValue {
     const out: JsonObject = {};
     for (const [key, item] of Object.entries(value)) {
       checkString(key, `${path}.${key}`);
+      // Refused as the HTTP edge refuses it (`reserved_key`): assigned to an object, by this copy
+      // or by the Yjs decoder of a collaborator's replica, it sets the prototype and the value is lost.
+      if (key === '__proto__') throw new ContentError(`${path}.${key}`, 'the key "__proto__" cannot be stored');
       if (item === undefined) continue;
       out[key] = checkJson(item, `${path}.${key}`, depth + 1);
     }
