@@ -182,6 +182,37 @@ suite(`Console in Chromium${binary ? '' : ' (skipped: TRELLIS_TEST_CHROMIUM is n
     await context.close();
   }, 180_000);
 
+  /**
+   * Regression: the "Start a run" panel was a `<details>` rendered closed while the project loaded,
+   * then opened and its document picker filled when the documents arrived. Chromium 156 can keep
+   * such a panel drawn closed although it is open (its content not rendered) when it was laid out
+   * closed first: the picker never showed, and the first test failed about one time in four. The
+   * panel is now made anew, open, when the documents arrive; no `<details>` on the page is opened
+   * or closed by the page's own code.
+   */
+  it('makes the start-a-run panel open when the documents arrive instead of opening it', async () => {
+    const context = await browser.newContext({ viewport: desktop });
+    await context.addInitScript(`sessionStorage.setItem('trellis.console.token', ${JSON.stringify(user.token)})`);
+    await context.addInitScript(`
+      window.__toggled = [];
+      new MutationObserver((records) => {
+        for (const r of records) if (r.target.isConnected) window.__toggled.push(r.target.querySelector('summary')?.textContent + ': ' + r.oldValue + ' -> ' + r.target.getAttribute('open'));
+      }).observe(document, { subtree: true, attributes: true, attributeFilter: ['open'], attributeOldValue: true });
+    `);
+    const page = await context.newPage();
+    await page.route(`**/project/${projectId}`, async (route) => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await route.continue();
+    });
+    await page.goto(`${t.url}/console#/projects/${projectId}/runs`);
+    await page.getByRole('heading', { name: 'Runs' }).waitFor();
+    const picker = page.getByLabel('Document to run');
+    await picker.selectOption(documentId, { timeout: 10_000 });
+    expect(await picker.isVisible()).toBe(true);
+    expect(await page.evaluate<string[]>('window.__toggled')).toEqual([]);
+    await context.close();
+  }, 60_000);
+
   it('runs markdown-ir from the playground in debug mode (no run is stored)', async () => {
     const context = await browser.newContext({ viewport: desktop });
     await context.addInitScript(`sessionStorage.setItem('trellis.console.token', ${JSON.stringify(user.token)})`);

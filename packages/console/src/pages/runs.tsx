@@ -48,7 +48,9 @@ export function RunsPage({ projectId, query }: { projectId: string; query: URLSe
         <a href={link()}>Projects</a> / <a href={link('projects', projectId)}>{project.data?.name ?? 'Project'}</a> /
       </p>
       <h1 id="runs-title">Runs</h1>
-      <StartRun projectId={projectId} docs={docs} defaultDocument={documentId} />
+      {/* Made anew, not opened, when the documents arrive: Chromium 156 can keep a <details> that
+          was laid out closed drawn closed after it is opened and its picker filled. */}
+      <StartRun key={docs.length > 0 ? 'documents' : 'none'} projectId={projectId} docs={docs} defaultDocument={documentId} />
       <form class="filters" aria-label="Filter runs" onSubmit={(e) => e.preventDefault()}>
         <div>
           <label for="filter-status">Status</label>
