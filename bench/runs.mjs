@@ -34,12 +34,16 @@
 // (`--stream-rounds`, after `--warmup` unmeasured ones), on each database of `--db`; it prints
 // the median events/s of each, the ratio (target at least 0.8), the CPU time per event of the
 // host (this process, every thread: the sandbox's worker, SQLite's, V8's) and of the bare
-// server's process, and of each one's main thread (Linux, from /proc/<pid>/task/<tid>/schedstat),
-// and the time to the first bytes and to the end of the bodies. `--threads` adds the host's CPU
+// server's process, and of each one's main thread, and of the reading client's process while it
+// read each (Linux, from /proc/<pid>/task/<tid>/schedstat), and the time to the first bytes and
+// to the end of the bodies. `--threads` adds the host's CPU
 // per event by thread, `--cpu-prof` writes a .cpuprofile of the host's main thread over the
 // measured rounds (idle while the bare server's ran) and prints the most self time. On a loaded
 // machine compare the CPU figures: wall times swing from round to round (docs/runs.md, "Against
-// an independent bare SSE server"). Not a test: it prints figures and never fails on them.
+// an independent bare SSE server"). Last, the stream's floor: the emitting code alone in core's
+// sandbox in this process (emits counted and dropped; nothing stored, framed or sent), its time
+// and its emits/s as a share of the bare server's events/s with one stream: the most a run's
+// stream could reach. Not a test: it prints figures and never fails on them.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -84,7 +88,7 @@ for (const pkg of ['core', 'host', 'adapters/db-sqlite']) {
   }
 }
 
-const { coreModules, defineModule } = await import('@trellis/core');
+const { coreModules, defineModule, QuickJsCodeSandbox } = await import('@trellis/core');
 const databases = args.db.split(',').map((name) => name.trim()).filter(Boolean);
 /** The database being measured (one of `databases`). */
 let db = databases[0];
@@ -513,6 +517,28 @@ function readRound(client, job) {
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /**
+ * The emitting code alone: the stream's code run in core's sandbox (the host's own, one worker),
+ * its emits counted and dropped, nothing stored or written. A run's stream cannot end sooner than
+ * this: its floor. Answers the median wall time of `rounds` runs and the emits of one.
+ */
+async function producerFloor(code, rounds) {
+  const sandbox = new QuickJsCodeSandbox({ workers: 1 });
+  try {
+    const times = [];
+    let emits = 0;
+    for (let round = -warmup - 1; round < rounds; round++) {
+      emits = 0;
+      const started = performance.now();
+      await sandbox.run({ code, globals: { inputs: {} }, timeoutMs: 600_000, memoryBytes: 64 * 1024 * 1024, onEmit: () => void emits++ });
+      if (round >= 0) times.push(performance.now() - started);
+    }
+    return { ms: median(times), emits };
+  } finally {
+    await sandbox.close();
+  }
+}
+
+/**
  * The issue's streaming measure (see the header): a run's SSE stream through POST /block/{bid}/api
  * on each transport against the independent bare server, with 1 and 4 streams at once.
  */
@@ -553,8 +579,10 @@ async function streaming() {
             for (const [kind, job, pid] of [['run', runJob, process.pid], ['bare', bareJob, bare.proc.pid]]) {
               const threadsBefore = args.threads ? perThreadMs(pid) : null;
               const before = threadsCpuMs(pid);
+              const clientBefore = threadsCpuMs(client.pid).all;
               const answer = await readRound(client, { ...job, streams });
               const after = threadsCpuMs(pid);
+              const clientMs = threadsCpuMs(client.pid).all - clientBefore;
               if (threadsBefore && round >= 0) {
                 const sums = (figures.threads ??= { run: new Map(), bare: new Map() })[kind];
                 for (const [tid, { name, ms }] of perThreadMs(pid)) {
@@ -566,10 +594,10 @@ async function streaming() {
               // The same events, and the same bytes but for the run's ids and timings.
               if (kind === 'bare' && (answer.events !== figures.runEvents || Math.abs(answer.bytes - figures.runBytes) > figures.runBytes / 100)) throw new Error(`the bare server wrote ${answer.events} events (${answer.bytes} bytes), the run ${figures.runEvents} (${figures.runBytes})`);
               if (kind === 'run') Object.assign(figures, { runBytes: answer.bytes, runEvents: answer.events });
-              if (round >= 0) figures[kind].push({ first: answer.first, ms: answer.ms, rate: answer.events / (answer.ms / 1000), events: answer.events, cpu: (after.all - before.all) / answer.events, main: (after.main - before.main) / answer.events });
+              if (round >= 0) figures[kind].push({ first: answer.first, ms: answer.ms, rate: answer.events / (answer.ms / 1000), events: answer.events, cpu: (after.all - before.all) / answer.events, main: (after.main - before.main) / answer.events, client: clientMs / answer.events });
             }
           }
-          const summary = (kind) => ({ first: median(figures[kind].map((f) => f.first)), ms: median(figures[kind].map((f) => f.ms)), rate: median(figures[kind].map((f) => f.rate)), cpu: median(figures[kind].map((f) => f.cpu)), main: median(figures[kind].map((f) => f.main)), min: Math.min(...figures[kind].map((f) => f.rate)), max: Math.max(...figures[kind].map((f) => f.rate)) });
+          const summary = (kind) => ({ first: median(figures[kind].map((f) => f.first)), ms: median(figures[kind].map((f) => f.ms)), rate: median(figures[kind].map((f) => f.rate)), cpu: median(figures[kind].map((f) => f.cpu)), main: median(figures[kind].map((f) => f.main)), client: median(figures[kind].map((f) => f.client)), min: Math.min(...figures[kind].map((f) => f.rate)), max: Math.max(...figures[kind].map((f) => f.rate)) });
           const ratios = figures.run.map((r, i) => r.rate / figures.bare[i].rate);
           // The host's main thread over the measured rounds (idle while the bare server's ran).
           if (session) await stopProfile(session, `runs-stream-${transport}-${streams}`);
@@ -593,11 +621,16 @@ async function streaming() {
   const us = (ms) => (ms * 1000).toFixed(2).padStart(6);
   const n = (v) => Math.round(v).toLocaleString('en').padStart(9);
   console.log(`  streamed events: POST /block/{bid}/api (stream, sse) vs an independent bare node:http SSE server, ${rows[0]?.events ?? 0} events a stream, median of ${rounds} rounds (load average ${(await import('node:os')).loadavg().map((l) => l.toFixed(1)).join(' ')})`);
-  console.log('  transport  streams   run events/s  bare events/s   ratio (min-max of rounds)   CPU µs/event: host  bare  host/bare   main thread: host  bare   ms to first bytes, to the end: run  bare');
+  console.log('  transport  streams   run events/s  bare events/s   ratio (min-max of rounds)   CPU µs/event: host  bare  host/bare   main thread: host  bare   reading client: run  bare   ms to first bytes, to the end: run  bare');
   for (const r of rows) {
-    console.log(`  ${r.transport.padEnd(9)}  ${String(r.streams).padStart(7)}   ${n(r.run.rate)}      ${n(r.bare.rate)}       ${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}-${r.ratioMax.toFixed(2)})              ${us(r.run.cpu)} ${us(r.bare.cpu)}  ${(r.run.cpu / r.bare.cpu).toFixed(2).padStart(6)}x             ${us(r.run.main)} ${us(r.bare.main)}   ${r.run.first.toFixed(1).padStart(29)} ${r.run.ms.toFixed(0).padStart(4)}  ${r.bare.first.toFixed(1)} ${r.bare.ms.toFixed(0)}`);
+    console.log(`  ${r.transport.padEnd(9)}  ${String(r.streams).padStart(7)}   ${n(r.run.rate)}      ${n(r.bare.rate)}       ${r.ratio.toFixed(2)} (${r.ratioMin.toFixed(2)}-${r.ratioMax.toFixed(2)})              ${us(r.run.cpu)} ${us(r.bare.cpu)}  ${(r.run.cpu / r.bare.cpu).toFixed(2).padStart(6)}x             ${us(r.run.main)} ${us(r.bare.main)}                 ${us(r.run.client)} ${us(r.bare.client)}   ${r.run.first.toFixed(1).padStart(29)} ${r.run.ms.toFixed(0).padStart(4)}  ${r.bare.first.toFixed(1)} ${r.bare.ms.toFixed(0)}`);
   }
   console.log('  target: a run\'s events/s at least 0.8 of the bare server\'s on both transports');
+  // The floor a run's stream cannot beat: its producer alone, against the bare server's one stream.
+  const floor = await producerFloor(code, rounds);
+  const bareRate = median(rows.filter((r) => r.streams === 1).map((r) => r.bare.rate));
+  const floorRate = floor.emits / (floor.ms / 1000);
+  if (bareRate) console.log(`  the emitting code alone in the sandbox (its ${floor.emits.toLocaleString('en')} emits counted and dropped; nothing stored, framed or sent): ${floor.ms.toFixed(1)} ms a run, ${n(floorRate).trim()} emits/s, median of ${rounds}: ${(floorRate / bareRate).toFixed(2)} of the bare server's events/s with one stream, the most a run's stream could reach`);
 }
 
 const load1 = (await import('node:os')).loadavg()[0].toFixed(1);
