@@ -50,6 +50,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
 import { Session } from 'node:inspector/promises';
 import { request, selfTimes } from './lib.mjs';
 
