@@ -579,8 +579,9 @@ async function streaming() {
             if (round === 0) session = await startProfile(100);
             for (const [kind, job, pid] of [['run', runJob, process.pid], ['bare', bareJob, bare.proc.pid]]) {
               const threadsBefore = args.threads ? perThreadMs(pid) : null;
-              const before = threadsCpuMs(pid);
+              // The client's /proc is read outside the host's measure (the host is this process).
               const clientBefore = threadsCpuMs(client.pid).all;
+              const before = threadsCpuMs(pid);
               const answer = await readRound(client, { ...job, streams });
               const after = threadsCpuMs(pid);
               const clientMs = threadsCpuMs(client.pid).all - clientBefore;
