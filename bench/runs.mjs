@@ -7,7 +7,7 @@
 //   node bench/runs.mjs [--connections 64] [--duration 10] [--transport uws|node] [--db sqlite,postgres]
 //                       [--postgres-url postgres://...] [--redis-url redis://...] [--workers 1,2] [--credits-per-run 1]
 //                       [--parts runs,stream] [--chunks 10000] [--streams 1,4] [--stream-transports uws,node]
-//                       [--stream-rounds 7] [--threads] [--cpu-prof]
+//                       [--stream-rounds 7] [--stream-warmup 30] [--threads] [--cpu-prof]
 //
 // The load generator (autocannon) runs in a process of its own, so the host's figures are the
 // host's alone: "host CPU" is this process's CPU time per 2xx answer (every thread: the sandbox
@@ -31,7 +31,10 @@
 // `node:http` server in a process of its own writing the very same bytes, one write per event.
 // The reading client (bench/servers/stream-client.mjs) is a process of its own too; with
 // `--streams 1,4` it reads 1 and then 4 streams at once. Rounds alternate run, bare, run, bare
-// (`--stream-rounds`, after `--warmup` unmeasured ones), on each database of `--db`; it prints
+// (`--stream-rounds`, after `--stream-warmup` unmeasured ones, default 30: a host's per-event
+// code reaches its steady state, V8's optimizing tiers for the host's JavaScript and for the
+// sandbox's WebAssembly, only after a few hundred thousand events, and with 3 rounds of warm-up
+// its CPU per event was about 15 % higher; docs/runs.md), on each database of `--db`; it prints
 // the median events/s of each, the ratio (target at least 0.8), the CPU time per event of the
 // host (this process, every thread: the sandbox's worker, SQLite's, V8's) and of the bare
 // server's process, and of each one's main thread, and of the reading client's process while it
@@ -73,6 +76,7 @@ const { values: args } = parseArgs({
     streams: { type: 'string', default: '1,4' },
     'stream-transports': { type: 'string', default: 'uws,node' },
     'stream-rounds': { type: 'string', default: '7' },
+    'stream-warmup': { type: 'string', default: '30' },
     threads: { type: 'boolean', default: false },
     'cpu-prof': { type: 'boolean', default: false },
   },
@@ -546,6 +550,7 @@ async function producerFloor(code, rounds) {
 async function streaming() {
   const chunks = Number(args.chunks);
   const rounds = Math.max(1, Number(args['stream-rounds']));
+  const streamWarmup = Math.max(0, Number(args['stream-warmup']));
   const streamCounts = args.streams.split(',').map(Number).filter((n) => n > 0);
   const code = `for (let i = 0; i < ${chunks}; i++) emit('chunk ' + i + ' ');\nreturn 'done';`;
   const emitter = { type: 'doc', content: [{ type: 'codeBlock', attrs: { id: 'c1', name: 'emitter', language: 'javascript' }, content: [{ type: 'text', text: code }] }] };
@@ -575,7 +580,7 @@ async function streaming() {
         for (const streams of streamCounts) {
           const figures = { run: [], bare: [] };
           let session = null;
-          for (let round = -warmup; round < rounds; round++) {
+          for (let round = -streamWarmup; round < rounds; round++) {
             if (round === 0) session = await startProfile(100);
             for (const [kind, job, pid] of [['run', runJob, process.pid], ['bare', bareJob, bare.proc.pid]]) {
               const threadsBefore = args.threads ? perThreadMs(pid) : null;

@@ -35,6 +35,14 @@ export interface CodeSandboxRequest {
    * its way (back-pressure; the wait counts against its time limit).
    */
   onEmit?(text: string): unknown;
+  /**
+   * When given, called instead of `onEmit` with a batch of emits at a time: the JSON text of the
+   * array of their strings, in order, as `JSON.stringify` writes it (`["a","b\n"]`, no
+   * whitespace; never empty). The same rules as `onEmit` otherwise (a throw stops the run, a
+   * promise holds the code back). A listener that writes the texts on as JSON saves parsing and
+   * serializing each. A sandbox that does not batch may ignore it and call `onEmit`.
+   */
+  onEmits?(json: string): unknown;
 }
 
 export interface CodeSandboxResult {

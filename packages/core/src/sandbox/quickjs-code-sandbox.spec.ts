@@ -295,6 +295,32 @@ describe('QuickJsCodeSandbox', () => {
       expect(before.code).toBe('sandbox_timeout');
     });
 
+    it('hands onEmits each batch as the JSON text of its array, every emit in order, and ends the run with its error when it throws', async () => {
+      const batches: string[] = [];
+      const odd = ['quote " and \\ backslash', 'line\nbreak', '","', '\ud800 lone', '😀', ''];
+      const result = await run(`const odd = ${JSON.stringify(odd)}; for (let i = 0; i < 5000; i++) emit(i % 500 === 0 ? odd[(i / 500) % odd.length] : 'e' + i); emit({ n: 1 }); return 'ok';`, {
+        onEmit: () => {
+          throw new Error('onEmit is not called when onEmits is given');
+        },
+        onEmits: (json) => void batches.push(json),
+        timeoutMs: 10_000,
+      });
+      expect(result.value).toBe('ok');
+      expect(batches.length).toBeGreaterThan(0);
+      const emitted = batches.flatMap((json) => JSON.parse(json) as string[]);
+      expect(emitted).toEqual([...Array.from({ length: 5000 }, (_, i) => (i % 500 === 0 ? odd[(i / 500) % odd.length] : `e${i}`)), '{"n":1}']);
+      // Written as JSON.stringify writes it.
+      for (const json of batches) expect(json).toBe(JSON.stringify(JSON.parse(json)));
+
+      const listenerError = new Error('client gone');
+      const error = await run('for (;;) { try { emit("x") } catch (e) {} }', {
+        onEmits: () => {
+          throw listenerError;
+        },
+      }).catch((e: unknown) => e);
+      expect(error).toBe(listenerError);
+    });
+
     it('ends the run with the listener\'s own error when onEmit throws, and the code cannot catch it away', async () => {
       const listenerError = new Error('client gone');
       const error = await run('for (;;) { try { emit("x") } catch (e) {} }', {

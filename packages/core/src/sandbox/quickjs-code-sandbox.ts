@@ -131,9 +131,9 @@ function workerSource(): { script: string | URL; eval: boolean } {
  * worker `hardStopGraceMs` after the limit. The host's event loop stays free while code runs.
  *
  * The code is the body of an `async` function: `return` gives the result and `await` works on
- * promises the code makes itself. `onEmit` is called on the caller's thread, in order, while the
- * code runs and before `run` settles; after an abort (or a throwing `onEmit`) no further emit is
- * delivered.
+ * promises the code makes itself. `onEmit` (or `onEmits`, a batch at a time) is called on the
+ * caller's thread, in order, while the code runs and before `run` settles; after an abort (or a
+ * throwing listener) no further emit is delivered.
  */
 export class QuickJsCodeSandbox implements CodeSandbox {
   private readonly workers: number;
@@ -449,9 +449,10 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   }
 
   /**
-   * Delivers a batch of output: console lines kept, emits handed to `onEmit` in order. A batch
+   * Delivers a batch of output: console lines kept, emits handed to `onEmits` as they came (the
+   * JSON text of their array) or else to `onEmit`, one by one, in order. A batch
    * sent while the code runs (`streamed`) is then counted as taken, which lets the worker send
-   * another; when `onEmit` answered a promise (its listener is behind), only once that settled.
+   * another; when the listener answered a promise (it is behind), only once that settled.
    */
   private output(slot: Slot, active: Active, emits: string, lines: ConsoleItem[], streamed: boolean): void {
     for (const [level, text] of lines) active.console.push({ level, text });
@@ -460,7 +461,16 @@ export class QuickJsCodeSandbox implements CodeSandbox {
     // right after `run` checked it): no need to read the signal here. Reading it did cost: the
     // AbortSignals of different runs have different maps, and each new one deoptimized this
     // function, the loop over every emit of a run included (docs/runs.md).
-    if (emits && !active.stopping) {
+    if (emits && !active.stopping && active.request.onEmits) {
+      // The batch as the worker sent it: the JSON text of the array of the emitted strings.
+      try {
+        const answer = active.request.onEmits(emits);
+        if (answer && typeof (answer as PromiseLike<unknown>).then === 'function') behind = answer as PromiseLike<unknown>;
+      } catch (error) {
+        active.hostError = { error };
+        this.stop(slot, active, 'host');
+      }
+    } else if (emits && !active.stopping) {
       for (const text of JSON.parse(emits) as string[]) {
         if (active.stopping) break;
         try {

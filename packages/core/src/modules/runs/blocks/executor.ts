@@ -49,6 +49,13 @@ export interface BlockIo {
    * before it produces more (back-pressure); undefined otherwise.
    */
   chunk(delta: string): Promise<void> | undefined;
+  /**
+   * `chunk` for each string of `json`, the JSON text of an array of strings as `JSON.stringify`
+   * writes it (a sandbox's batch of emits: `CodeSandboxRequest.onEmits`), in order, with the same
+   * events and quotas; the deltas are written on as the JSON they came in, not parsed and
+   * serialized again.
+   */
+  chunks(json: string): Promise<void> | undefined;
   toolStart(toolCallId: string, toolName: string): Promise<void> | undefined;
   /**
    * With `idempotencyKey`, the `tool_result` carries it and is stored before the promise answered

@@ -20,6 +20,7 @@ function io(signal = new AbortController().signal): BlockIo {
     remainingMs: () => 60_000,
     recall: async () => undefined,
     chunk: () => undefined,
+    chunks: () => undefined,
     toolStart: () => undefined,
     toolResult: () => undefined,
     modelUsage: () => undefined,

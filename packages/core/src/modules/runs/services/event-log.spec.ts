@@ -6,6 +6,7 @@ import { ndjsonLines, sseFrames } from '../routes.js';
 import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, SEQ_BLOCK, StoredEventSink, type RunEventText } from './event-log.js';
 import type { GroupCommit, GroupWork } from '../../../kernel/group-commit.js';
 import { SqlRunStore } from '../store/sql-run-store.js';
+import { splitJsonStrings } from './event-text.js';
 
 /** The log's table in memory, behind the statements the event log uses. */
 class MemoryLog implements PreparedStatements {
@@ -172,6 +173,34 @@ describe('StoredEventSink', () => {
       expect(log.events(RUN).map((e) => e.data)).toEqual(pairs.map(([blockId, delta]) => ({ blockId, delta })));
     }
     expect(texts[1]).toEqual(texts[0]);
+  });
+
+  it('emitChunkBodies publishes and stores the very events emitChunk does, across full rows and the end of the reserved numbers', async () => {
+    const odd = ['line\nbreak "quoted" \\ ✓ \u2028 \u0000', '","', '\ud800', ''];
+    const deltas = Array.from({ length: SEQ_BLOCK + ROW_EVENTS + 17 }, (_, i) => (i % 997 === 0 ? odd[(i / 997) % odd.length]! : `d${i}`));
+    const results: { published: [number, string][]; stored: string[] }[] = [];
+    for (const batched of [false, true]) {
+      const log = new MemoryLog();
+      const pubsub = new InProcessPubSub();
+      const messages: string[] = [];
+      await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+      const sink = StoredEventSink.reserved(storeOf(groupOf(log), log), pubsub, { id: RUN, seqCeiling: 0 }, 60_000);
+      sink.emit('block_start', { blockId: 'c1' });
+      if (!batched) for (const delta of deltas) sink.emitChunk('c1', delta);
+      else {
+        // Batches of several sizes, as a sandbox sends them.
+        for (let at = 0, size = 1; at < deltas.length; at += size, size = (size * 7) % 3001) {
+          const split = splitJsonStrings(JSON.stringify(deltas.slice(at, at + size)))!;
+          expect(sink.emitChunkBodies('c1', split.bodies)).toBe(1 + Math.min(at + size, deltas.length));
+        }
+      }
+      await sink.flush();
+      await tick();
+      results.push({ published: messages.flatMap(parseEventMessage).map((e) => [e.seq, e.json]), stored: log.events(RUN).map((e) => JSON.stringify(e)) });
+      expect(log.events(RUN).slice(1).map((e) => (e.data as { delta: string }).delta)).toEqual(deltas);
+    }
+    expect(results[1]!.published).toHaveLength(deltas.length + 1);
+    expect(results[1]).toEqual(results[0]);
   });
 
   it('takes the stores asked for while one is under way into one transaction, and answers each', async () => {

@@ -6,6 +6,12 @@ export interface RunEventSink {
   /** `emit('block_chunk', { blockId, delta })`, the same event, without the object on the way. */
   emitChunk(blockId: string, delta: string): number;
   /**
+   * `emitChunk` for each delta given as the text between the quotes of its JSON string (`a\nb`
+   * for "a", a newline, "b"; see `splitJsonStrings`), in order: the events' text is written
+   * around them, no delta is parsed or serialized. Answers the last event's number.
+   */
+  emitChunkBodies(blockId: string, bodies: readonly string[]): number;
+  /**
    * Emits an event that readers see only once the next store of the log (a checkpoint or the
    * final record) committed: a client that saw it reads the state it announces.
    */
@@ -104,6 +110,12 @@ export class LocalEventSink implements RunEventSink {
 
   emitChunk(blockId: string, delta: string): number {
     return this.emit('block_chunk', { blockId, delta });
+  }
+
+  emitChunkBodies(blockId: string, bodies: readonly string[]): number {
+    let seq = this.next - 1;
+    for (const body of bodies) seq = this.emitChunk(blockId, JSON.parse('"' + body + '"') as string);
+    return seq;
   }
 
   /** Nothing is stored: the event goes out with the others. */

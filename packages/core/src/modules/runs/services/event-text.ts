@@ -106,6 +106,60 @@ export function rowText(events: readonly RunEventText[], from: number, to: numbe
   return text + ']';
 }
 
+/**
+ * The strings of a JSON array of strings as `JSON.stringify` writes it (`["a","b\n"]`, no
+ * whitespace: a sandbox's batch of emits), without parsing them: the text between the quotes of
+ * each (`a`, `b\n`), and the UTF-8 bytes of their values together. Null when `json` does not
+ * have that form.
+ *
+ * Inside a string of such a text a quote is always escaped (`\"`), so `","` is the text between
+ * two strings unless its first quote is escaped (a string that ends in `",`): preceded by an odd
+ * number of backslashes. Its bytes differ from the values' only by the brackets, quotes and commas, and by
+ * escapes: `\n` (two characters for one byte), `\u001f` (six for one), `\ud800` (six for the
+ * three bytes of U+FFFD that a lone surrogate becomes in UTF-8).
+ */
+export function splitJsonStrings(json: string): { bodies: string[]; bytes: number } | null {
+  if (json.length < 4 || json.charCodeAt(0) !== 0x5b || json.charCodeAt(1) !== 0x22 || !json.endsWith('"]')) return null;
+  const first = json.indexOf('\\');
+  const inner = json.slice(2, -2);
+  // Without a backslash no quote is escaped: every `","` is between two strings.
+  const bodies = first === -1 ? inner.split('","') : splitAtUnescaped(inner);
+  let bytes = Buffer.byteLength(json) - 3 * bodies.length - 1;
+  for (let at = first; at !== -1; at = json.indexOf('\\', at + 2)) {
+    if (json.charCodeAt(at + 1) !== 0x75) {
+      bytes -= 1;
+      continue;
+    }
+    const unit = Number.parseInt(json.slice(at + 2, at + 6), 16);
+    const low = unit >= 0xd800 && unit < 0xdc00 && json.startsWith('\\u', at + 6) ? Number.parseInt(json.slice(at + 8, at + 12), 16) : 0;
+    if (low >= 0xdc00 && low < 0xe000) {
+      // An escaped surrogate pair: twelve characters for a character of four bytes.
+      bytes -= 8;
+      at += 10;
+    } else {
+      bytes -= 6 - (unit < 0x80 ? 1 : unit < 0x800 ? 2 : 3);
+      at += 4;
+    }
+  }
+  return { bodies, bytes };
+}
+
+/** `inner.split('","')`, but not at a `","` whose first quote is escaped (after an odd number of backslashes). */
+function splitAtUnescaped(inner: string): string[] {
+  const bodies: string[] = [];
+  let start = 0;
+  for (let at = inner.indexOf('","'); at !== -1; at = inner.indexOf('","', at + 1)) {
+    let slashes = 0;
+    while (at - 1 - slashes >= start && inner.charCodeAt(at - 1 - slashes) === 0x5c) slashes++;
+    if (slashes % 2 === 1) continue;
+    bodies.push(inner.slice(start, at));
+    start = at + 3;
+    at = start - 1;
+  }
+  bodies.push(inner.slice(start));
+  return bodies;
+}
+
 /** Reads an event line back without parsing its fields (any other JSON object of the same meaning is parsed). */
 export function parseEventLine(line: string): RunEventText {
   if (line.startsWith('{"seq":')) {

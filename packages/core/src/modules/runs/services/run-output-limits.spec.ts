@@ -69,6 +69,27 @@ describe('output limits of blocks and runs', () => {
     expect(finished.status).toBe('completed');
   });
 
+  it('counts a batch of chunks (a sandbox\'s emits) as its deltas one by one: the quota strikes at the same delta, escapes and multi-byte text counted as their UTF-8 bytes', async () => {
+    // 'é\n"' is four bytes of UTF-8 (six characters of JSON): 25 fit in 100 bytes.
+    const batches = (chunked: boolean) =>
+      engineWith(async (io) => {
+        for (;;) {
+          const behind = chunked ? io.chunks(JSON.stringify(Array(10).fill('é\n"'))) : io.chunk('é\n"');
+          if (behind) await behind;
+        }
+      }, { ...roomy, blockBytes: 100 });
+    for (const chunked of [false, true]) {
+      const { finished, events } = await run(batches(chunked), [code('big')]);
+      expect(finished.error!.message).toMatch(/runs\.maxBlockOutputBytes/);
+      expect(events.filter((e) => e.type === 'block_chunk').map((e) => e.data.delta)).toEqual(Array(25).fill('é\n"'));
+    }
+    const counted = engineWith(async (io) => {
+      for (;;) await io.chunks('["a","b","c"]');
+    }, { ...roomy, runEvents: 7 });
+    const { events } = await run(counted, [code('abc')]);
+    expect(events.filter((e) => e.type === 'block_chunk').map((e) => e.data.delta)).toEqual(['a', 'b', 'c', 'a', 'b', 'c', 'a']);
+  });
+
   it('answers a promise from chunk while the sink holds too much, and the producer that waits for it never gets far ahead of its reader', async () => {
     const sink = new LocalEventSink();
     let most = 0;

@@ -50,6 +50,7 @@ export class CodeBlockExecutor implements BlockExecutor<CodeAttrs> {
         // A quota that strikes throws here: the sandbox stops the code with that error. A
         // promise (the event log is behind) holds the code back in `emit`.
         onEmit: (text) => io.chunk(text),
+        onEmits: (json) => io.chunks(json),
       });
       io.sandboxTime(result.durationMs);
       return { output: result.value ?? null, console: result.console };

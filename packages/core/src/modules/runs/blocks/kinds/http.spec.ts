@@ -53,6 +53,7 @@ function io(ctx: Record<string, unknown>, place: { path?: string; iteration?: nu
     ...place,
     recall: async (key) => (recorded.has(key) ? { result: recorded.get(key) } : undefined),
     chunk: () => undefined,
+    chunks: () => undefined,
     toolStart: (id, name) => void events.push(['tool_start', id, name]),
     toolResult: (id, result, key) => void events.push(['tool_result', id, result, key]),
     modelUsage: () => undefined,

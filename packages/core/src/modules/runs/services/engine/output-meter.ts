@@ -35,6 +35,23 @@ export class OutputMeter {
 
   constructor(private readonly run: RunOutput) {}
 
+  /**
+   * Counts `events` events of `bytes` together when that passes no quota (true); otherwise counts
+   * nothing and answers false (the caller charges them one at a time, to fail at the right one).
+   */
+  chargeAll(events: number, bytes: number): boolean {
+    if (this.exceeded) return false;
+    const { run } = this;
+    const { limits } = run;
+    if (this.blockEvents + events > limits.blockEvents || this.blockBytes + bytes > limits.blockBytes) return false;
+    if (run.events + events > limits.runEvents || run.bytes + bytes > limits.runBytes) return false;
+    this.blockEvents += events;
+    this.blockBytes += bytes;
+    run.events += events;
+    run.bytes += bytes;
+    return true;
+  }
+
   /** Counts one event of `bytes`; throws `output_limit_exceeded` when it passes a quota (and for any event after). */
   charge(bytes: number): void {
     if (this.exceeded) throw this.exceeded;

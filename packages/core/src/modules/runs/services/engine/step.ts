@@ -9,6 +9,7 @@ import type { BlockKind, WorkflowBlock } from '../../blocks/workflow.js';
 import type { BlockSession, RunWaiting } from '../../entities/run.entity.js';
 import { runFailure } from '../../errors.js';
 import type { RunEventSink } from '../event-sink.js';
+import { splitJsonStrings } from '../event-text.js';
 import type { RunState } from '../run-state.js';
 import type { RunOutput } from './output-meter.js';
 import type { Scope } from './scope.js';
@@ -105,6 +106,18 @@ export async function step(run: EngineRun, block: WorkflowBlock, session: BlockS
       if (where.path === undefined) sink.emitChunk(block.id, delta);
       else sink.emit('block_chunk', { blockId: block.id, delta, ...where });
       return sink.backlog();
+    },
+    chunks: (json) => {
+      // A block at the top level, whose batch passes no quota: its events are written around the
+      // deltas' JSON as it came. Otherwise (inside a container, near a quota) one at a time.
+      const split = where.path === undefined ? splitJsonStrings(json) : null;
+      if (split && meter.chargeAll(split.bodies.length, split.bytes)) {
+        sink.emitChunkBodies(block.id, split.bodies);
+        return sink.backlog();
+      }
+      let behind: Promise<void> | undefined;
+      for (const delta of JSON.parse(json) as string[]) behind = io.chunk(delta) ?? behind;
+      return behind;
     },
     toolStart: (toolCallId, toolName) => {
       meter.charge(Buffer.byteLength(toolName));
