@@ -26,6 +26,8 @@ describe('splitJsonStrings', () => {
   });
 
   it('answers null for any other text', () => {
-    for (const json of ['[]', '', '[1]', '["a",1]', '[ "a" ]', '"a"', '{"a":"b"}']) expect(splitJsonStrings(json)).toBeNull();
+    for (const json of ['[]', '', '[1]', '["a",1]', '[ "a" ]', '"a"', '{"a":"b"}', '["a",1,"b"]', '["a",null,"b"]', '["a\\\\",{"b":"c"},"d"]', '["a\\"",1,"b"]']) {
+      expect(splitJsonStrings(json)).toBeNull();
+    }
   });
 });

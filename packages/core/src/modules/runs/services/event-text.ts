@@ -116,14 +116,17 @@ export function rowText(events: readonly RunEventText[], from: number, to: numbe
  * two strings unless its first quote is escaped (a string that ends in `",`): preceded by an odd
  * number of backslashes. Its bytes differ from the values' only by the brackets, quotes and commas, and by
  * escapes: `\n` (two characters for one byte), `\u001f` (six for one), `\ud800` (six for the
- * three bytes of U+FFFD that a lone surrogate becomes in UTF-8).
+ * three bytes of U+FFFD that a lone surrogate becomes in UTF-8). A text with anything but strings
+ * in its array (`["a",null,"b"]`: a quote left unescaped inside a string) answers null.
  */
 export function splitJsonStrings(json: string): { bodies: string[]; bytes: number } | null {
   if (json.length < 4 || json.charCodeAt(0) !== 0x5b || json.charCodeAt(1) !== 0x22 || !json.endsWith('"]')) return null;
   const first = json.indexOf('\\');
   const inner = json.slice(2, -2);
-  // Without a backslash no quote is escaped: every `","` is between two strings.
+  // Without a backslash no quote is escaped: every `","` is between two strings, and a quote
+  // left inside a string means the array holds something else (`["a",1,"b"]`).
   const bodies = first === -1 ? inner.split('","') : splitAtUnescaped(inner);
+  for (const body of bodies) if (body.indexOf('"') !== -1 && (first === -1 || !quotesEscaped(body))) return null;
   let bytes = Buffer.byteLength(json) - 3 * bodies.length - 1;
   for (let at = first; at !== -1; at = json.indexOf('\\', at + 2)) {
     if (json.charCodeAt(at + 1) !== 0x75) {
@@ -142,6 +145,16 @@ export function splitJsonStrings(json: string): { bodies: string[]; bytes: numbe
     }
   }
   return { bodies, bytes };
+}
+
+/** Whether every quote of `body` is escaped (after an odd number of backslashes). */
+function quotesEscaped(body: string): boolean {
+  for (let at = body.indexOf('"'); at !== -1; at = body.indexOf('"', at + 1)) {
+    let slashes = 0;
+    while (at - 1 - slashes >= 0 && body.charCodeAt(at - 1 - slashes) === 0x5c) slashes++;
+    if (slashes % 2 === 0) return false;
+  }
+  return true;
 }
 
 /** `inner.split('","')`, but not at a `","` whose first quote is escaped (after an odd number of backslashes). */

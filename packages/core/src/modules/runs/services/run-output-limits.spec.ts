@@ -83,6 +83,13 @@ describe('output limits of blocks and runs', () => {
       expect(finished.error!.message).toMatch(/runs\.maxBlockOutputBytes/);
       expect(events.filter((e) => e.type === 'block_chunk').map((e) => e.data.delta)).toEqual(Array(25).fill('é\n"'));
     }
+    // An array with other values than strings (not what the embedded sandbox sends): each is its JSON text.
+    const mixed = engineWith(async (io) => {
+      await io.chunks('["a",1,null,{"b":"c"},"d"]');
+      return 'done';
+    }, roomy);
+    const other = await run(mixed, [code('mixed')]);
+    expect(other.events.filter((e) => e.type === 'block_chunk').map((e) => e.data.delta)).toEqual(['a', '1', 'null', '{"b":"c"}', 'd']);
     const counted = engineWith(async (io) => {
       for (;;) await io.chunks('["a","b","c"]');
     }, { ...roomy, runEvents: 7 });

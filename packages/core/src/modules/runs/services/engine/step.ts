@@ -116,7 +116,8 @@ export async function step(run: EngineRun, block: WorkflowBlock, session: BlockS
         return sink.backlog();
       }
       let behind: Promise<void> | undefined;
-      for (const delta of JSON.parse(json) as string[]) behind = io.chunk(delta) ?? behind;
+      // A sandbox of another make may send values other than strings: each becomes its JSON text.
+      for (const delta of JSON.parse(json) as unknown[]) behind = io.chunk(typeof delta === 'string' ? delta : JSON.stringify(delta)) ?? behind;
       return behind;
     },
     toolStart: (toolCallId, toolName) => {
