@@ -119,22 +119,23 @@ export class StoredEventSink implements RunEventSink {
     return this.add(type, JSON.stringify(data));
   }
 
-  emitChunk(blockId: string, delta: string): number {
-    // The text `JSON.stringify({ blockId, delta })` gives, the block's part serialized once.
+  /** `{"blockId":"..","delta":`: the start of a chunk's text, the block's part serialized once per block. */
+  private chunkStart(blockId: string): string {
     if (blockId !== this.chunkBlock) {
       this.chunkBlock = blockId;
       this.chunkPrefix = '{"blockId":' + JSON.stringify(blockId) + ',"delta":';
     }
-    return this.add('block_chunk', this.chunkPrefix + JSON.stringify(delta) + '}');
+    return this.chunkPrefix;
+  }
+
+  emitChunk(blockId: string, delta: string): number {
+    // The text `JSON.stringify({ blockId, delta })` gives.
+    return this.add('block_chunk', this.chunkStart(blockId) + JSON.stringify(delta) + '}');
   }
 
   emitChunkBodies(blockId: string, bodies: readonly string[]): number {
-    if (blockId !== this.chunkBlock) {
-      this.chunkBlock = blockId;
-      this.chunkPrefix = '{"blockId":' + JSON.stringify(blockId) + ',"delta":';
-    }
     // What `add` does for each, with its checks once for the batch.
-    const prefix = this.chunkPrefix + '"';
+    const prefix = this.chunkStart(blockId) + '"';
     let bytes = 0;
     for (const body of bodies) {
       const seq = this.next++;
