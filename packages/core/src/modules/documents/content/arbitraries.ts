@@ -26,8 +26,10 @@ const typeName = fc.oneof(
 ).filter((t) => t !== 'text' && t !== 'doc');
 const markName = fc.constantFrom('bold', 'italic', 'code', 'link', 'strike', 'comment-mark', 'highlight');
 
+/** A JSON value as a document holds it: through JSON once (no -0, which JSON writes as 0), keys sanitized. */
+const jsonData: fc.Arbitrary<unknown> = fc.jsonValue({ maxDepth: 2 }).map((v) => sanitize(JSON.parse(JSON.stringify(v))));
 const attrValue: fc.Arbitrary<unknown> = fc.oneof(
-  fc.jsonValue({ maxDepth: 2 }).map((v) => sanitize(JSON.parse(JSON.stringify(v)))),
+  jsonData,
   richText,
   fc.constant(null),
 );
@@ -83,7 +85,7 @@ const httpBlock = fc.record(
         method: fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD'),
         url: fc.constantFrom('{{ toolUrl }}/echo', 'https://example.com/a?q={{ q }}&r=:::', 'http://h/{{x.y.0}}'),
         headers: fc.option(fc.dictionary(fc.stringMatching(/^[A-Za-z][A-Za-z0-9-]{0,8}$/), fc.oneof(richText, expression), { maxKeys: 3 }), { nil: undefined }),
-        body: fc.option(fc.jsonValue({ maxDepth: 2 }), { nil: undefined }),
+        body: fc.option(jsonData, { nil: undefined }),
         responseType: fc.option(fc.constantFrom('auto', 'json', 'text'), { nil: undefined }),
         when: fc.option(expression, { nil: undefined }),
       },

@@ -29,6 +29,15 @@ describe('markdown-ir', () => {
     // Nested containers make large documents: 5 s when quiet, over 30 s at load 25.
   }, 120_000);
 
+  it('generates control-flow workflows that are JSON documents (an http body of -0 made CI fail with seed 1822572727)', () => {
+    fc.assert(
+      fc.property(controlFlowDocument, (doc) => {
+        expect(JSON.parse(JSON.stringify(doc))).toEqual(doc);
+      }),
+      { numRuns: 300, seed: 1822572727 },
+    );
+  }, 120_000);
+
   it('is stable: writing the read-back document gives the same text', () => {
     fc.assert(
       fc.property(richDocument, (doc) => {
