@@ -5,6 +5,8 @@
 //
 // - runs/s of a trivial function body (`return inputs.a + inputs.b`), one run at a time and with
 //   as many runs in flight as there are workers;
+// - the latency of one trivial run after a pause of 5 ms (how a workflow's code block meets the
+//   sandbox: its worker idle since the last run), median and 90th percentile of --paused runs;
 // - emits/s of a body that calls `emit()` --emits times, delivered to `onEmit` on this thread.
 // The baseline in the same run is the same work done unsandboxed in this process (a `new Function`
 // body, and a plain loop calling the same onEmit), so the ratios show the price of isolation.
@@ -25,6 +27,7 @@ const { values: args } = parseArgs({
     emits: { type: 'string', default: '10000' },
     workers: { type: 'string', default: '2' },
     rounds: { type: 'string', default: '3' },
+    paused: { type: 'string', default: '500' },
   },
 });
 const runs = Number(args.runs);
@@ -83,6 +86,16 @@ const parallel = await best(async () => {
   if (total < cpu.total) cpu = { total, main };
   return runs / seconds;
 });
+// One run after a pause, as a workflow's code block meets the sandbox (its worker idle since the
+// last run): the worker freed the last run's context and made the next one while it waited.
+const paused = [];
+for (let i = 0; i < Number(args.paused); i++) {
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  const started = performance.now();
+  await sandbox.run({ ...request, code: trivial });
+  paused.push(performance.now() - started);
+}
+paused.sort((a, b) => a - b);
 const bare = await best(async () => {
   const started = performance.now();
   for (let i = 0; i < runs; i++) {
@@ -118,6 +131,7 @@ console.log(
   `  CPU per trivial run (${workers} in flight): ${cpu.total.toFixed(0)} µs in all` +
     (Number.isNaN(cpu.main) ? '' : `, ${cpu.main.toFixed(0)} µs on this thread, ${(cpu.total - cpu.main).toFixed(0)} µs on the others (workers)`),
 );
+if (paused.length) console.log(`  one trivial run after a 5 ms pause: ${paused[Math.floor(paused.length / 2)].toFixed(3)} ms median, ${paused[Math.floor(paused.length * 0.9)].toFixed(3)} ms p90 (${paused.length} runs)`);
 console.log(`  baseline, unsandboxed new Function: ${fmt(bare)} runs/s  (sandbox: 1/${(bare / parallel).toFixed(0)} of it)`);
 console.log(`  emits delivered to onEmit:        ${fmt(sandboxEmits)} emits/s (${fmt(emits)} per run)`);
 console.log(`  baseline, plain loop to onEmit:   ${fmt(bareEmits)} emits/s  (sandbox: 1/${(bareEmits / sandboxEmits).toFixed(0)} of it)`);

@@ -74,6 +74,21 @@ describe('QuickJsCodeSandbox', () => {
     ]);
   });
 
+  it('makes a worker\'s next context while it is idle, after it sent a run\'s outcome: its next run starts warm and as fresh', async () => {
+    const own = new QuickJsCodeSandbox({ workers: 1 });
+    try {
+      const ask = (code: string, onEmit?: (text: string) => void) => own.run({ code, globals: { n: 2 }, timeoutMs: 2_000, memoryBytes: 16 * MiB, onEmit });
+      const first: string[] = [];
+      expect((await ask('emit("a"); globalThis.leak = 1; Array.prototype.map = null; return n', (text) => first.push(text))).value).toBe(2);
+      const second: string[] = [];
+      expect((await ask('emit("b"); return [typeof leak, [1].map((x) => x + n)]', (text) => second.push(text))).value).toEqual(['undefined', [3]]);
+      expect([first, second]).toEqual([['a'], ['b']]);
+      expect(own.moduleStats()).toMatchObject({ loads: 1, teardownFailures: 0, warmStarts: 1 });
+    } finally {
+      await own.close();
+    }
+  });
+
   it('formats console, emit and errors with the built-ins of the fresh context, even when the code replaced them before first use', async () => {
     const received: string[] = [];
     const tamper = 'JSON.stringify = () => "tampered"; String = () => "tampered"; Error = function () {}; Date.now = () => { throw new Error("no clock") }; Object.prototype.write = () => {}; Object.prototype.emit = () => {};';
@@ -433,7 +448,7 @@ describe('QuickJsCodeSandbox', () => {
         expect((await ask('for (;;) {}', 100, 16 * MiB)) as CodeSandboxError).toHaveProperty('code', 'sandbox_timeout');
         expect((await ask('await null; return [await 1, await Promise.resolve(2)]', 1_000, 16 * MiB)) as unknown).toEqual(expect.objectContaining({ value: [1, 2] }));
         expect((await ask('await new Promise(() => {})', 1_000, 16 * MiB)) as CodeSandboxError).toHaveProperty('code', 'sandbox_error');
-        expect(own.moduleStats()).toEqual({ ...stats, loads: before, teardownFailures: 0 });
+        expect(own.moduleStats()).toEqual({ ...stats, loads: before, teardownFailures: 0, warmStarts: expect.any(Number) as unknown as number });
       } finally {
         await own.close();
       }

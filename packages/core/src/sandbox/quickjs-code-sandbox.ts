@@ -152,7 +152,7 @@ export class QuickJsCodeSandbox implements CodeSandbox {
   private nextId = 1;
   private closed = false;
   /** The engine counters of workers that are gone. */
-  private readonly goneStats: EngineStats = { loads: 0, discards: 0, teardownFailures: 0 };
+  private readonly goneStats: EngineStats = { loads: 0, discards: 0, teardownFailures: 0, warmStarts: 0 };
 
   /** Checks options; throws with the offending field named. */
   static validateOptions(options: QuickJsCodeSandboxOptions): void {
@@ -231,8 +231,10 @@ export class QuickJsCodeSandbox implements CodeSandbox {
 
   /**
    * What the workers' engines did with their WebAssembly modules so far (counted when each run
-   * ends): modules loaded, modules dropped on purpose after a run QuickJS could not free, and
-   * runs whose teardown failed. For tests and diagnostics.
+   * ends): modules loaded, modules dropped on purpose after a run QuickJS could not free, runs
+   * whose teardown failed (a run's runtime is freed after its outcome was sent, so such a failure
+   * shows with the worker's next run), and runs whose context the worker made ahead while it was
+   * idle. For tests and diagnostics.
    */
   moduleStats(): EngineStats {
     const total = { ...this.goneStats };
@@ -561,6 +563,7 @@ function addStats(total: EngineStats, more: EngineStats): void {
   total.loads += more.loads;
   total.discards += more.discards;
   total.teardownFailures += more.teardownFailures;
+  total.warmStarts += more.warmStarts;
 }
 
 function checkRequest(request: CodeSandboxRequest): void {

@@ -196,6 +196,8 @@ export interface EngineStats {
   discards: number;
   /** Runs whose runtime or context failed while being freed (QuickJS aborted the module). */
   teardownFailures: number;
+  /** Runs that found their runtime and context made ahead, while the worker was idle (see `QuickJsEngine.recycle`). */
+  warmStarts: number;
 }
 
 /** An exception raised by the library or WASM (not by the sandboxed code). */
@@ -230,14 +232,54 @@ function capFor(memoryBytes: number): number {
 }
 
 /**
+ * What the host functions of a context read of the run it serves: made with the context, before
+ * the job is known (see `Prepared`), and bound to the run when it starts.
+ */
+interface Binding {
+  hooks: EngineHooks | null;
+  stop: StopReason | undefined;
+}
+
+/**
+ * A runtime and context with the prelude evaluated: the part of a run that does not depend on its
+ * job (about half a millisecond of a short run), made ahead of the job when the worker is idle.
+ * A context serves one run, then is freed: a prepared one is as fresh as one made at the start.
+ */
+interface Prepared {
+  /** The module it lives in (a prepared context of a module since dropped is not used). */
+  loaded: LoadedModule;
+  runtime: QuickJSRuntime;
+  context: QuickJSContext;
+  /** Handles the run owns, freed with it (in reverse). */
+  handles: QuickJSHandle[];
+  binding: Binding;
+  /** The prelude's `[install, marshal, more]`. */
+  helpers: QuickJSHandle;
+  install: QuickJSHandle;
+  /** The helpers of HELPERS, once compiled (the code used `console` or `emit`, or the host `describe`). */
+  lazy?: QuickJSHandle;
+  flushEmits?: QuickJSHandle;
+}
+
+/**
  * Runs jobs one after the other in one WASM module. The module's memory is its own
  * `WebAssembly.Memory` with a maximum of the job's `memoryBytes` plus the module's fixed 16 MiB:
  * QuickJS's per-runtime accounting cannot see the size of large blocks in this build, so the
  * module's memory is the hard ceiling, and a heap walk every few milliseconds is the precise one.
+ * Every run has a runtime and context of its own. The part of that which does not depend on the
+ * job (making the context, evaluating the prelude, and the helpers when the last run used them)
+ * and freeing the last run's are done in `recycle`, which the worker calls once it sent a run's
+ * outcome: while it waits for the next job, not at its start.
  */
 export class QuickJsEngine {
   private loaded: LoadedModule | undefined;
-  readonly stats: EngineStats = { loads: 0, discards: 0, teardownFailures: 0 };
+  /** A context made ahead of the next run (see `recycle`). */
+  private spare: Prepared | undefined;
+  /** The last run's context, freed by `recycle` (or by the next run). */
+  private finished: Prepared | undefined;
+  /** Whether the last run compiled the helpers: the spare then compiles them too. */
+  private usedHelpers = false;
+  readonly stats: EngineStats = { loads: 0, discards: 0, teardownFailures: 0, warmStarts: 0 };
 
   constructor(private readonly retainMemoryBytes: number) {}
 
@@ -250,7 +292,8 @@ export class QuickJsEngine {
   async prepare(memoryBytes: number): Promise<void> {
     const capBytes = capFor(memoryBytes);
     if (this.loaded?.capBytes === capBytes) return;
-    this.loaded = undefined;
+    this.recycle(false);
+    this.drop();
     const namespace: unknown = await import('@jitl/quickjs-wasmfile-release-sync');
     // The variant's typings are CommonJS: at run time `default` is the variant itself.
     let base = (namespace as { default: unknown }).default;
@@ -273,14 +316,114 @@ export class QuickJsEngine {
     this.stats.loads += 1;
   }
 
+  /**
+   * Frees the last run's runtime and, with `ahead` (the default), makes the next run's context
+   * now: what a run does before and after its job, done while the worker has nothing else to do
+   * (the worker calls this once it handed over a run's outcome). A run calls it too, for what the
+   * last one left.
+   */
+  recycle(ahead = true): void {
+    const finished = this.finished;
+    this.finished = undefined;
+    if (finished) {
+      try {
+        free(finished);
+      } catch {
+        if (this.loaded === finished.loaded) this.drop();
+        this.stats.teardownFailures += 1;
+      }
+      // Give memory a large run made the module grow back to the system.
+      if (this.loaded === finished.loaded && finished.loaded.memory.buffer.byteLength > this.retainMemoryBytes) this.drop();
+    }
+    if (!ahead || this.spare || !this.loaded) return;
+    try {
+      this.spare = this.make(this.loaded, this.usedHelpers);
+    } catch {
+      // A module that cannot make a context is not trusted with the next run.
+      this.drop();
+    }
+  }
+
+  /** Forgets the module (and a context made ahead in it): the next run loads a fresh one. */
+  private drop(): void {
+    this.loaded = undefined;
+    this.spare = undefined;
+  }
+
+  /** A runtime and context of `loaded` with the prelude evaluated (and with `helpers`, the helpers compiled). */
+  private make(loaded: LoadedModule, helpers: boolean): Prepared {
+    const runtime = loaded.module.newRuntime();
+    const handles: QuickJSHandle[] = [];
+    const own = (handle: QuickJSHandle) => {
+      handles.push(handle);
+      return handle;
+    };
+    let context: QuickJSContext | undefined;
+    try {
+      const ctx = (context = runtime.newContext());
+      const binding: Binding = { hooks: null, stop: undefined };
+      // `prepared` is filled in below; `load` runs only once the prelude has been called.
+      const prepared = { loaded, runtime, context: ctx, handles, binding } as Prepared;
+      const load = own(
+        ctx.newFunction('load', (...captured) => {
+          if (prepared.lazy) return prepared.lazy.dup();
+          const factory = ctx.evalCode(HELPERS, 'helpers.js', { type: 'global' });
+          if (factory.error) return factory;
+          own(factory.value);
+          const hostConsole = own(
+            ctx.newFunction('console', (levelHandle, textHandle) => {
+              const level = ctx.getString(levelHandle);
+              if (CONSOLE_LEVELS.has(level)) binding.hooks?.console(level as ConsoleLevel, ctx.getString(textHandle));
+            }),
+          );
+          const hostEmit = own(
+            ctx.newFunction('emit', (batchHandle) => {
+              const hooks = binding.hooks;
+              if (binding.stop || !hooks) return;
+              hooks.emits(ctx.getString(batchHandle));
+              if (hooks.aborted()) binding.stop = 'abort';
+            }),
+          );
+          const made = ctx.callFunction(factory.value, ctx.undefined, ...captured, hostConsole, hostEmit);
+          if (made.error) return made;
+          prepared.lazy = own(made.value);
+          prepared.flushEmits = own(ctx.getProp(prepared.lazy, 'flush'));
+          return prepared.lazy.dup();
+        }),
+      );
+      const prelude = guard(() => ctx.evalCode(PRELUDE, 'prelude.js', { type: 'global' }));
+      if (prelude.error) {
+        prelude.error.dispose();
+        throw new HostFailure(new Error('The sandbox prelude failed to evaluate.'));
+      }
+      const made = guard(() => ctx.callFunction(own(prelude.value), ctx.undefined, load));
+      if (made.error) {
+        made.error.dispose();
+        throw new HostFailure(new Error('The sandbox prelude failed to run.'));
+      }
+      prepared.helpers = own(made.value);
+      prepared.install = own(ctx.getProp(prepared.helpers, 0));
+      if (helpers) {
+        const compiled = guard(() => ctx.callFunction(own(ctx.getProp(prepared.helpers, 2)), ctx.undefined));
+        (compiled.error ?? compiled.value).dispose();
+      }
+      return prepared;
+    } catch (error) {
+      for (const handle of handles.reverse()) if (handle.alive) handle.dispose();
+      context?.dispose();
+      runtime.dispose();
+      throw error;
+    }
+  }
+
   /** Runs one job; `prepare(job.memoryBytes)` must have completed. Never throws. */
   run(job: EngineJob, hooks: EngineHooks): EngineOutcome {
+    // What the last run left (when the worker did not recycle in between).
+    this.recycle(false);
     const loaded = this.loaded;
     if (!loaded) throw new Error('QuickJsEngine.run before prepare');
-    const { module, memory } = loaded;
     const started = performance.now();
     const deadline = started + job.timeoutMs;
-    let stop: StopReason | undefined;
     const memoryMessage = `The code used more than its memory limit of ${job.memoryBytes} bytes.`;
     const refusalsBefore = loaded.refusals;
     /** True once the module's memory was refused a growth during this run: the heap hit its ceiling. */
@@ -289,6 +432,8 @@ export class QuickJsEngine {
     let outOfMemory = false;
     /** Set once promise jobs ran (the code awaited or used `then`). */
     let jobsRan = false;
+    /** The run's context: the one made ahead, or one made now. */
+    let prepared: Prepared | undefined;
 
     const elapsed = () => Math.max(0, performance.now() - started);
     const fail = (code: SandboxFailureCode, message: string): EngineOutcome => {
@@ -296,32 +441,38 @@ export class QuickJsEngine {
       return { ok: false, code, message, durationMs: elapsed() };
     };
     const stopped = (): EngineOutcome => {
+      const stop = prepared?.binding.stop;
       if (stop === 'abort') return fail('sandbox_timeout', 'The run was cancelled while the code was running.');
       if (stop === 'memory') return fail('sandbox_memory_exceeded', memoryMessage);
       return fail('sandbox_timeout', `The code ran longer than its time limit of ${job.timeoutMs} ms.`);
     };
 
-    let runtime: QuickJSRuntime | undefined;
-    let context: QuickJSContext | undefined;
-    const handles: QuickJSHandle[] = [];
-    const own = (handle: QuickJSHandle) => {
-      handles.push(handle);
-      return handle;
-    };
     let poisoned = false;
     /** Set when the module trapped in a call the engine made from the interrupt handler. */
     let brokenModule = false;
 
     try {
-      const rt = (runtime = module.newRuntime());
+      const spare = this.spare;
+      this.spare = undefined;
+      if (spare && spare.loaded === loaded) {
+        prepared = spare;
+        this.stats.warmStarts += 1;
+      } else prepared = this.make(loaded, false);
+      const { runtime: rt, context: ctx, handles, helpers } = prepared;
+      const own = (handle: QuickJSHandle) => {
+        handles.push(handle);
+        return handle;
+      };
+      const state = prepared.binding;
+      state.hooks = hooks;
       rt.setMemoryLimit(job.memoryBytes);
       rt.setMaxStackSize(job.maxStackBytes);
       let nextMemoryCheck = started + MEMORY_CHECK_MS;
       rt.setInterruptHandler(() => {
-        if (stop) return true;
+        if (state.stop) return true;
         const now = performance.now();
-        if (hooks.aborted()) stop = 'abort';
-        else if (now > deadline) stop = 'deadline';
+        if (hooks.aborted()) state.stop = 'abort';
+        else if (now > deadline) state.stop = 'deadline';
         else if (now >= nextMemoryCheck) {
           // Space the heap walks so they cost at most a fifth of the run.
           let used: number;
@@ -331,77 +482,40 @@ export class QuickJsEngine {
             // The walk's report needs a little memory of its own; with the heap full, the module
             // traps in the middle of it (its C stack is not unwound): stop, and drop the module.
             brokenModule = true;
-            stop = 'memory';
+            state.stop = 'memory';
             return true;
           }
           const after = performance.now();
           nextMemoryCheck = after + Math.max(MEMORY_CHECK_MS, (after - now) * 4);
-          if (used > job.memoryBytes) stop = 'memory';
+          if (used > job.memoryBytes) state.stop = 'memory';
         }
-        return stop !== undefined;
+        return state.stop !== undefined;
       });
-      const ctx = (context = rt.newContext());
 
-      /** The helpers of HELPERS, once the code used `console` or `emit` (or the host `describe`). */
-      let lazy: QuickJSHandle | undefined;
-      let flushEmits: QuickJSHandle | undefined;
-      const load = own(
-        ctx.newFunction('load', (...captured) => {
-          if (lazy) return lazy.dup();
-          const factory = ctx.evalCode(HELPERS, 'helpers.js', { type: 'global' });
-          if (factory.error) return factory;
-          own(factory.value);
-          const hostConsole = own(
-            ctx.newFunction('console', (levelHandle, textHandle) => {
-              const level = ctx.getString(levelHandle);
-              if (CONSOLE_LEVELS.has(level)) hooks.console(level as ConsoleLevel, ctx.getString(textHandle));
-            }),
-          );
-          const hostEmit = own(
-            ctx.newFunction('emit', (batchHandle) => {
-              if (stop) return;
-              hooks.emits(ctx.getString(batchHandle));
-              if (hooks.aborted()) stop = 'abort';
-            }),
-          );
-          const made = ctx.callFunction(factory.value, ctx.undefined, ...captured, hostConsole, hostEmit);
-          if (made.error) return made;
-          lazy = own(made.value);
-          flushEmits = own(ctx.getProp(lazy, 'flush'));
-          return lazy.dup();
-        }),
-      );
-
-      const prelude = guard(() => ctx.evalCode(PRELUDE, 'prelude.js', { type: 'global' }));
-      if (prelude.error) throw new HostFailure(new Error('The sandbox prelude failed to evaluate.'));
-      const helpersResult = guard(() => ctx.callFunction(own(prelude.value), ctx.undefined, load));
-      if (helpersResult.error) throw new HostFailure(new Error('The sandbox prelude failed to run.'));
-      const helpers = own(helpersResult.value);
-      const install = own(ctx.getProp(helpers, 0));
       /** Hands over the emits the code made since the last batch (not after a limit struck). */
       const drain = () => {
-        if (stop || !flushEmits) return;
-        const flush = flushEmits;
+        const flush = prepared!.flushEmits;
+        if (state.stop || !flush) return;
         const result = guard(() => ctx.callFunction(flush, ctx.undefined));
         (result.error ?? result.value).dispose();
       };
 
       /** Turns an exception of the sandboxed code into an outcome. */
       const failure = (exception: QuickJSHandle): EngineOutcome => {
-        if (stop) return stopped();
+        if (state.stop) return stopped();
         const more = own(ctx.getProp(helpers, 2));
-        const loaded = guard(() => ctx.callFunction(more, ctx.undefined));
-        if (loaded.error) {
-          loaded.error.dispose();
+        const loadedHelpers = guard(() => ctx.callFunction(more, ctx.undefined));
+        if (loadedHelpers.error) {
+          loadedHelpers.error.dispose();
           // Compiling the helpers failed: the heap is full or the limits struck in the middle.
-          return stop ? stopped() : fail('sandbox_memory_exceeded', memoryMessage);
+          return state.stop ? stopped() : fail('sandbox_memory_exceeded', memoryMessage);
         }
-        const describe = own(ctx.getProp(own(loaded.value), 'describe'));
+        const describe = own(ctx.getProp(own(loadedHelpers.value), 'describe'));
         const described = guard(() => ctx.callFunction(describe, ctx.undefined, exception));
         if (described.error) {
           described.error.dispose();
           // Describing failed: the heap is full or the limits struck in the middle.
-          return stop ? stopped() : fail('sandbox_memory_exceeded', memoryMessage);
+          return state.stop ? stopped() : fail('sandbox_memory_exceeded', memoryMessage);
         }
         const [name, message] = JSON.parse(ctx.getString(own(described.value))) as [string, string];
         if (name === 'InternalError' && message === 'out of memory') return fail('sandbox_memory_exceeded', memoryMessage);
@@ -420,7 +534,7 @@ export class QuickJsEngine {
         return own(result.value!);
       };
 
-      step(() => ctx.callFunction(install, ctx.undefined, own(ctx.newString(job.globalsJson))));
+      step(() => ctx.callFunction(prepared!.install, ctx.undefined, own(ctx.newString(job.globalsJson))));
       const fn = step(() => ctx.evalCode(wrapCode(job.code), '<input>', { type: 'global' }));
       const promise = step(() => ctx.callFunction(fn, ctx.undefined));
 
@@ -432,17 +546,17 @@ export class QuickJsEngine {
           drain();
           // The error of a job itself (not of the code in it, which rejects a promise) is QuickJS's
           // machinery failing: after a refused allocation, that is the memory limit.
-          if (!stop && refused()) throw new Finished(fail('sandbox_memory_exceeded', memoryMessage));
+          if (!state.stop && refused()) throw new Finished(fail('sandbox_memory_exceeded', memoryMessage));
           throw new Finished(failure(own(jobs.error)));
         }
         jobs.dispose();
-        if (stop) throw new Finished(stopped());
+        if (state.stop) throw new Finished(stopped());
       }
-      if (stop) throw new Finished(stopped());
+      if (state.stop) throw new Finished(stopped());
 
       drain();
-      const state = ctx.getPromiseState(promise);
-      if (state.type === 'pending') {
+      const promiseState = ctx.getPromiseState(promise);
+      if (promiseState.type === 'pending') {
         // QuickJS turns an out-of-memory error inside a promise job into the rejection of that
         // job's promise, which may be one nothing waits on: the chain the code awaits then just
         // stops. A refused allocation in the run says that is what happened.
@@ -450,8 +564,8 @@ export class QuickJsEngine {
         if (performance.now() > deadline) throw new Finished(stopped());
         throw new Finished(fail('sandbox_error', 'The code awaited a promise that never settles.'));
       }
-      if (state.type === 'rejected') throw new Finished(failure(own(state.error)));
-      const value = own(state.value);
+      if (promiseState.type === 'rejected') throw new Finished(failure(own(promiseState.error)));
+      const value = own(promiseState.value);
       const marshal = own(ctx.getProp(helpers, 1));
       const marshalled = guard(() => ctx.callFunction(marshal, ctx.undefined, value));
       if (marshalled.error) {
@@ -460,7 +574,7 @@ export class QuickJsEngine {
         throw new Finished(outcome);
       }
       const json = ctx.getString(own(marshalled.value));
-      if (stop) throw new Finished(stopped());
+      if (state.stop) throw new Finished(stopped());
       return { ok: true, json, durationMs: elapsed() };
     } catch (error) {
       if (error instanceof Finished) return error.outcome;
@@ -470,15 +584,20 @@ export class QuickJsEngine {
         // The thread's own stack ran out inside WASM: the code recursed through built-ins.
         return fail('sandbox_error', 'Maximum call stack size exceeded');
       }
-      if (stop) return stopped();
+      if (prepared?.binding.stop) return stopped();
       if (original instanceof Error && /out of memory|memory access out of bounds/i.test(original.message)) return fail('sandbox_memory_exceeded', memoryMessage);
       return fail('sandbox_error', 'The sandbox failed while running the code.');
     } finally {
+      if (prepared) {
+        // The context serves no other run: its host functions see no hooks from now on.
+        prepared.binding.hooks = null;
+        this.usedHelpers = prepared.lazy !== undefined;
+      }
       if (poisoned || brokenModule) {
         // The module may be mid-way through something: drop it rather than dispose into it.
-        this.loaded = undefined;
+        if (this.loaded === loaded) this.drop();
         if (brokenModule) this.stats.discards += 1;
-      } else if (outOfMemory || refused() || (stop !== undefined && jobsRan)) {
+      } else if (outOfMemory || refused() || (prepared?.binding.stop !== undefined && jobsRan)) {
         // Some paths of QuickJS's promise machinery lose reference counts when an allocation
         // fails or the interrupt strikes in them (seen with an `await` that runs out of memory,
         // and with jobs that resolve one promise with another): objects stay counted as
@@ -488,20 +607,19 @@ export class QuickJsEngine {
         // before it checks. So such a runtime is not freed: the module goes with all its memory,
         // and the next run loads a fresh one. Runs stopped outside promise jobs (a plain loop)
         // free their runtime as usual.
-        this.loaded = undefined;
+        if (this.loaded === loaded) this.drop();
         this.stats.discards += 1;
-      } else {
-        try {
-          for (const handle of handles.reverse()) if (handle.alive) handle.dispose();
-          context?.dispose();
-          runtime?.dispose();
-        } catch {
-          this.loaded = undefined;
-          this.stats.teardownFailures += 1;
-        }
-        // Give memory a large run made the module grow back to the system.
-        if (memory.buffer.byteLength > this.retainMemoryBytes) this.loaded = undefined;
+      } else if (prepared) {
+        // Freed by `recycle`, once the outcome is on its way (or by the next run).
+        this.finished = prepared;
       }
     }
   }
+}
+
+/** Frees a run's handles, context and runtime (QuickJS may abort the module: the caller drops it then). */
+function free(prepared: Prepared): void {
+  for (const handle of prepared.handles.reverse()) if (handle.alive) handle.dispose();
+  prepared.context.dispose();
+  prepared.runtime.dispose();
 }

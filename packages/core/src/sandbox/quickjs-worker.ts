@@ -140,6 +140,9 @@ if (port) {
       },
     });
     send({ type: 'done', id, outcome, emits: emits.length ? joinJsonArrays(emits) : '', console: lines, stats: engine.stats });
+    // The outcome is on its way: free the run's runtime and make the next one's context now,
+    // rather than at the start of the next job.
+    engine.recycle();
   };
 
   port.on('message', (message: ToWorker) => {
