@@ -1,7 +1,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { EventSource } from 'eventsource';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aiGatewayServiceIdentifier, clockServiceIdentifier, ManualClock, provide } from '@trellis/core';
+import { aiGatewayServiceIdentifier, clockServiceIdentifier, entityManagerServiceIdentifier, ManualClock, provide, Run, RunService, type RunStore } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
 import { actor, createProject, eventually, type Actor } from './documents.fixtures.js';
 import { expectDense, wf, workflowDocument } from './runs.fixtures.js';
@@ -294,6 +294,43 @@ describe.each(testDatabases())('run edges on $name', (db) => {
       expectDense(events.map((e) => e.seq));
       expect(types(events).filter((type) => type === 'run_complete')).toHaveLength(1);
     }
+  });
+
+  it('an ending another attempt took over stores none of its events; the ending that took it over ends the run', async () => {
+    // What the race of a cancel and a resume's continuation does, made certain: the first ending
+    // (a cancel) claims its attempt and reads the run; just before its final write another
+    // attempt takes the run over, so that write is refused. None of its events may be stored or
+    // published either: the other ending numbers its own right after the run's last stored event.
+    const { documentId } = await workflowDocument(t, owner.token, wf.doc(wf.input('name'), wf.ask('colour', 'Which colour?'), wf.output('out', '{{ colour }}')));
+    const runId = await waitingRun(documentId);
+    const runs = t.kernel.container.get(RunService);
+    // The runs' store, as the service's control part holds it (to step in at the right moment).
+    const store = (runs as unknown as { control: { ctx: { store: RunStore } } }).control.ctx.store;
+    const em = t.kernel.container.get(entityManagerServiceIdentifier);
+    const append = store.append.bind(store);
+    let takenOver = false;
+    store.append = (async (id: string, ...rest: Parameters<RunStore['append']> extends [string, ...infer R] ? R : never) => {
+      if (id === runId && !takenOver) {
+        takenOver = true;
+        const run = await em.fork().findOneOrFail(Run, { id: runId });
+        await em.fork().nativeUpdate(Run, { id: runId, attempt: run.attempt }, { attempt: run.attempt + 1 });
+      }
+      return append(id, ...rest);
+    }) as RunStore['append'];
+    try {
+      await runs.cancelRun(runId);
+    } finally {
+      store.append = append;
+    }
+    expect(takenOver).toBe(true);
+    expect((await record(documentId, runId)).body.status).toBe('waiting');
+    expect((await store.read(runId, 0)).map((event) => event.type).filter((type) => ['block_error', 'run_error', 'run_complete'].includes(type))).toEqual([]);
+    // The attempt that took it over ends it (here: the next cancel).
+    expect((await t.request('POST', `/documents/${documentId}/runs/${runId}/cancel`, { token: owner.token })).status).toBe(202);
+    expect((await ended(documentId, runId)).body.status).toBe('cancelled');
+    const { events } = await readSse(`${t.url}/documents/${documentId}/runs/${runId}/events`, { token: owner.token, untilComplete: true });
+    expectDense(events.map((e) => e.seq));
+    expect(types(events).slice(-5)).toEqual(['run_waiting', 'block_error', 'block_end', 'run_error', 'run_complete']);
   });
 
   describe('deployments in parallel', () => {

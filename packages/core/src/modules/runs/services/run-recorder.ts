@@ -146,24 +146,31 @@ export class RunRecorder {
     if (fresh.attempt !== attempt || terminalRunStatuses.has(fresh.status)) return;
     const state = this.stateOf(fresh);
     const failure = status === 'cancelled' ? runFailure.cancelled : runFailure.workerLost;
-    const sink = await StoredEventSink.open(ctx.store, ctx.pubsub, fresh, ctx.config.flushIntervalMs);
+    // Every event of this ending is stored and published only with its final record (one
+    // transaction, fenced by the attempt): when another attempt took the run over meanwhile (a
+    // cancel racing the continuation of a resume, both ending it), nothing of this one reaches the
+    // log or a reader. So its numbers need no reservation before use (no number of it is ever
+    // seen unless stored), and the other ending continues right after the run's last stored event.
+    // (Stored without the record, its events took numbers the other ending then stored its own
+    // under: that final write failed and the run stayed queued. Reserved, they left a gap.)
+    const sink = StoredEventSink.reserved(ctx.store, ctx.pubsub, fresh, ctx.config.flushIntervalMs);
     const persistence = this.persistence(fresh, sink);
-    if (state.fresh) sink.emit('run_start', { runId: run.id, documentId: run.documentId });
+    if (state.fresh) sink.emitStored('run_start', { runId: run.id, documentId: run.documentId });
     for (const session of state.sessions) {
       if (session.status === 'running' || session.status === 'waiting') {
         // Its block_start went out: the block ends on the stream too, as a block the engine stopped does.
         session.status = 'failed';
         session.error = failure;
         const where = whereOf(session);
-        sink.emit('block_error', { blockId: session.blockId, error: failure.message, code: failure.code, ...where });
-        sink.emit('block_end', { blockId: session.blockId, ...where });
+        sink.emitStored('block_error', { blockId: session.blockId, error: failure.message, code: failure.code, ...where });
+        sink.emitStored('block_end', { blockId: session.blockId, ...where });
       }
     }
     state.status = status;
     state.error = failure;
     state.waiting = null;
     state.output = outputOf(state);
-    sink.emit('run_error', { runId: run.id, error: failure.code, message: failure.message });
+    sink.emitStored('run_error', { runId: run.id, error: failure.code, message: failure.message });
     try {
       await persistence.finish(state, sink);
     } catch (error) {
