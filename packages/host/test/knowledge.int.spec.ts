@@ -1,5 +1,6 @@
+import { IngestionService, preparedStatementsServiceIdentifier } from '@trellis/core';
 import { startTestHost, testDatabases, transports, type TestHost } from '@trellis/test-support';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildDocx, buildPdf, settled, upload } from './knowledge.fixtures.js';
 
 const html = `<!doctype html><html><head><title>Field guide</title><style>p{color:red}</style><script>var secret = "nope";</script></head>
@@ -18,6 +19,23 @@ describe.each(testDatabases())('knowledge bases on $name', (db) => {
     expect(r.status, r.text).toBe(201);
     return r.body as { id: string; embedder: string; dimension: number };
   }
+
+  it('looks for ingestion work with one prepared read, and writes nothing, while no source waits', async () => {
+    // First in the file: no source exists yet. The background poll runs meanwhile (every 50 ms),
+    // so only the calls made with this test's manager are counted.
+    const em = t.kernel.fork();
+    const prepared = t.kernel.container.get(preparedStatementsServiceIdentifier);
+    const reads = vi.spyOn(prepared, 'first');
+    const updates = vi.spyOn(em, 'nativeUpdate');
+    const finds = vi.spyOn(em, 'findOne');
+    try {
+      expect(await t.kernel.container.get(IngestionService).claim(em)).toBeNull();
+      expect(reads.mock.calls.filter((call) => call[2] === em).map(([statement]) => statement.name)).toEqual(['knowledge.source_waiting']);
+      expect([updates.mock.calls.length, finds.mock.calls.length]).toEqual([0, 0]);
+    } finally {
+      reads.mockRestore();
+    }
+  });
 
   it('ingests a PDF, a DOCX and an HTML page, and retrieves passages with citations', async () => {
     const { token } = await t.register();

@@ -3,7 +3,9 @@ import { inject, injectable } from 'inversify';
 import type { Logger } from 'pino';
 import { TrellisError } from '../../../kernel/errors.js';
 import { networkGuardServiceIdentifier, type NetworkGuard } from '../../../kernel/net/network-guard.js';
+import { preparedStatementsServiceIdentifier } from '../../../kernel/prepared-statements.js';
 import { inTransaction } from '../../../kernel/transaction.js';
+import { sqlStatement, type PreparedStatements } from '../../../ports/database.js';
 import { idsServiceIdentifier, type Ids } from '../../../ports/ids.js';
 import { vectorStoreServiceIdentifier, type VectorStore } from '../../../ports/vector-store.js';
 import { KnowledgeBase } from '../entities/knowledge-base.entity.js';
@@ -17,6 +19,15 @@ import { BaseEmbedders } from './base-embedders.js';
 import { replaceSourceChunks } from './chunk-writer.js';
 
 const active: SourceStatus[] = ['queued', 'parsing', 'chunking', 'embedding'];
+
+/**
+ * Whether a source has work left that no live lease holds: the poll's one read (on the index of
+ * status and lease) when there is nothing to ingest, which is most polls of most hosts.
+ */
+const sourceWaiting = sqlStatement(
+  'knowledge.source_waiting',
+  `select 1 as "waiting" from "knowledge_sources" where "status" in (${active.map((status) => `'${status}'`).join(', ')}) and ("lease_until" is null or "lease_until" < ?) limit 1`,
+);
 
 /** The source was deleted (or queued again) while it was being ingested: its work is dropped. */
 class SourceGone extends Error {}
@@ -41,6 +52,7 @@ export class IngestionService {
     @inject(networkGuardServiceIdentifier) private readonly guard: NetworkGuard,
     @inject(BaseEmbedders) private readonly embedders: BaseEmbedders,
     @inject(knowledgeConfigServiceIdentifier) private readonly config: KnowledgeConfig,
+    @inject(preparedStatementsServiceIdentifier) private readonly sql: PreparedStatements,
   ) {}
 
   /** Ingests queued sources one after the other until none is left or `signal` aborts. */
@@ -58,6 +70,8 @@ export class IngestionService {
   /** Takes the lease of the oldest source with work left, or answers null. */
   async claim(em: EntityManager): Promise<KnowledgeSource | null> {
     const now = new Date();
+    // Nothing to do, as on most polls: one prepared read, no write and no ORM query.
+    if (!(await this.sql.first(sourceWaiting, [now], em))) return null;
     const expired = { status: { $in: active }, $or: [{ leaseUntil: null }, { leaseUntil: { $lt: now } }] };
     // Sources whose process kept dying fail for good instead of being tried forever.
     await em.nativeUpdate(
