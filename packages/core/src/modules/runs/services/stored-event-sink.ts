@@ -86,16 +86,11 @@ export class StoredEventSink implements RunEventSink {
     this.ceiling = start;
   }
 
-  /** A sink for the run's current attempt, continuing after the run's reserved numbers. */
-  static async open(store: SinkStore, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): Promise<StoredEventSink> {
-    const sink = new StoredEventSink(store, pubsub, run.id, run.seqCeiling + 1, flushMs);
-    await sink.reserve();
-    return sink;
-  }
-
   /**
-   * A sink whose numbers were already reserved on the run (the claim of the attempt stored
-   * `seqCeiling = run.seqCeiling + SEQ_BLOCK`): saves the reservation's own write.
+   * A sink continuing after the run's reserved numbers, that writes no reservation before it
+   * uses the next `SEQ_BLOCK`: they were reserved already (the claim of the attempt stored
+   * `seqCeiling = run.seqCeiling + SEQ_BLOCK`), or none of them is seen unless stored (an ending
+   * whose every event goes with its final record, `emitStored`; see `RunRecorder.endWithoutEngine`).
    */
   static reserved(store: SinkStore, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): StoredEventSink {
     const sink = new StoredEventSink(store, pubsub, run.id, run.seqCeiling + 1, flushMs);
