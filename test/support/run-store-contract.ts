@@ -88,9 +88,9 @@ export function describeRunStoreContract(name: string, factory: () => Promise<Ru
       expect(await read(run.id)).toMatchObject({ status: 'running', attempt: 1, seqCeiling: 10 });
       expect(await t.store.claim({ id: run.id, attempt: 1 }, { ...claim, seqCeiling: 20 })).toBe(true);
       expect(await read(run.id)).toMatchObject({ attempt: 2, seqCeiling: 20 });
-      await t.store.setSeqCeiling({ id: run.id, attempt: 1 }, 99);
+      expect(await t.store.setSeqCeiling({ id: run.id, attempt: 1 }, 99)).toBe(false);
       expect((await read(run.id))!.seqCeiling).toBe(20);
-      await t.store.setSeqCeiling({ id: run.id, attempt: 2 }, 15);
+      expect(await t.store.setSeqCeiling({ id: run.id, attempt: 2 }, 15)).toBe(true);
       expect((await read(run.id))!.seqCeiling).toBe(15);
     });
 

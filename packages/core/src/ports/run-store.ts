@@ -120,8 +120,11 @@ export interface RunStore {
    * up to `seqCeiling`. False when another claim or ending took the run first.
    */
   claim(fence: RunFence, claim: { startedAt: Date; deadlineAt: Date; now: Date; seqCeiling: number }): Promise<boolean>;
-  /** Stores the highest sequence number the run may use (`fence.attempt` undefined: whichever attempt holds it). */
-  setSeqCeiling(fence: { id: string; attempt?: number }, ceiling: number): Promise<void>;
+  /**
+   * Stores the highest sequence number the run may use (`fence.attempt` undefined: whichever
+   * attempt holds it). False when nothing was written: no such run, or another attempt holds it.
+   */
+  setSeqCeiling(fence: { id: string; attempt?: number }, ceiling: number): Promise<boolean>;
   /**
    * Appends `events` (ascending, numbered above everything the run's log holds) to the log in one
    * transaction with `write` (run first) when given; `conditional` events are stored only when

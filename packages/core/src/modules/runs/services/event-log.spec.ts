@@ -6,7 +6,8 @@ import { ndjsonLines, sseFrames } from '../routes.js';
 import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, SEQ_BLOCK, StoredEventSink, type RunEventText } from './event-log.js';
 import type { GroupCommit, GroupWork } from '../../../kernel/group-commit.js';
 import { SqlRunStore } from '../store/sql-run-store.js';
-import { splitJsonStrings } from './event-text.js';
+import { HEAD_EVENTS, splitJsonStrings } from './event-text.js';
+import { RunSuperseded } from './attempt-errors.js';
 
 /** The log's table in memory, behind the statements the event log uses. */
 class MemoryLog implements PreparedStatements {
@@ -62,6 +63,13 @@ const groupOf = (log: MemoryLog) => {
     insertOne: (table: SqlRowTable, values: readonly SqlValue[]) => rows.insertRow(tx, table, values),
   } as unknown as GroupCommit;
 };
+/** `groupOf(log)` whose reservations of sequence numbers (the transaction's `nativeUpdate`) go to `reserve`. */
+const reservingGroup = (log: MemoryLog, reserve: (where: unknown, data: { seqCeiling: number }) => Promise<number>) =>
+  ({
+    run: (work: GroupWork<unknown>) => work({ nativeUpdate: (_entity: unknown, where: unknown, data: { seqCeiling: number }) => reserve(where, data) } as unknown as EntityManager, true, groupOf(log) as unknown as RowSink),
+    insertRow: groupOf(log).insertRow,
+    insertOne: groupOf(log).insertOne,
+  }) as unknown as GroupCommit;
 /** The run store of the SQL databases, writing through `group` on `log`. */
 const storeOf = (group: GroupCommit, log: MemoryLog) => new SqlRunStore({ fork: fork(), sql: log, pubsub: new InProcessPubSub() }, { group });
 /** What the reader asks the ORM (the run's status at a quiet moment). */
@@ -267,19 +275,12 @@ describe('StoredEventSink', () => {
     const log = new MemoryLog();
     const ceilings: number[] = [];
     let hang = false;
-    const reserving = {
-      run: (work: GroupWork<unknown>) =>
-        work({
-          nativeUpdate: async (_entity: unknown, _where: unknown, data: { seqCeiling: number }) => {
-            ceilings.push(data.seqCeiling);
-            // From here on a reservation never commits.
-            if (hang) await new Promise(() => undefined);
-            return 1;
-          },
-        } as unknown as EntityManager, true, groupOf(log) as unknown as RowSink),
-      insertRow: groupOf(log).insertRow,
-      insertOne: groupOf(log).insertOne,
-    } as unknown as GroupCommit;
+    const reserving = reservingGroup(log, async (_where, data) => {
+      ceilings.push(data.seqCeiling);
+      // From here on a reservation never commits.
+      if (hang) await new Promise(() => undefined);
+      return 1;
+    });
     const pubsub = new InProcessPubSub();
     const messages: string[] = [];
     await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
@@ -295,6 +296,33 @@ describe('StoredEventSink', () => {
     expect(Math.max(...published)).toBeLessThanOrEqual(ceilings[0]!);
     await sink.flush();
     expect(log.events(RUN)).toHaveLength(SEQ_BLOCK + 100);
+  });
+
+  it('reserves numbers under its attempt: once another attempt took the run over, it publishes and stores nothing past its numbers and fails as superseded', async () => {
+    const log = new MemoryLog();
+    const fences: unknown[] = [];
+    const refusing = reservingGroup(log, async (where) => {
+      fences.push(where);
+      // Another attempt holds the run: the fenced update changes no row.
+      return 0;
+    });
+    const pubsub = new InProcessPubSub();
+    const messages: string[] = [];
+    await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+    const sink = StoredEventSink.reserved(storeOf(refusing, log), pubsub, { id: RUN, seqCeiling: 0, attempt: 3 }, 60_000);
+    for (let i = 0; i < SEQ_BLOCK + 100; i++) sink.emitChunk('c1', `${i}`);
+    await tick();
+    await tick();
+    expect(fences).toContainEqual({ id: RUN, attempt: 3 });
+    const published = messages.flatMap(parseEventMessage).map((e) => e.seq);
+    expect(Math.max(...published)).toBe(SEQ_BLOCK);
+    await expect(sink.flush()).rejects.toBeInstanceOf(RunSuperseded);
+    expect(Math.max(...log.events(RUN).map((e) => e.seq))).toBeLessThanOrEqual(SEQ_BLOCK);
+    // Nothing holds its producers back any more, and nothing more goes out.
+    expect(sink.backlog()).toBeUndefined();
+    sink.emitChunk('c1', 'late');
+    await tick();
+    expect(Math.max(...messages.flatMap(parseEventMessage).map((e) => e.seq))).toBe(SEQ_BLOCK);
   });
 
   it('stores a trickle of chunks at most flushMs late', async () => {
@@ -388,6 +416,56 @@ describe('followRunBatches', () => {
     await inProcess.flush();
     expect((await reading).map((e) => e.type)).toEqual(['run_start', 'run_complete']);
     expect(published).toEqual([]);
+  });
+
+  it('gives a reader of a run whose sink is open here what it published from memory, reading no log; past its head, before its first number, or once closed, the log', async () => {
+    const log = new MemoryLog();
+    const pubsub = new InProcessPubSub();
+    const sink = StoredEventSink.reserved(storeOf(groupOf(log), log), pubsub, { id: RUN, seqCeiling: 0 }, 5);
+    sink.emit('run_start', { runId: RUN });
+    for (let i = 0; i < 10; i++) sink.emitChunk('c1', `${i}`);
+    // Published (and the first row not yet stored: the reader could not find them in the log).
+    await tick();
+    const reads = log.reads;
+    const fromStart = collect(followRunBatches(fork(), pubsub, RUN, 0, { endWhenWaiting: true, sql: log }));
+    const fromFive = collect(followRunBatches(fork(), pubsub, RUN, 5, { endWhenWaiting: true, sql: log }));
+    for (let i = 10; i < 20; i++) sink.emitChunk('c1', `${i}`);
+    sink.emitStored('run_complete', {});
+    await sink.flush();
+    const [all, later] = await Promise.all([fromStart, fromFive]);
+    expect(all.map((e) => e.seq)).toEqual(Array.from({ length: 22 }, (_, i) => i + 1));
+    expect(all.map((e) => e.json)).toEqual(log.events(RUN).map((e) => JSON.stringify(e.data)));
+    expect(later.map((e) => e.seq)).toEqual(Array.from({ length: 17 }, (_, i) => i + 6));
+    expect(log.reads).toBe(reads);
+    // Closed: a reader that comes now reads the log.
+    await sink.close();
+    expect((await collect(followRunBatches(fork(), pubsub, RUN, 20, { endWhenWaiting: true, sql: log }))).map((e) => e.seq)).toEqual([21, 22]);
+    expect(log.reads).toBeGreaterThan(reads);
+
+    // A later attempt (numbers from 101): a reader from the start needs the earlier attempt's events, in the log only.
+    const second = '00000000-0000-4000-8000-000000000003';
+    await log.run({ name: 'x', text: 'insert into "run_events"' }, [second, 1, 100, JSON.stringify(Array.from({ length: 100 }, (_, i) => ({ seq: i + 1, type: 'block_chunk', data: { delta: `${i}` } }))), null]);
+    const resumed = StoredEventSink.reserved(storeOf(groupOf(log), log), pubsub, { id: second, seqCeiling: 100 }, 5);
+    resumed.emit('block_start', { blockId: 'c2' });
+    await tick();
+    const readsBefore = log.reads;
+    const whole = collect(followRunBatches(fork(), pubsub, second, 0, { endWhenWaiting: true, sql: log }));
+    resumed.emitStored('run_complete', {});
+    await resumed.flush();
+    expect((await whole).map((e) => e.seq)).toEqual(Array.from({ length: 102 }, (_, i) => i + 1));
+    expect(log.reads).toBeGreaterThan(readsBefore);
+
+    // More published than the head keeps: the log (and the live tail), each event once.
+    const third = '00000000-0000-4000-8000-000000000004';
+    const busy = StoredEventSink.reserved(storeOf(groupOf(log), log), pubsub, { id: third, seqCeiling: 0 }, 5);
+    for (let i = 0; i < HEAD_EVENTS + 1; i++) busy.emitChunk('c1', `${i}`);
+    await tick();
+    const readsThen = log.reads;
+    const past = collect(followRunBatches(fork(), pubsub, third, 0, { endWhenWaiting: true, sql: log }));
+    busy.emitStored('run_complete', {});
+    await busy.flush();
+    expect((await past).map((e) => e.seq)).toEqual(Array.from({ length: HEAD_EVENTS + 2 }, (_, i) => i + 1));
+    expect(log.reads).toBeGreaterThan(readsThen);
   });
 
   it('fills a hole from the log (a message PubSub dropped), each event once', async () => {

@@ -51,13 +51,30 @@ export const headerOf = (from: string) => `{"format":"run-events","version":2,"f
 export interface Tap {
   id: string;
   readers: Map<string, Set<(events: readonly RunEventText[]) => void>>;
+  /** The head of each run whose sink is open in this process (see `SinkHead`), by run id. */
+  heads: Map<string, SinkHead>;
 }
+
+/**
+ * What an open sink of this process has published of a run so far, while that is little: a
+ * reader that attaches takes these from memory and everything after from the tap, with no read of
+ * the log (a stream's first bytes then wait for no statement).
+ */
+export interface SinkHead {
+  /** The sink's first sequence number: the events before it (earlier attempts) are in the log only. */
+  readonly start: number;
+  /** The events it published, in order; null once more than `HEAD_EVENTS` were (then readers read the log). */
+  readonly events: readonly RunEventText[] | null;
+}
+
+/** Events a sink keeps as its head (see `SinkHead`). */
+export const HEAD_EVENTS = 1_000;
 
 const taps = new WeakMap<PubSub, Tap>();
 
 export function tapOf(pubsub: PubSub): Tap {
   let tap = taps.get(pubsub);
-  if (!tap) taps.set(pubsub, (tap = { id: randomUUID(), readers: new Map() }));
+  if (!tap) taps.set(pubsub, (tap = { id: randomUUID(), readers: new Map(), heads: new Map() }));
   return tap;
 }
 

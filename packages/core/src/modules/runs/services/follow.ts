@@ -86,6 +86,13 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
     tapped.delete(fromSink);
     if (!tapped.size && tap.readers.get(runId) === tapped) tap.readers.delete(runId);
   };
+  // A run whose sink is open in this process and published little so far: what it published is
+  // taken from memory (and what it publishes from now on comes through the tap), so the log need
+  // not be read first. Not when the reader starts before the sink's first number (the events of
+  // an earlier attempt are in the log only).
+  const head = tap.heads.get(runId);
+  const fromHead = head?.events && head.start <= after + 1 ? head.events.filter((event) => event.seq > after) : null;
+  if (fromHead) arrive(fromHead);
   // Other processes' sinks publish on PubSub (the in-process PubSub has no other process).
   let unsubscribe: () => Promise<void> = async () => undefined;
   try {
@@ -144,8 +151,8 @@ export async function* followRunBatches(fork: () => EntityManager, pubsub: PubSu
     return false;
   };
   try {
-    // The log up to now (the live tail is buffered meanwhile).
-    if (yield* catchUp()) return yield out;
+    // The log up to now (the live tail is buffered meanwhile), unless the sink's head gave it.
+    if (!fromHead && (yield* catchUp())) return yield out;
     let quietPolls = 0;
     for (;;) {
       if (options.signal?.aborted) return;

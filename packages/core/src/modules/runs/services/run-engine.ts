@@ -8,6 +8,7 @@ import type { RunWaiting } from '../entities/run.entity.js';
 import { budgetWaiting, type BudgetShortfall } from './run-budget.js';
 import { runControl } from './engine/control.js';
 import { RunOutput, unlimited, type OutputLimits } from './engine/output-meter.js';
+import { RunCancelled, RunSuperseded } from './attempt-errors.js';
 import { AttemptEnded, step, type EngineRun } from './engine/step.js';
 import type { RunEventSink } from './event-sink.js';
 import { outputOf, type RunState } from './run-state.js';
@@ -33,8 +34,7 @@ export interface RunPersistence {
   recall?(key: string): Promise<{ result: unknown } | undefined>;
 }
 
-export class RunSuperseded extends Error {}
-export class RunCancelled extends Error {}
+export { RunCancelled, RunSuperseded };
 
 /*
  * Replayable blocks (`WorkflowBlock.replayable`, declared by their kind: inputs, outputs, code in

@@ -2,7 +2,8 @@ import type { Run } from '../entities/run.entity.js';
 import type { PubSub } from '../../../ports/pubsub.js';
 import type { RunStore, RunStoreWork } from '../../../ports/run-store.js';
 import { Backlog, sizeOf, type RunEventSink } from './event-sink.js';
-import { headerOf, lineOf, runEventsTopic, tapOf, type RunEventText } from './event-text.js';
+import { RunSuperseded } from './attempt-errors.js';
+import { HEAD_EVENTS, headerOf, lineOf, runEventsTopic, tapOf, type RunEventText, type SinkHead, type Tap } from './event-text.js';
 
 /** What a sink needs of the run store: appends to the log, and the reservation of sequence numbers. */
 export type SinkStore = Pick<RunStore, 'append' | 'setSeqCeiling'>;
@@ -74,16 +75,25 @@ export class StoredEventSink implements RunEventSink {
   private chunkPrefix = '';
   /** Events emitted and not stored yet (pending, or in a store under way). */
   private readonly unstored = new Backlog();
+  /** This process's sinks and readers of the PubSub. */
+  private readonly tap: Tap;
+  /** What this sink published so far, while that is little: the run's head for readers that attach (see `SinkHead`). */
+  private readonly head: { start: number; events: RunEventText[] | null };
 
   private constructor(
     private readonly store: SinkStore,
     private readonly pubsub: PubSub,
     private readonly runId: string,
+    /** The attempt the sink's reservations are fenced by (undefined: none). */
+    private readonly attempt: number | undefined,
     start: number,
     private readonly flushMs: number,
   ) {
     this.next = start;
     this.ceiling = start;
+    this.tap = tapOf(pubsub);
+    this.head = { start, events: [] };
+    this.tap.heads.set(runId, this.head satisfies SinkHead);
   }
 
   /**
@@ -91,9 +101,12 @@ export class StoredEventSink implements RunEventSink {
    * uses the next `SEQ_BLOCK`: they were reserved already (the claim of the attempt stored
    * `seqCeiling = run.seqCeiling + SEQ_BLOCK`), or none of them is seen unless stored (an ending
    * whose every event goes with its final record, `emitStored`; see `RunRecorder.endWithoutEngine`).
+   * The next blocks are reserved under `run.attempt`: once another attempt took the run over, a
+   * reservation is refused and the sink fails with `RunSuperseded` (its events past the reserved
+   * numbers are neither published nor stored).
    */
-  static reserved(store: SinkStore, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'>, flushMs: number): StoredEventSink {
-    const sink = new StoredEventSink(store, pubsub, run.id, run.seqCeiling + 1, flushMs);
+  static reserved(store: SinkStore, pubsub: PubSub, run: Pick<Run, 'id' | 'seqCeiling'> & { attempt?: number }, flushMs: number): StoredEventSink {
+    const sink = new StoredEventSink(store, pubsub, run.id, run.attempt, run.seqCeiling + 1, flushMs);
     sink.ceiling = run.seqCeiling + 1 + SEQ_BLOCK;
     return sink;
   }
@@ -195,8 +208,13 @@ export class StoredEventSink implements RunEventSink {
     const events = this.outbox;
     if (!events.length) return;
     this.outbox = [];
+    const head = this.head;
+    if (head.events) {
+      if (head.events.length + events.length > HEAD_EVENTS) head.events = null;
+      else head.events.push(...events);
+    }
     // The readers of this process first, straight from here.
-    const tap = tapOf(this.pubsub);
+    const tap = this.tap;
     const readers = tap.readers.get(this.runId);
     if (readers) for (const reader of readers) reader(events);
     // Everyone else through PubSub. With the in-process PubSub the readers are all local; the
@@ -216,9 +234,21 @@ export class StoredEventSink implements RunEventSink {
 
   private reserve(): Promise<void> {
     if (this.reserving) return this.reserving;
+    if (this.failed) {
+      // A failed sink publishes and stores nothing more: what waits for numbers is dropped.
+      this.held = [];
+      return Promise.reject(this.failed);
+    }
     this.reserving = (async () => {
       const ceiling = Math.max(this.ceiling, this.next) + SEQ_BLOCK;
-      await this.store.setSeqCeiling({ id: this.runId }, ceiling - 1);
+      // Fenced by the attempt: a superseded attempt that raised (or lowered) the ceiling under the
+      // one that took over would leave a gap in the log, or let a later attempt reuse numbers.
+      if (!(await this.store.setSeqCeiling({ id: this.runId, attempt: this.attempt }, ceiling - 1))) {
+        this.failed = new RunSuperseded(`Run ${this.runId}: another attempt took the run over; this one reserves no more numbers.`);
+        this.held = [];
+        this.unstored.release();
+        throw this.failed;
+      }
       this.ceiling = ceiling;
       const held = this.held;
       this.held = [];
@@ -226,7 +256,7 @@ export class StoredEventSink implements RunEventSink {
       this.publish();
     })().finally(() => {
       this.reserving = null;
-      if (this.held.length && this.next >= this.ceiling) void this.reserve().catch(() => undefined);
+      if (this.held.length && this.next >= this.ceiling && !this.failed) void this.reserve().catch(() => undefined);
     });
     return this.reserving;
   }
@@ -335,8 +365,14 @@ export class StoredEventSink implements RunEventSink {
     return done;
   }
 
+  /** Stores what is left; from then on a reader that attaches reads the log (this sink's head is let go). */
   async close(): Promise<void> {
-    await this.flush();
+    try {
+      await this.flush();
+    } finally {
+      this.head.events = null;
+      if (this.tap.heads.get(this.runId) === this.head) this.tap.heads.delete(this.runId);
+    }
   }
 
   get lastSeq(): number {

@@ -88,9 +88,10 @@ export class SqlRunStore implements RunStore {
     return changed > 0;
   }
 
-  async setSeqCeiling(fence: { id: string; attempt?: number }, ceiling: number): Promise<void> {
+  async setSeqCeiling(fence: { id: string; attempt?: number }, ceiling: number): Promise<boolean> {
     const where = fence.attempt === undefined ? { id: fence.id } : { id: fence.id, attempt: fence.attempt };
-    await this.group.run((tx) => tx.nativeUpdate(Run, where, { seqCeiling: ceiling }), { atomic: true, concurrent: true });
+    const changed = await this.group.run((tx) => tx.nativeUpdate(Run, where, { seqCeiling: ceiling }), { atomic: true, concurrent: true });
+    return changed > 0;
   }
 
   append<T>(runId: string, events: readonly RunLogEvent[], step?: { write: RunStoreWork<T>; keep?: (answer: T) => boolean; conditional?: readonly RunLogEvent[] }): Promise<T | undefined> {
