@@ -91,7 +91,7 @@ describe('QuickJsCodeSandbox', () => {
 
   it('formats console, emit and errors with the built-ins of the fresh context, even when the code replaced them before first use', async () => {
     const received: string[] = [];
-    const tamper = 'JSON.stringify = () => "tampered"; String = () => "tampered"; Error = function () {}; Date.now = () => { throw new Error("no clock") }; Object.prototype.write = () => {}; Object.prototype.emit = () => {};';
+    const tamper = 'JSON.stringify = () => "tampered"; String = () => "tampered"; Error = function () {}; Date.now = () => { throw new Error("no clock") }; Object.prototype.write = () => {}; Object.prototype.emit = () => {}; Array.prototype.join = () => "tampered"; Reflect.apply = () => "tampered";';
     const result = await run(`${tamper} console.log({ a: 1 }, 2, Symbol("s")); emit({ b: 2 }); emit("x"); return 1`, { onEmit: (text) => received.push(text) });
     expect(result.console).toEqual([{ level: 'log', text: '{"a":1} 2 Symbol(s)' }]);
     expect(received).toEqual(['{"b":2}', 'x']);
@@ -312,7 +312,7 @@ describe('QuickJsCodeSandbox', () => {
 
     it('hands onEmits each batch as the JSON text of its array, every emit in order, and ends the run with its error when it throws', async () => {
       const batches: string[] = [];
-      const odd = ['quote " and \\ backslash', 'line\nbreak', '","', '\ud800 lone', '😀', ''];
+      const odd = ['quote " and \\ backslash', 'line\nbreak', '","', '\ud800 lone', '😀', '', 'nul \u0000 inside', 'separator \u0001 inside', 'a real \ufffd'];
       const result = await run(`const odd = ${JSON.stringify(odd)}; for (let i = 0; i < 5000; i++) emit(i % 500 === 0 ? odd[(i / 500) % odd.length] : 'e' + i); emit({ n: 1 }); return 'ok';`, {
         onEmit: () => {
           throw new Error('onEmit is not called when onEmits is given');
@@ -326,6 +326,12 @@ describe('QuickJsCodeSandbox', () => {
       expect(emitted).toEqual([...Array.from({ length: 5000 }, (_, i) => (i % 500 === 0 ? odd[(i / 500) % odd.length] : `e${i}`)), '{"n":1}']);
       // Written as JSON.stringify writes it.
       for (const json of batches) expect(json).toBe(JSON.stringify(JSON.parse(json)));
+
+      // A NUL in the last emit of a batch (the text crosses as a C string, which a NUL ends).
+      const last: string[] = [];
+      const ends = await run('emit("x"); emit("y"); emit("z\\u0000tail"); emit("\\u0000"); return 1', { onEmits: (json) => void last.push(...(JSON.parse(json) as string[])) });
+      expect(ends.value).toBe(1);
+      expect(last).toEqual(['x', 'y', 'z\u0000tail', '\u0000']);
 
       const listenerError = new Error('client gone');
       const error = await run('for (;;) { try { emit("x") } catch (e) {} }', {
