@@ -113,6 +113,23 @@ describe.each(testDatabases())('statements of one trivial run on $name', (db) =>
       expect(stored.body).toMatchObject({ status: 'completed', output: body.output, duration: body.duration, usedCredits: 1, globalCtx: body.globalCtx, sessions: body.sessions });
     });
 
+    it('streams a run it executes without reading the event log: every event once, in order, from the sink', async () => {
+      expect((await counted()).body).toMatchObject({ status: 'completed' });
+      trace = { sql: [] };
+      const r = await t.request('POST', `/block/${bid}/api`, { body: { stream: true, format: 'sse', inputs: { n: 21 } } });
+      const sql = trace.sql;
+      trace = null;
+      expect(r.status, r.text).toBe(200);
+      const seqs = [...r.text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+      expect(seqs.length).toBeGreaterThan(5);
+      expect(seqs).toEqual(Array.from({ length: seqs.length }, (_, i) => i + 1));
+      expect([...r.text.matchAll(/^event: (\w+)$/gm)].map((m) => m[1]).at(-1)).toBe('run_complete');
+      // The reader took what the run's sink had published from memory: the log is written, never read.
+      const report = sql.map((text, i) => `${i + 1}. ${text.slice(0, 120)}`).join('\n');
+      expect(sql.filter((text) => /^select .* from .run_events./i.test(text)), report).toEqual([]);
+      expect(sql.filter((text) => /insert into .run_events./i.test(text) || /"run_events"/i.test(text)).length, report).toBeGreaterThan(0);
+    });
+
     it('charges each of many parallel runs of one team exactly once: balance, ledger and reservations agree', async () => {
       const connection = t.kernel.container.get(entityManagerServiceIdentifier).getConnection() as unknown as { execute(sql: string, params?: unknown[]): Promise<Json[]> };
       const first = await counted();
