@@ -166,19 +166,18 @@ const HELPERS = compact(String.raw`0, function (stringify, ErrorType, toText, no
  * here (V8, from the joined text) when the text crossed intact: its length as sent (the transfer
  * as a C string ends it at a NUL), `count` strings when split (none held a U+0001), and no U+FFFD
  * (what the UTF-8 transfer makes of a lone surrogate; a real one only costs the slow path). Else
- * the sandbox's own `JSON.stringify`, captured before the code ran, writes it.
+ * the sandbox's own `JSON.stringify`, captured before the code ran, writes it; when that fails
+ * (the heap is full, or a limit struck), its exception, for the host function to throw in the
+ * sandbox as `load` does.
  */
-function batchJson(ctx: QuickJSContext, stringify: QuickJSHandle, joinedHandle: QuickJSHandle, countHandle: QuickJSHandle, lengthHandle: QuickJSHandle, batchHandle: QuickJSHandle): string {
+function batchJson(ctx: QuickJSContext, stringify: QuickJSHandle, joinedHandle: QuickJSHandle, countHandle: QuickJSHandle, lengthHandle: QuickJSHandle, batchHandle: QuickJSHandle): string | { error: QuickJSHandle } {
   const joined = ctx.getString(joinedHandle);
   if (joined.length === ctx.getNumber(lengthHandle) && !joined.includes('\ufffd')) {
     const parts = joined.split('\u0001');
     if (parts.length === ctx.getNumber(countHandle)) return JSON.stringify(parts);
   }
   const json = ctx.callFunction(stringify, ctx.undefined, batchHandle);
-  if (json.error) {
-    json.error.dispose();
-    throw new HostFailure(new Error('The sandbox could not serialize a batch of emits.'));
-  }
+  if (json.error) return { error: json.error };
   try {
     return ctx.getString(json.value);
   } finally {
@@ -415,7 +414,9 @@ export class QuickJsEngine {
             ctx.newFunction('emit', (joinedHandle, countHandle, lengthHandle, batchHandle) => {
               const hooks = binding.hooks;
               if (binding.stop || !hooks) return;
-              hooks.emits(batchJson(ctx, stringify, joinedHandle, countHandle, lengthHandle, batchHandle));
+              const json = batchJson(ctx, stringify, joinedHandle, countHandle, lengthHandle, batchHandle);
+              if (typeof json !== 'string') return json;
+              hooks.emits(json);
               if (hooks.aborted()) binding.stop = 'abort';
             }),
           );
