@@ -124,6 +124,11 @@ export const claimRunStatement = sqlStatement(
   where "id" = ? and "attempt" = ? and "status" in ('queued', 'running')`,
 );
 
+/** Raises (or sets) the sequence numbers reserved on a run, fenced by its attempt (see `RunStore.setSeqCeiling`). */
+export const seqCeilingStatement = sqlStatement('runs.seq_ceiling', `update "runs" set "seq_ceiling" = ? where "id" = ? and "attempt" = ?`);
+/** `seqCeilingStatement` for a caller that fences by no attempt. */
+export const seqCeilingUnfencedStatement = sqlStatement('runs.seq_ceiling_unfenced', `update "runs" set "seq_ceiling" = ? where "id" = ?`);
+
 /**
  * A run's final record, fenced by its attempt (`finishRunParams` gives its values). Exported for
  * the database adapters' run stores, which may write it inside a statement of their own (a CTE on

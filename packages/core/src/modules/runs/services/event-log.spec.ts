@@ -6,7 +6,7 @@ import { ndjsonLines, sseFrames } from '../routes.js';
 import { followRunBatches, parseEventLine, parseEventMessage, ROW_EVENTS, runEventsTopic, SEQ_BLOCK, StoredEventSink, type RunEventText } from './event-log.js';
 import type { GroupCommit, GroupWork } from '../../../kernel/group-commit.js';
 import { SqlRunStore } from '../store/sql-run-store.js';
-import { HEAD_EVENTS, splitJsonStrings } from './event-text.js';
+import { HEAD_EVENTS, rowEvents, splitJsonStrings } from './event-text.js';
 import { RunSuperseded } from './attempt-errors.js';
 
 /** The log's table in memory, behind the statements the event log uses. */
@@ -46,7 +46,7 @@ class MemoryLog implements PreparedStatements {
     return this.rows
       .filter((row) => row.runId === runId)
       .sort((x, y) => x.seq - y.seq)
-      .flatMap((row) => JSON.parse(row.events));
+      .flatMap((row) => rowEvents(row.events));
   }
 }
 
@@ -56,19 +56,24 @@ class MemoryLog implements PreparedStatements {
  */
 const groupOf = (log: MemoryLog) => {
   const rows: RowSink = { insertRow: async (_tx, table, values) => void (await log.run(sqlInsertRows(table, 1), values)) };
-  const tx = { nativeUpdate: async () => 1 } as unknown as EntityManager;
+  const tx = {} as unknown as EntityManager;
   return {
     run: (work: GroupWork<unknown>) => work(tx, true, rows),
     insertRow: rows.insertRow,
     insertOne: (table: SqlRowTable, values: readonly SqlValue[]) => rows.insertRow(tx, table, values),
+    // The reservation of sequence numbers, the one other statement the sink writes.
+    runOne: async (statement: SqlStatement) => (expect(statement.text).toMatch(/^update "runs" set "seq_ceiling"/), 1),
   } as unknown as GroupCommit;
 };
-/** `groupOf(log)` whose reservations of sequence numbers (the transaction's `nativeUpdate`) go to `reserve`. */
+/** `groupOf(log)` whose reservations of sequence numbers (`update "runs" set "seq_ceiling" = ? where "id" = ? [and "attempt" = ?]`) go to `reserve`. */
 const reservingGroup = (log: MemoryLog, reserve: (where: unknown, data: { seqCeiling: number }) => Promise<number>) =>
   ({
-    run: (work: GroupWork<unknown>) => work({ nativeUpdate: (_entity: unknown, where: unknown, data: { seqCeiling: number }) => reserve(where, data) } as unknown as EntityManager, true, groupOf(log) as unknown as RowSink),
-    insertRow: groupOf(log).insertRow,
-    insertOne: groupOf(log).insertOne,
+    ...groupOf(log),
+    runOne: (statement: SqlStatement, params: readonly SqlValue[]) => {
+      expect(statement.text).toMatch(/^update "runs" set "seq_ceiling"/);
+      const [seqCeiling, id, attempt] = params as [number, string, number | undefined];
+      return reserve(attempt === undefined ? { id } : { id, attempt }, { seqCeiling });
+    },
   }) as unknown as GroupCommit;
 /** The run store of the SQL databases, writing through `group` on `log`. */
 const storeOf = (group: GroupCommit, log: MemoryLog) => new SqlRunStore({ fork: fork(), sql: log, pubsub: new InProcessPubSub() }, { group });
@@ -220,6 +225,7 @@ describe('StoredEventSink', () => {
       run: (work: GroupWork<unknown>, options?: { atomic?: boolean }) => (options?.atomic ? undefined : transactions++, inner.run(work)),
       insertRow: inner.insertRow.bind(inner),
       insertOne: (table: SqlRowTable, values: readonly SqlValue[]) => (transactions++, inner.insertOne(table, values)),
+      runOne: inner.runOne.bind(inner),
     } as unknown as GroupCommit;
     const pubsub = new InProcessPubSub();
     const messages: string[] = [];
@@ -323,6 +329,29 @@ describe('StoredEventSink', () => {
     sink.emitChunk('c1', 'late');
     await tick();
     expect(Math.max(...messages.flatMap(parseEventMessage).map((e) => e.seq))).toBe(SEQ_BLOCK);
+  });
+
+  it('a reservation that fails fails the sink: no retry in a loop, nothing published or stored past its numbers', async () => {
+    const log = new MemoryLog();
+    let calls = 0;
+    const failing = reservingGroup(log, async () => {
+      calls++;
+      // Bounded so that a sink retrying at once ends the loop here rather than hanging the test.
+      if (calls > 1_000) return 1;
+      throw new Error('database is locked');
+    });
+    const pubsub = new InProcessPubSub();
+    const messages: string[] = [];
+    await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+    const sink = StoredEventSink.reserved(storeOf(failing, log), pubsub, { id: RUN, seqCeiling: 0, attempt: 1 }, 60_000);
+    for (let i = 0; i < SEQ_BLOCK + 100; i++) sink.emitChunk('c1', `${i}`);
+    await tick();
+    await tick();
+    // The reservation ahead (at half the block) failed: the sink failed there and reserved nothing more.
+    expect(calls).toBe(1);
+    await expect(sink.flush()).rejects.toThrow('database is locked');
+    expect(Math.max(...messages.flatMap(parseEventMessage).map((e) => e.seq))).toBeLessThanOrEqual(SEQ_BLOCK);
+    expect(sink.backlog()).toBeUndefined();
   });
 
   it('stores a trickle of chunks at most flushMs late', async () => {

@@ -243,10 +243,17 @@ export class StoredEventSink implements RunEventSink {
       const ceiling = Math.max(this.ceiling, this.next) + SEQ_BLOCK;
       // Fenced by the attempt: a superseded attempt that raised (or lowered) the ceiling under the
       // one that took over would leave a gap in the log, or let a later attempt reuse numbers.
-      if (!(await this.store.setSeqCeiling({ id: this.runId, attempt: this.attempt }, ceiling - 1))) {
-        this.failed = new RunSuperseded(`Run ${this.runId}: another attempt took the run over; this one reserves no more numbers.`);
-        this.held = [];
-        this.unstored.release();
+      let written: boolean;
+      try {
+        written = await this.store.setSeqCeiling({ id: this.runId, attempt: this.attempt }, ceiling - 1);
+      } catch (error) {
+        // A failed write fails the sink, as a failed store of its events does (asked again at
+        // once, it would be asked in a loop as long as events wait for numbers).
+        this.fail(error);
+        throw error;
+      }
+      if (!written) {
+        this.fail(new RunSuperseded(`Run ${this.runId}: another attempt took the run over; this one reserves no more numbers.`));
         throw this.failed;
       }
       this.ceiling = ceiling;
@@ -259,6 +266,13 @@ export class StoredEventSink implements RunEventSink {
       if (this.held.length && this.next >= this.ceiling && !this.failed) void this.reserve().catch(() => undefined);
     });
     return this.reserving;
+  }
+
+  /** From here on the sink publishes and stores nothing more, and its producers need not wait for it. */
+  private fail(error: unknown): void {
+    this.failed = error;
+    this.held = [];
+    this.unstored.release();
   }
 
   flush(): Promise<void> {

@@ -3,7 +3,7 @@ import { GroupCommit, type LoneWrite } from '../../../kernel/group-commit.js';
 import type { RowSink } from '../../../ports/database.js';
 import type { RunCreditHold, RunFence, RunFinalRecord, RunLogEvent, RunSettlement, RunStore, RunStoreDeps, RunStoreWork, RunStoreWriteOptions } from '../../../ports/run-store.js';
 import { Run } from '../entities/run.entity.js';
-import { claimRunStatement, finishRun, insertRun, type RunFinal } from '../queries.js';
+import { claimRunStatement, finishRun, insertRun, seqCeilingStatement, seqCeilingUnfencedStatement, type RunFinal } from '../queries.js';
 import { eventRows, rowText } from '../services/event-text.js';
 import { followRunBatches, readRunLog } from '../services/follow.js';
 import { ROW_EVENTS } from '../services/stored-event-sink.js';
@@ -89,8 +89,12 @@ export class SqlRunStore implements RunStore {
   }
 
   async setSeqCeiling(fence: { id: string; attempt?: number }, ceiling: number): Promise<boolean> {
-    const where = fence.attempt === undefined ? { id: fence.id } : { id: fence.id, attempt: fence.attempt };
-    const changed = await this.group.run((tx) => tx.nativeUpdate(Run, where, { seqCeiling: ceiling }), { atomic: true, concurrent: true });
+    // One prepared statement: a streaming run reserves while its events are being stored, and the
+    // ORM's update cost a millisecond of the main thread there.
+    const changed =
+      fence.attempt === undefined
+        ? await this.group.runOne(seqCeilingUnfencedStatement, [ceiling, fence.id], { atomic: true, concurrent: true })
+        : await this.group.runOne(seqCeilingStatement, [ceiling, fence.id, fence.attempt], { atomic: true, concurrent: true });
     return changed > 0;
   }
 
