@@ -70,7 +70,7 @@ export { preparedStatementsServiceIdentifier } from './kernel/prepared-statement
 export { SqlRunStore, type SqlRunStoreOptions } from './modules/runs/store/sql-run-store.js';
 export { GroupCommit, type LoneWrite } from './kernel/group-commit.js';
 export { finishRunParams, finishRunStatement, runColumns, runValues, type RunColumn, type RunColumnKind, type RunFinal } from './modules/runs/queries.js';
-export { rowText } from './modules/runs/services/event-text.js';
+export { rowEvents, rowText } from './modules/runs/services/event-text.js';
 export { ROW_EVENTS } from './modules/runs/services/stored-event-sink.js';
 
 // Modules

@@ -7,6 +7,12 @@ export interface RunLogEvent {
   seq: number;
   type: string;
   json: string;
+  /**
+   * Set on a chunk its sink made (`{"blockId":..,"delta":"..."}`): the start of `json` before the
+   * delta's text (`{"blockId":"..","delta":`). A store may keep such chunks compact (core's
+   * `rowText` does); absent, the event is kept as its text says.
+   */
+  chunk?: string;
 }
 
 /** Which attempt of a run a write belongs to: a write of a superseded attempt changes nothing. */

@@ -114,7 +114,7 @@ export class StoredEventSink implements RunEventSink {
   /** Emits an event that is published only after the next flush stored it (e.g. `run_complete` after the final record). */
   emitStored(type: string, data: Record<string, unknown>): number {
     const seq = this.next++;
-    const event: SinkEvent = { seq, type, json: JSON.stringify(data) };
+    const event: SinkEvent = { seq, type, json: JSON.stringify(data), chunk: undefined };
     this.pending.push(event);
     this.unstored.add(1, event.json.length);
     if (seq >= this.ceiling) void this.reserve().catch(() => undefined);
@@ -138,16 +138,18 @@ export class StoredEventSink implements RunEventSink {
 
   emitChunk(blockId: string, delta: string): number {
     // The text `JSON.stringify({ blockId, delta })` gives.
-    return this.add('block_chunk', this.chunkStart(blockId) + JSON.stringify(delta) + '}');
+    const start = this.chunkStart(blockId);
+    return this.add('block_chunk', start + JSON.stringify(delta) + '}', start);
   }
 
   emitChunkBodies(blockId: string, bodies: readonly string[]): number {
     // What `add` does for each, with its checks once for the batch.
-    const prefix = this.chunkStart(blockId) + '"';
+    const start = this.chunkStart(blockId);
+    const prefix = start + '"';
     let bytes = 0;
     for (const body of bodies) {
       const seq = this.next++;
-      const event: SinkEvent = { seq, type: 'block_chunk', json: prefix + body + '"}' };
+      const event: SinkEvent = { seq, type: 'block_chunk', json: prefix + body + '"}', chunk: start };
       this.pending.push(event);
       bytes += event.json.length;
       if (seq < this.ceiling && !this.held.length) this.outbox.push(event);
@@ -166,9 +168,10 @@ export class StoredEventSink implements RunEventSink {
     return this.next - 1;
   }
 
-  private add(type: string, json: string): number {
+  /** `chunk`: set for a chunk (see `RunEventText.chunk`). */
+  private add(type: string, json: string, chunk?: string): number {
     const seq = this.next++;
-    const event: SinkEvent = { seq, type, json };
+    const event: SinkEvent = { seq, type, json, chunk };
     this.pending.push(event);
     this.unstored.add(1, json.length);
     if (seq < this.ceiling && !this.held.length) {
