@@ -40,18 +40,22 @@ export function ndjsonLines(batch: readonly RunEventText[]): string {
   return text;
 }
 
-/** SSE of run events: one string, and one write, per batch of events. */
+/**
+ * SSE of run events: one buffer, and one write, per batch of events. Encoded here, once: the
+ * transports write bytes as they are, and the HTTP metrics take their length as it is (a string
+ * would be scanned for its UTF-8 length there and encoded again by the transport).
+ */
 export function sseOf(batches: AsyncIterable<readonly RunEventText[]>): Reply {
   async function* frames() {
-    for await (const batch of batches) if (batch.length) yield sseFrames(batch);
+    for await (const batch of batches) if (batch.length) yield Buffer.from(sseFrames(batch), 'utf8');
   }
   return Reply.stream(frames(), 'text/event-stream; charset=utf-8', { 'x-accel-buffering': 'no' });
 }
 
-/** NDJSON of run events: one string, and one write, per batch of events. */
+/** NDJSON of run events: one buffer, and one write, per batch of events (as `sseOf`). */
 export function ndjsonOf(batches: AsyncIterable<readonly RunEventText[]>): Reply {
   async function* lines() {
-    for await (const batch of batches) if (batch.length) yield ndjsonLines(batch);
+    for await (const batch of batches) if (batch.length) yield Buffer.from(ndjsonLines(batch), 'utf8');
   }
   return Reply.stream(lines(), 'application/x-ndjson');
 }
