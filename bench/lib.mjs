@@ -21,7 +21,9 @@ export async function request(base, method, path, token, body) {
  */
 export function selfTimes(profile) {
   const perNode = new Map();
-  for (let i = 0; i < profile.samples.length; i++) perNode.set(profile.samples[i], (perNode.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  // The first delta is the time from the profile's start to its first sample, spent in whatever
+  // started it (an inspector call), not in the sampled function: it is left out.
+  for (let i = 1; i < profile.samples.length; i++) perNode.set(profile.samples[i], (perNode.get(profile.samples[i]) ?? 0) + (profile.timeDeltas[i] ?? 0));
   const self = new Map();
   let total = 0;
   for (const node of profile.nodes) {
