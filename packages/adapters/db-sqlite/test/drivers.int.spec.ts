@@ -1,11 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { coreModules, createKernel, preparedStatementsServiceIdentifier, sqlStatement, type Kernel } from '@trellis/core';
+import { coreModules, createKernel, inTransaction, preparedStatementsServiceIdentifier, sqlStatement, type Kernel } from '@trellis/core';
 import { sqliteDatabase, sqliteOptionsFromUrl, type SqliteDriverName } from '@trellis/db-sqlite';
 import { SqliteVecVectorStore } from '@trellis/vector-sqlite';
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const count = sqlStatement('test.count_users', 'select count(*) as "n" from "users"');
 const insert = sqlStatement('test.insert_user', 'insert into "users" ("id", "email", "name", "status", "is_site_admin", "is_developer", "is_administrator", "created_at", "updated_at") values (?, ?, ?, ?, ?, ?, ?, ?, ?)');
@@ -69,6 +70,46 @@ describe.each(['sqlite3', 'better-sqlite3'] as SqliteDriverName[])('the %s drive
     await tx.commit();
     const outside = await Promise.all(ids.map((id) => sql.first<Record<string, unknown>>(byId, [id])));
     expect(outside.map((row) => row?.['created_at'])).toEqual(ids.map(() => at.getTime()));
+  });
+
+  it('commits, rolls back and nests transactions, their control statements one exec each on sqlite3', async () => {
+    // The sqlite3 module the adapter's ORM driver loads (one copy in the workspace).
+    const sqlite3 = createRequire(createRequire(import.meta.url).resolve('@mikro-orm/sqlite'))('sqlite3') as { Database: { prototype: Record<string, (...args: unknown[]) => unknown> } };
+    const all = vi.spyOn(sqlite3.Database.prototype, 'all');
+    const exec = vi.spyOn(sqlite3.Database.prototype, 'exec');
+    const sql = kernel.get(preparedStatementsServiceIdentifier);
+    const at = new Date('2026-05-06T07:08:09.000Z');
+    const row = (id: string) => [id, `${id}@example.com`, 'T', 'active', false, false, false, at, at];
+    const has = async (id: string) => (await sql.first(byId, [id])) !== undefined;
+    try {
+      await inTransaction(kernel.fork(), async (tx) => {
+        await sql.run(insert, row(`u-tx-kept-${driver}`), tx);
+        // A savepoint that rolls back, inside a transaction that commits.
+        await expect(
+          inTransaction(tx, async (inner) => {
+            await sql.run(insert, row(`u-tx-inner-${driver}`), inner);
+            throw new Error('inner fails');
+          }),
+        ).rejects.toThrow('inner fails');
+        // A savepoint that is released.
+        await inTransaction(tx, (inner) => sql.run(insert, row(`u-tx-released-${driver}`), inner));
+      });
+      await expect(
+        inTransaction(kernel.fork(), async (tx) => {
+          await sql.run(insert, row(`u-tx-rolled-back-${driver}`), tx);
+          throw new Error('outer fails');
+        }),
+      ).rejects.toThrow('outer fails');
+      expect([await has(`u-tx-kept-${driver}`), await has(`u-tx-inner-${driver}`), await has(`u-tx-released-${driver}`), await has(`u-tx-rolled-back-${driver}`)]).toEqual([true, false, true, false]);
+      const control = (calls: unknown[][]) => calls.map((call) => String(call[0])).filter((text) => /^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/.test(text));
+      if (driver === 'sqlite3') {
+        expect(control(all.mock.calls)).toEqual([]);
+        expect(control(exec.mock.calls)).toEqual(['BEGIN;', expect.stringMatching(/^SAVEPOINT \w+;$/), expect.stringMatching(/^ROLLBACK TO SAVEPOINT \w+$/), expect.stringMatching(/^SAVEPOINT \w+;$/), expect.stringMatching(/^RELEASE SAVEPOINT \w+;$/), 'COMMIT;', 'BEGIN;', 'ROLLBACK']);
+      }
+    } finally {
+      all.mockRestore();
+      exec.mockRestore();
+    }
   });
 
   it('does not keep a statement that failed to prepare', async () => {

@@ -1,5 +1,5 @@
 import { plainToInstance } from 'class-transformer';
-import { getMetadataStorage, validate, type ValidationError } from 'class-validator';
+import { getMetadataStorage, validate, type MetadataStorage, type ValidationError } from 'class-validator';
 import { TrellisError, type ValidationIssue } from './errors.js';
 import { propertyDocs } from './http/docs-metadata.js';
 import { guardInput } from './http/input-guard.js';
@@ -11,6 +11,40 @@ export interface ValidationFailure {
 }
 
 const defaultFailure: ValidationFailure = { status: 422, code: 'validation_failed' };
+
+const memoized = Symbol.for('@trellis/core/memoizedRuleLookup');
+
+/**
+ * Makes class-validator remember the rules it finds for a class. It looks them up on every
+ * validation of an object (a request body, each DTO nested in it), and for the inherited ones
+ * tests the class against every class that has rules (`instanceof`, hundreds of DTO classes
+ * here): about 0.15 ms of a request. The answer depends only on the rules registered and on the
+ * arguments, so it is kept until a rule is added (a class with rules is declared, or a schema
+ * registered). Done once per process, on class-validator's one storage (which an embedder's own
+ * DTOs share; they get the same answers, sooner). Each caller gets an array of its own.
+ */
+export function memoizeRuleLookup(storage: MetadataStorage = getMetadataStorage()): void {
+  const target = storage as MetadataStorage & { [memoized]?: true };
+  if (target[memoized]) return;
+  target[memoized] = true;
+  const lookup = storage.getTargetValidationMetadatas.bind(storage);
+  let known = new Map<Function | string, Map<string, ReturnType<typeof lookup>>>();
+  // Every rule comes through here (a schema's too).
+  const add = storage.addValidationMetadata.bind(storage);
+  storage.addValidationMetadata = (metadata) => {
+    known = new Map();
+    add(metadata);
+  };
+  storage.getTargetValidationMetadatas = (ctor, schema, always, strictGroups, groups) => {
+    const key = `${schema}\u0000${always}\u0000${strictGroups}\u0000${groups ? groups.join('\u0001') : '-'}`;
+    let byKey = known.get(ctor);
+    if (!byKey) known.set(ctor, (byKey = new Map()));
+    let rules = byKey.get(key);
+    if (!rules) byKey.set(key, (rules = lookup(ctor, schema, always, strictGroups, groups)));
+    return rules.slice();
+  };
+}
+memoizeRuleLookup();
 
 /**
  * Turns untrusted input into an instance of a DTO class: unknown properties are refused
