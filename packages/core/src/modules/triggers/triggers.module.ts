@@ -73,7 +73,7 @@ export const triggersModule = defineModule({
     const kernel = ctx.get(kernelServiceIdentifier);
     outbound.forkOf = () => kernel.fork();
     const send = async (events: ReturnType<typeof runEventsOf>) => {
-      for (const event of events) await outbound.enqueue(kernel.fork(), event);
+      for (const event of events) await outbound.enqueue(() => kernel.fork(), event);
     };
     await ctx.get(pubSubServiceIdentifier).subscribe(SUBSCRIPTIONS_CHANGED, () => outbound.forgetOwners());
     ctx.hooks.on('run.finished', (run) => send(runEventsOf('finished', run)));

@@ -356,6 +356,33 @@ describe('StoredEventSink', () => {
     expect(sink.backlog()).toBeUndefined();
   });
 
+  it('publishes every event held back by a slow reservation, however many (a spread of them into a push overflowed the stack)', async () => {
+    const log = new MemoryLog();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    // The reservation ahead waits (a busy database) while the code goes on emitting.
+    const slow = reservingGroup(log, async () => {
+      await released;
+      return 1;
+    });
+    const pubsub = new InProcessPubSub();
+    const messages: string[] = [];
+    await pubsub.subscribe(runEventsTopic(RUN), (m) => void messages.push(String(m)));
+    const sink = StoredEventSink.reserved(storeOf(slow, log), pubsub, { id: RUN, seqCeiling: 0, attempt: 1 }, 60_000);
+    const held = 200_000;
+    const bodies = Array.from({ length: 1_000 }, (_, i) => `d${i}`);
+    for (let n = 0; n < SEQ_BLOCK + held; n += bodies.length) sink.emitChunkBodies('c1', bodies);
+    await tick();
+    expect(Math.max(...messages.flatMap(parseEventMessage).map((e) => e.seq))).toBe(SEQ_BLOCK);
+    // The numbers come, for what waited too: everything goes out, in order, once each.
+    release();
+    await sink.flush();
+    await tick();
+    const seqs = messages.flatMap(parseEventMessage).map((e) => e.seq);
+    expect(seqs.length).toBe(SEQ_BLOCK + held);
+    expect(seqs.every((seq, i) => seq === i + 1)).toBe(true);
+  });
+
   it('stores a trickle of chunks at most flushMs late', async () => {
     const log = new MemoryLog();
     const sink = StoredEventSink.reserved(storeOf(groupOf(log), log), new InProcessPubSub(), { id: RUN, seqCeiling: 0 }, 15);

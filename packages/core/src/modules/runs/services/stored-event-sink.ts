@@ -262,7 +262,8 @@ export class StoredEventSink implements RunEventSink {
       this.ceiling = ceiling;
       const held = this.held;
       this.held = [];
-      this.outbox.push(...held);
+      // Not `push(...held)`: what a slow reservation held back can be more events than a call takes arguments.
+      this.outbox = this.outbox.length ? this.outbox.concat(held) : held;
       this.publish();
     })().finally(() => {
       this.reserving = null;
@@ -333,7 +334,8 @@ export class StoredEventSink implements RunEventSink {
       const settle = (outcome: FlushOutcome) => {
         for (let i = 1; i < steps.length; i++) steps[i]!.outcome = outcome;
       };
-      const events = steps.length === 1 ? step.batch : steps.flatMap((s) => s.batch);
+      // `concat` copies whole arrays (a `flatMap` here took a third of a millisecond for a run's 10,000 chunks).
+      const events = steps.length === 1 ? step.batch : ([] as SinkEvent[]).concat(...steps.map((s) => s.batch));
       const writing = steps.find((s) => s.write);
       // Whatever happens to them next, these events leave the backlog (stored, or dropped with a failure).
       const leave = () => this.unstored.remove(events.length, sizeOf(events));
@@ -367,7 +369,7 @@ export class StoredEventSink implements RunEventSink {
       let published = false;
       for (const s of steps) {
         if (!s.after.length || (s.write && !s.keepStored(answer))) continue;
-        this.outbox.push(...s.after);
+        this.outbox = this.outbox.concat(s.after);
         published = true;
       }
       if (published) this.publish();

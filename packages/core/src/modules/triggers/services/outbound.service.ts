@@ -193,10 +193,10 @@ export class OutboundWebhookService {
     await this.pubsub.publish(SUBSCRIPTIONS_CHANGED, 'changed').catch((error: unknown) => this.log.warn({ err: error }, 'triggers: could not announce a subscription change'));
   }
 
-  private async subscribedOwners(em: EntityManager): Promise<{ teams: Set<string>; users: Set<string> }> {
+  private async subscribedOwners(db: () => EntityManager): Promise<{ teams: Set<string>; users: Set<string> }> {
     const now = this.clock.nowMs();
     if (this.owners && now - this.owners.readAt < OWNERS_TTL_MS) return this.owners;
-    const rows = await em.find(WebhookSubscription, { enabled: true }, { fields: ['owner', 'team'] });
+    const rows = await db().find(WebhookSubscription, { enabled: true }, { fields: ['owner', 'team'] });
     const owners = { readAt: now, teams: new Set<string>(), users: new Set<string>() };
     for (const row of rows) {
       const team = (row.team as { id?: string } | null)?.id;
@@ -208,10 +208,14 @@ export class OutboundWebhookService {
   }
 
   /** Stores one delivery per subscription that asked for the event (none twice for one event), then starts sending. */
-  async enqueue(em: EntityManager, event: OutboundEvent): Promise<number> {
+  async enqueue(manager: EntityManager | (() => EntityManager), event: OutboundEvent): Promise<number> {
     if (!event.userId && !event.teamId) return 0;
-    const owners = await this.subscribedOwners(em);
+    // A manager to fork is made only when it is needed: most events (every run's end) have no subscriber, and the owners are remembered.
+    let made: EntityManager | undefined;
+    const db = () => (made ??= typeof manager === 'function' ? manager() : manager);
+    const owners = await this.subscribedOwners(db);
     if (!(event.teamId && owners.teams.has(event.teamId)) && !(event.userId && owners.users.has(event.userId))) return 0;
+    const em = db();
     const whose: FilterQuery<WebhookSubscription>[] = [];
     if (event.teamId) whose.push({ team: event.teamId });
     if (event.userId) whose.push({ team: null, owner: event.userId });
