@@ -13,14 +13,27 @@ import { toRunView } from './views.js';
 const tags = ['Runs'];
 const missing = 'No such document, or no access to it (document_not_found)';
 
+/** `\nevent: <type>\ndata: `: the middle of an SSE frame, once per event type. */
+const sseMiddles = new Map<string, string>();
+function sseMiddle(type: string): string {
+  let text = sseMiddles.get(type);
+  if (text === undefined) {
+    text = '\nevent: ' + type + '\ndata: ';
+    // Event types are a handful of names; anything else is not kept.
+    if (sseMiddles.size < 256) sseMiddles.set(type, text);
+  }
+  return text;
+}
+
 /** The SSE frames of a batch of events, as one string: `id:` is the sequence number, `event:` the type, `data:` the fields' JSON text as emitted. */
 export function sseFrames(batch: readonly RunEventText[]): string {
   // `+` rather than a template literal: V8 builds these about twice as fast (a template with a
-  // number in it goes through a slower path), and this runs for every event of every stream.
+  // number in it goes through a slower path), and this runs for every event of every stream. The
+  // type's part is one string per type: two pieces of rope fewer per event.
   let text = '';
   for (let i = 0; i < batch.length; i++) {
     const event = batch[i]!;
-    text += 'id: ' + event.seq + '\nevent: ' + event.type + '\ndata: ' + event.json + '\n\n';
+    text += 'id: ' + event.seq + sseMiddle(event.type) + event.json + '\n\n';
   }
   return text;
 }
