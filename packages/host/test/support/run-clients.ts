@@ -131,12 +131,17 @@ export class ScriptedGateway implements AiGateway {
           this.aborts++;
           return reject(request.signal.reason ?? new Error('aborted'));
         }
-        const timer = setTimeout(resolve, ms);
-        request.signal?.addEventListener('abort', () => {
+        const onAbort = () => {
           clearTimeout(timer);
           this.aborts++;
           reject(request.signal!.reason ?? new Error('aborted'));
-        }, { once: true });
+        };
+        // A wait that ends takes its listener with it: a 'slow' stream waits 30 times on one signal.
+        const timer = setTimeout(() => {
+          request.signal?.removeEventListener('abort', onAbort);
+          resolve();
+        }, ms);
+        request.signal?.addEventListener('abort', onAbort, { once: true });
       });
     switch (modelId) {
       case 'echo': {
