@@ -49,5 +49,4 @@ describe('memoizeRuleLookup', () => {
     expect((late as Late & { extra: number }).extra).toBe(1);
     await expect(validateInput(Late, { title: 'a', extra: 'x' }, 'body')).rejects.toMatchObject({ details: [{ field: 'extra', constraint: 'isInt' }] });
   });
-
 });

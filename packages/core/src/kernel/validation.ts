@@ -28,11 +28,12 @@ export function memoizeRuleLookup(storage: MetadataStorage = getMetadataStorage(
   if (target[memoized]) return;
   target[memoized] = true;
   const lookup = storage.getTargetValidationMetadatas.bind(storage);
-  let known = new Map<Function | string, Map<string, ReturnType<typeof lookup>>>();
+  // Weakly held: a class that is let go takes its answers with it.
+  let known = new WeakMap<Function, Map<string, ReturnType<typeof lookup>>>();
   // Every rule comes through here (a schema's too).
   const add = storage.addValidationMetadata.bind(storage);
   storage.addValidationMetadata = (metadata) => {
-    known = new Map();
+    known = new WeakMap();
     add(metadata);
   };
   storage.getTargetValidationMetadatas = (ctor, schema, always, strictGroups, groups) => {

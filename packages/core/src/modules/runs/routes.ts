@@ -6,24 +6,15 @@ import { terminalRunStatuses } from './entities/run.entity.js';
 import { combinedAuth, documentValidation } from '../documents/index.js';
 import { DocumentRunBody, ResumeBody, RunBudgetBody, RunDocumentParams, RunEventsQuery, RunListQuery, RunParams } from './dto/run.dto.js';
 import { runAcceptedSchema, runBudgetResultSchema, runChildrenSchema, runEventSchema, runEventStreamSchema, runPageSchema, runRecordSchema, runResultSchema } from './schemas.js';
-import { typeJson, type RunEventText } from './services/event-log.js';
+import { perType, typeJson, type RunEventText } from './services/event-text.js';
 import { RunService, type RunResult, type StartedRun } from './services/run.service.js';
 import { toRunView } from './views.js';
 
 const tags = ['Runs'];
 const missing = 'No such document, or no access to it (document_not_found)';
 
-/** `\nevent: <type>\ndata: `: the middle of an SSE frame, once per event type. */
-const sseMiddles = new Map<string, string>();
-function sseMiddle(type: string): string {
-  let text = sseMiddles.get(type);
-  if (text === undefined) {
-    text = '\nevent: ' + type + '\ndata: ';
-    // Event types are a handful of names; anything else is not kept.
-    if (sseMiddles.size < 256) sseMiddles.set(type, text);
-  }
-  return text;
-}
+/** `\nevent: <type>\ndata: `: the middle of an SSE frame. */
+const sseMiddle = perType((type) => '\nevent: ' + type + '\ndata: ');
 
 /** The SSE frames of a batch of events, as one string: `id:` is the sequence number, `event:` the type, `data:` the fields' JSON text as emitted. */
 export function sseFrames(batch: readonly RunEventText[]): string {

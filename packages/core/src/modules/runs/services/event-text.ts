@@ -90,28 +90,27 @@ export function fromTap(message: Uint8Array | string, tap: Tap): boolean {
   return end > 0 && end < 200 && text.slice(0, end) === headerOf(tap.id);
 }
 
-/** An event type as JSON text (`"block_chunk"`), serialized once per type. */
-const typeTexts = new Map<string, string>();
-export function typeJson(type: string): string {
-  let text = typeTexts.get(type);
-  if (text === undefined) {
-    text = JSON.stringify(type);
-    // Event types are a handful of names; anything else is not kept.
-    if (typeTexts.size < 256) typeTexts.set(type, text);
-  }
-  return text;
+/**
+ * A text made from an event type, made once per type: `make` runs for the first event of each.
+ * Event types are a handful of names; past 256 of them the rest are made each time, not kept.
+ */
+export function perType(make: (type: string) => string): (type: string) => string {
+  const made = new Map<string, string>();
+  return (type) => {
+    let text = made.get(type);
+    if (text === undefined) {
+      text = make(type);
+      if (made.size < 256) made.set(type, text);
+    }
+    return text;
+  };
 }
 
-/** `,"type":"block_chunk","data":`: the middle of an event line, once per type. */
-const typeFields = new Map<string, string>();
-export function typeField(type: string): string {
-  let text = typeFields.get(type);
-  if (text === undefined) {
-    text = ',"type":' + typeJson(type) + ',"data":';
-    if (typeFields.size < 256) typeFields.set(type, text);
-  }
-  return text;
-}
+/** An event type as JSON text (`"block_chunk"`). */
+export const typeJson = perType((type) => JSON.stringify(type));
+
+/** `,"type":"block_chunk","data":`: the middle of an event line. */
+export const typeField = perType((type) => ',"type":' + typeJson(type) + ',"data":');
 
 /** `{"seq":1,"type":"block_chunk","data":{...}}`: an event as one JSON text, in the log and on PubSub. */
 export const lineOf = (seq: number, type: string, json: string) => '{"seq":' + seq + typeField(type) + json + '}';

@@ -208,11 +208,11 @@ export class OutboundWebhookService {
   }
 
   /** Stores one delivery per subscription that asked for the event (none twice for one event), then starts sending. */
-  async enqueue(manager: EntityManager | (() => EntityManager), event: OutboundEvent): Promise<number> {
+  async enqueue(fork: () => EntityManager, event: OutboundEvent): Promise<number> {
     if (!event.userId && !event.teamId) return 0;
-    // A manager to fork is made only when it is needed: most events (every run's end) have no subscriber, and the owners are remembered.
+    // The manager is forked only when needed: most events (every run's end) have no subscriber, and the owners are remembered.
     let made: EntityManager | undefined;
-    const db = () => (made ??= typeof manager === 'function' ? manager() : manager);
+    const db = () => (made ??= fork());
     const owners = await this.subscribedOwners(db);
     if (!(event.teamId && owners.teams.has(event.teamId)) && !(event.userId && owners.users.has(event.userId))) return 0;
     const em = db();
